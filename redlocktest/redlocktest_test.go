@@ -1,0 +1,186 @@
+package redlocktest_test
+
+import (
+	"errors"
+	"net"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/redlock-go/redlock/redlocktest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// dial connects to a URL with short timeouts.
+func dial(t *testing.T, url string, timeout time.Duration) redis.Conn {
+	t.Helper()
+	conn, err := redis.DialURL(url,
+		redis.DialConnectTimeout(timeout),
+		redis.DialReadTimeout(timeout),
+		redis.DialWriteTimeout(timeout))
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// processGone reports whether no process with this pid exists any more.
+func processGone(pid int) bool {
+	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+func TestStartSetGet(t *testing.T) {
+	t.Parallel()
+	c := redlocktest.Start(t, 3)
+	require.Equal(t, 3, c.N())
+	require.Len(t, c.URLs(), 3)
+	require.Len(t, c.Addrs(), 3)
+	seen := map[string]bool{}
+	for i, url := range c.URLs() {
+		require.Equal(t, "redis://"+c.Addrs()[i], url)
+		require.Equal(t, c.Addrs()[i], c.DirectAddr(i))
+		require.False(t, seen[url], "duplicate address %s", url)
+		seen[url] = true
+		require.True(t, c.Running(i))
+		require.NotZero(t, c.PID(i))
+
+		conn := dial(t, url, time.Second)
+		_, err := conn.Do("SET", "k", i)
+		require.NoError(t, err)
+		got, err := redis.Int(conn.Do("GET", "k"))
+		require.NoError(t, err)
+		require.Equal(t, i, got)
+
+		// Do sees the same node.
+		got, err = redis.Int(c.Do(i, "GET", "k"))
+		require.NoError(t, err)
+		require.Equal(t, i, got)
+	}
+	// A Redis error reply comes back as redis.Error.
+	_, err := c.Do(0, "NOSUCHCOMMAND")
+	var rerr redis.Error
+	require.ErrorAs(t, err, &rerr)
+	// An index out of range is an error, not a panic.
+	_, err = c.Do(3, "PING")
+	require.Error(t, err)
+	require.Error(t, c.Kill(-1))
+}
+
+func TestKillRestart(t *testing.T) {
+	t.Parallel()
+	c := redlocktest.Start(t, 3)
+	_, err := c.Do(1, "SET", "k", "v")
+	require.NoError(t, err)
+	addr := c.DirectAddr(1)
+	pid := c.PID(1)
+
+	require.NoError(t, c.Kill(1))
+	require.False(t, c.Running(1))
+	require.Zero(t, c.PID(1))
+	require.True(t, processGone(pid), "pid %d still exists after Kill", pid)
+	_, err = net.DialTimeout("tcp", addr, time.Second)
+	require.ErrorIs(t, err, syscall.ECONNREFUSED)
+	_, err = c.Do(1, "PING")
+	require.Error(t, err)
+	require.NoError(t, c.Kill(1), "killing a dead node does nothing")
+
+	// The other nodes are untouched.
+	_, err = c.Do(0, "PING")
+	require.NoError(t, err)
+
+	require.NoError(t, c.Restart(1))
+	require.True(t, c.Running(1))
+	require.NotEqual(t, pid, c.PID(1))
+	require.Equal(t, addr, c.DirectAddr(1), "same port")
+	v, err := c.Do(1, "GET", "k")
+	require.NoError(t, err)
+	require.Nil(t, v, "restarted node is empty")
+
+	// Restart of a running node kills it first.
+	pid = c.PID(1)
+	require.NoError(t, c.Restart(1))
+	require.True(t, processGone(pid))
+	require.NotEqual(t, pid, c.PID(1))
+}
+
+func TestPauseResume(t *testing.T) {
+	t.Parallel()
+	c := redlocktest.Start(t, 1)
+	conn := dial(t, c.URLs()[0], 200*time.Millisecond)
+
+	require.NoError(t, c.Pause(0))
+	require.True(t, c.Running(0), "a paused node is running")
+	_, err := conn.Do("PING")
+	require.True(t, isTimeout(err), "PING to a paused node: %v", err)
+
+	require.NoError(t, c.Resume(0))
+	pong, err := redis.String(c.Do(0, "PING"))
+	require.NoError(t, err)
+	require.Equal(t, "PONG", pong)
+}
+
+func TestPauseThenKillAndRestart(t *testing.T) {
+	t.Parallel()
+	c := redlocktest.Start(t, 2)
+	require.NoError(t, c.Pause(0))
+	require.NoError(t, c.Pause(1))
+	pid := c.PID(0)
+	require.NoError(t, c.Kill(0))
+	require.True(t, processGone(pid))
+	require.Error(t, c.Pause(0), "a dead node cannot be paused")
+	require.Error(t, c.Resume(0), "a dead node cannot be resumed")
+	require.NoError(t, c.Restart(1), "restart of a paused node")
+	_, err := c.Do(1, "PING")
+	require.NoError(t, err)
+	require.NoError(t, c.Restart(0))
+	_, err = c.Do(0, "PING")
+	require.NoError(t, err)
+}
+
+func TestCloseIdempotentNoLeaks(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	c, err := redlocktest.Launch(2)
+	require.NoError(t, err)
+	pids := []int{c.PID(0), c.PID(1)}
+	require.NoError(t, c.Pause(1)) // a stopped process must die too
+	require.NoError(t, c.Close())
+	require.NoError(t, c.Close())
+	for _, pid := range pids {
+		assert.True(t, processGone(pid), "pid %d still exists after Close", pid)
+	}
+	_, err = c.Do(0, "PING")
+	require.Error(t, err)
+	require.Error(t, c.Restart(0))
+	require.False(t, c.Running(0))
+}
+
+func TestLaunchErrors(t *testing.T) {
+	t.Parallel()
+	_, err := redlocktest.Launch(0)
+	require.Error(t, err)
+	_, err = redlocktest.Launch(1, redlocktest.WithBinary("/nonexistent/redis-server"))
+	require.Error(t, err)
+	_, err = redlocktest.Launch(1, redlocktest.WithRedisArgs("--no-such-option", "x"))
+	require.Error(t, err)
+}
+
+func TestNotFoundMessage(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	t.Setenv("REDIS_SERVER_BIN", "")
+	if _, err := os.Stat("/usr/bin/redis-server"); err == nil {
+		t.Skip("/usr/bin/redis-server exists; the search would find it")
+	}
+	_, err := redlocktest.Launch(1)
+	require.ErrorContains(t, err, "apt-get install redis-server")
+}

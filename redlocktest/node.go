@@ -59,7 +59,7 @@ func (nd *node) launch() error {
 		return err
 	}
 	if nd.c.cfg.proxy {
-		if nd.proxy, err = newProxy(nd.c, nd.addr); err != nil {
+		if nd.proxy, err = newProxy(nd.addr); err != nil {
 			return err
 		}
 	}

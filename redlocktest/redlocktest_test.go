@@ -150,10 +150,19 @@ func TestPauseThenKillAndRestart(t *testing.T) {
 
 func TestCloseIdempotentNoLeaks(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	c, err := redlocktest.Launch(2)
+	c, err := redlocktest.Launch(3, redlocktest.WithProxy())
 	require.NoError(t, err)
 	pids := []int{c.PID(0), c.PID(1)}
 	require.NoError(t, c.Pause(1)) // a stopped process must die too
+	c.RestartAfter(2, time.Hour)   // a pending restart is cancelled
+	require.NoError(t, c.SetLatency(0, 50*time.Millisecond))
+	// Open proxied connections, one of them blackholed mid-command.
+	conn := dial(t, c.URLs()[0], time.Second)
+	_, err = conn.Do("PING")
+	require.NoError(t, err)
+	require.NoError(t, c.Blackhole(0))
+	require.NoError(t, conn.Send("PING"))
+	require.NoError(t, conn.Flush())
 	require.NoError(t, c.Close())
 	require.NoError(t, c.Close())
 	for _, pid := range pids {
@@ -183,4 +192,158 @@ func TestNotFoundMessage(t *testing.T) {
 	}
 	_, err := redlocktest.Launch(1)
 	require.ErrorContains(t, err, "apt-get install redis-server")
+}
+
+func TestRestartAfter(t *testing.T) {
+	t.Parallel()
+	c := redlocktest.Start(t, 2)
+	_, err := c.Do(0, "SET", "k", "v")
+	require.NoError(t, err)
+	pid := c.PID(0)
+	c.RestartAfter(0, 200*time.Millisecond)
+	require.False(t, c.Running(0), "killed at once")
+	require.True(t, processGone(pid))
+	assert.Eventually(t, func() bool {
+		_, err := c.Do(0, "PING")
+		return err == nil
+	}, 5*time.Second, 20*time.Millisecond)
+	require.True(t, c.Running(0))
+	v, err := c.Do(0, "GET", "k")
+	require.NoError(t, err)
+	require.Nil(t, v, "restarted empty")
+
+	// Kill cancels a pending restart.
+	c.RestartAfter(1, 100*time.Millisecond)
+	require.NoError(t, c.Kill(1))
+	time.Sleep(300 * time.Millisecond)
+	require.False(t, c.Running(1), "Kill cancelled the delayed restart")
+
+	// A later RestartAfter replaces an earlier one.
+	c.RestartAfter(1, time.Hour)
+	c.RestartAfter(1, 50*time.Millisecond)
+	assert.Eventually(t, func() bool { return c.Running(1) }, 5*time.Second, 20*time.Millisecond)
+}
+
+func TestProxyPassThroughAndRestart(t *testing.T) {
+	t.Parallel()
+	c := redlocktest.Start(t, 2, redlocktest.WithProxy())
+	for i, url := range c.URLs() {
+		require.NotEqual(t, "redis://"+c.DirectAddr(i), url, "clients go through the proxy")
+		conn := dial(t, url, time.Second)
+		_, err := conn.Do("SET", "k", i)
+		require.NoError(t, err)
+		got, err := redis.Int(c.Do(i, "GET", "k"))
+		require.NoError(t, err)
+		require.Equal(t, i, got)
+	}
+	// A node killed behind its proxy: connections fail; after Restart the
+	// same URL reaches the new process.
+	conn := dial(t, c.URLs()[0], time.Second)
+	require.NoError(t, c.Kill(0))
+	_, err := conn.Do("PING")
+	require.Error(t, err)
+	require.False(t, isTimeout(err), "a dead node fails fast: %v", err)
+	require.NoError(t, c.Restart(0))
+	conn = dial(t, c.URLs()[0], time.Second)
+	v, err := conn.Do("GET", "k")
+	require.NoError(t, err)
+	require.Nil(t, v)
+	// A large value survives the chunking in both directions.
+	big := make([]byte, 1<<20)
+	for i := range big {
+		big[i] = byte(i)
+	}
+	_, err = conn.Do("SET", "big", big)
+	require.NoError(t, err)
+	got, err := redis.Bytes(conn.Do("GET", "big"))
+	require.NoError(t, err)
+	require.Equal(t, big, got)
+}
+
+func TestLatency(t *testing.T) {
+	t.Parallel()
+	const d = 100 * time.Millisecond
+	c := redlocktest.Start(t, 1, redlocktest.WithProxy())
+	existing := dial(t, c.URLs()[0], 5*time.Second)
+	_, err := existing.Do("PING")
+	require.NoError(t, err)
+
+	require.NoError(t, c.SetLatency(0, d))
+	for _, conn := range []redis.Conn{existing, dial(t, c.URLs()[0], 5*time.Second)} {
+		start := time.Now()
+		_, err := conn.Do("PING")
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, time.Since(start), 2*d, "latency is added each way")
+	}
+	// Pipelined commands keep their order.
+	for i := 0; i < 10; i++ {
+		require.NoError(t, existing.Send("ECHO", i))
+	}
+	require.NoError(t, existing.Flush())
+	for i := 0; i < 10; i++ {
+		got, err := redis.Int(existing.Receive())
+		require.NoError(t, err)
+		require.Equal(t, i, got)
+	}
+	require.NoError(t, c.Heal(0))
+	_, err = existing.Do("PING")
+	require.NoError(t, err)
+	require.Error(t, c.SetLatency(0, -time.Second))
+}
+
+func TestBlackholeAndHeal(t *testing.T) {
+	t.Parallel()
+	c := redlocktest.Start(t, 1, redlocktest.WithProxy())
+	existing := dial(t, c.URLs()[0], 300*time.Millisecond)
+	_, err := existing.Do("PING")
+	require.NoError(t, err)
+
+	require.NoError(t, c.Blackhole(0))
+	_, err = existing.Do("PING")
+	require.True(t, isTimeout(err), "PING on a blackholed connection: %v", err)
+	fresh := dial(t, c.URLs()[0], 300*time.Millisecond) // connects, then hangs
+	_, err = fresh.Do("PING")
+	require.True(t, isTimeout(err), "PING on a new blackholed connection: %v", err)
+	// The node itself is fine.
+	_, err = c.Do(0, "PING")
+	require.NoError(t, err)
+
+	require.NoError(t, c.Heal(0))
+	pong, err := redis.String(dial(t, c.URLs()[0], time.Second).Do("PING"))
+	require.NoError(t, err)
+	require.Equal(t, "PONG", pong)
+}
+
+func TestDropAndHeal(t *testing.T) {
+	t.Parallel()
+	c := redlocktest.Start(t, 1, redlocktest.WithProxy())
+	existing := dial(t, c.URLs()[0], 5*time.Second)
+	_, err := existing.Do("PING")
+	require.NoError(t, err)
+
+	require.NoError(t, c.Drop(0))
+	_, err = existing.Do("PING")
+	require.Error(t, err)
+	require.False(t, isTimeout(err), "a dropped connection fails fast: %v", err)
+	conn, err := redis.DialURL(c.URLs()[0], redis.DialReadTimeout(5*time.Second))
+	if err == nil { // accepted, then closed at once
+		_, err = conn.Do("PING")
+		conn.Close()
+	}
+	require.Error(t, err)
+	require.False(t, isTimeout(err), "a new connection fails fast: %v", err)
+
+	require.NoError(t, c.Heal(0))
+	pong, err := redis.String(dial(t, c.URLs()[0], time.Second).Do("PING"))
+	require.NoError(t, err)
+	require.Equal(t, "PONG", pong)
+}
+
+func TestFaultsNeedProxy(t *testing.T) {
+	t.Parallel()
+	c := redlocktest.Start(t, 1)
+	require.ErrorContains(t, c.SetLatency(0, time.Millisecond), "WithProxy")
+	require.ErrorContains(t, c.Blackhole(0), "WithProxy")
+	require.ErrorContains(t, c.Drop(0), "WithProxy")
+	require.ErrorContains(t, c.Heal(0), "WithProxy")
 }

@@ -20,6 +20,9 @@ const readyTimeout = 5 * time.Second
 // errNotFound is returned by Launch when no redis-server can be found.
 var errNotFound = errors.New("redis-server not found: install it (Debian/Ubuntu: apt-get install redis-server; macOS: brew install redis) or set REDIS_SERVER_BIN, or run a Docker engine")
 
+// searchPaths are the places tried after $PATH; a variable for tests.
+var searchPaths = []string{"/usr/bin/redis-server", "/usr/local/bin/redis-server"}
+
 // errClosed is returned by every method called after Close.
 var errClosed = errors.New("redlocktest: cluster closed")
 
@@ -326,7 +329,7 @@ func findBinary(explicit string) (string, error) {
 	if p, err := exec.LookPath("redis-server"); err == nil {
 		return p, nil
 	}
-	for _, p := range []string{"/usr/bin/redis-server", "/usr/local/bin/redis-server"} {
+	for _, p := range searchPaths {
 		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
 			return p, nil
 		}

@@ -32,3 +32,21 @@ func TestFindBinaryFromEnv(t *testing.T) {
 	}
 	require.Equal(t, "/usr/bin/redis-server", bin)
 }
+
+func TestPortClashDetected(t *testing.T) {
+	c1, err := Launch(1)
+	require.NoError(t, err)
+	defer c1.Close()
+	c2, err := Launch(1)
+	require.NoError(t, err)
+	defer c2.Close()
+
+	nd := c2.nodes[0]
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	require.NoError(t, nd.killLocked())
+	nd.port = c1.nodes[0].port // taken by c1's server
+	err = nd.startLocked()
+	require.ErrorIs(t, err, errPortInUse)
+	require.False(t, nd.runningLocked())
+}

@@ -336,3 +336,27 @@ func TestFaultsNeedProxy(t *testing.T) {
 	require.ErrorContains(t, c.Drop(0), "WithProxy")
 	require.ErrorContains(t, c.Heal(0), "WithProxy")
 }
+
+func TestWithRedisArgs(t *testing.T) {
+	t.Parallel()
+	c := redlocktest.Start(t, 1, redlocktest.WithRedisArgs("--maxmemory", "10mb"))
+	cfg, err := redis.StringMap(c.Do(0, "CONFIG", "GET", "maxmemory"))
+	require.NoError(t, err)
+	require.Equal(t, "10485760", cfg["maxmemory"])
+	cfg, err = redis.StringMap(c.Do(0, "CONFIG", "GET", "save"))
+	require.NoError(t, err)
+	require.Equal(t, "", cfg["save"], "no persistence")
+}
+
+func TestCloseDuringRestarts(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	for i := 0; i < 5; i++ {
+		c, err := redlocktest.Launch(2, redlocktest.WithProxy())
+		require.NoError(t, err)
+		c.RestartAfter(0, 0)
+		go c.Restart(1) //nolint:errcheck // races with Close on purpose
+		require.NoError(t, c.Close())
+		require.False(t, c.Running(0))
+		require.False(t, c.Running(1))
+	}
+}

@@ -1,0 +1,236 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+	"github.com/hashicorp/go-multierror"
+)
+
+// vote is one node's answer to a question the quorum decides.
+type vote uint8
+
+const (
+	voteFailed vote = iota // no useful answer: an error or a timeout
+	voteYes
+	voteNo
+)
+
+// ballot counts the votes of n nodes on a yes-or-no question decided by a
+// majority, and says as soon as the outcome is certain.
+type ballot struct {
+	n, need         int
+	yes, no, failed int
+}
+
+func newBallot(n int) ballot { return ballot{n: n, need: quorum(n)} }
+
+func (b *ballot) add(v vote) {
+	switch v {
+	case voteYes:
+		b.yes++
+	case voteNo:
+		b.no++
+	default:
+		b.failed++
+	}
+}
+
+// won: a majority said yes.
+func (b *ballot) won() bool { return b.yes >= b.need }
+
+// denied: enough nodes said no that a majority of yes is impossible whatever
+// the others answer.
+func (b *ballot) denied() bool { return b.no > b.n-b.need }
+
+// unreachable: so many nodes failed that a majority of answers is impossible.
+func (b *ballot) unreachable() bool { return b.failed > b.n-b.need }
+
+// done: every node has answered or failed.
+func (b *ballot) done() bool { return b.yes+b.no+b.failed == b.n }
+
+// certain: the outcome can no longer change, or nothing more will come.
+func (b *ballot) certain() bool { return b.won() || b.denied() || b.unreachable() || b.done() }
+
+// unwinnable: a majority of yes can no longer be reached.
+func (b *ballot) unwinnable() bool { return b.n-b.no-b.failed < b.need }
+
+// round is one script call fanned out to every node at once.
+type round struct {
+	c       *Client
+	ballot  ballot
+	replies []interface{} // by node; nil until answered
+	errs    []error       // by node; nil until failed
+	votes   []vote
+	got     []bool // answered (or failed) before the decision
+
+	// Set when the round was started with an undo: the node goroutines wait
+	// on decided, then undo their effect when failed is set.
+	decided  chan struct{}
+	failed   bool
+	undoErrs chan error
+}
+
+// undoFunc takes back one node's effect of a round that failed. It runs in
+// that node's goroutine after the node's own call returned or timed out, so
+// it is never sent ahead of the call it undoes.
+type undoFunc func(ctx context.Context, n *Node) error
+
+// fanout sends one script call to every node at once, each bounded by the
+// node timeout, and returns as soon as stop says the outcome is certain. It
+// never waits for a straggler after that, nor after ctx is done. classify turns a node's reply into
+// its vote. With undo, the round must be settled with settle.
+func (c *Client) fanout(ctx context.Context, s *redis.Script, args []interface{}, classify func(interface{}) vote, stop func(*ballot) bool, undo undoFunc) *round {
+	n := len(c.nodes)
+	r := &round{
+		c:       c,
+		ballot:  newBallot(n),
+		replies: make([]interface{}, n),
+		errs:    make([]error, n),
+		votes:   make([]vote, n),
+		got:     make([]bool, n),
+	}
+	if undo != nil {
+		r.decided = make(chan struct{})
+		r.undoErrs = make(chan error, n)
+	}
+	type answer struct {
+		node  int
+		reply interface{}
+		err   error
+	}
+	answers := make(chan answer, n)
+	if !c.goAdd(n) {
+		for i := range c.nodes {
+			r.errs[i] = c.nodes[i].fail(ErrClosed)
+			r.got[i] = true
+			r.ballot.add(voteFailed)
+		}
+		if undo != nil {
+			close(r.decided)
+		}
+		return r
+	}
+	timeout := c.opts.nodeTimeout
+	// Node calls run detached from ctx, each bounded by the node timeout: a
+	// call that answers after the decision (a release on a slow node, a
+	// rollback) still lands when the caller cancels ctx on return.
+	nctx := context.WithoutCancel(ctx)
+	for i, node := range c.nodes {
+		go func(i int, node *Node) {
+			defer c.bg.Done()
+			reply, err := node.eval(nctx, timeout, s, args...)
+			answers <- answer{i, reply, err}
+			if undo == nil {
+				return
+			}
+			<-r.decided
+			if !r.failed || !mayHaveApplied(reply, err, classify) {
+				return
+			}
+			uerr := undo(nctx, node)
+			if r.got[i] && err == nil {
+				r.undoErrs <- uerr // it said yes: a key of ours is left if this failed
+				return
+			}
+			if uerr != nil {
+				c.opts.logger.Warn("redlock: rollback failed where the outcome was unknown; a key left there expires with its lease", "node", node.name, "err", uerr)
+			}
+		}(i, node)
+	}
+	for !stop(&r.ballot) {
+		var a answer
+		select {
+		case a = <-answers:
+		case <-ctx.Done():
+			// The caller gave up: every node not heard from counts as
+			// failed with ctx's error; they finish in the background.
+			for i, node := range c.nodes {
+				if !r.got[i] {
+					r.errs[i] = node.fail(ctx.Err())
+					r.ballot.add(voteFailed)
+				}
+			}
+			return r
+		}
+		v := voteFailed
+		if a.err == nil {
+			v = classify(a.reply)
+		}
+		r.replies[a.node], r.errs[a.node], r.votes[a.node], r.got[a.node] = a.reply, a.err, v, true
+		r.ballot.add(v)
+	}
+	return r
+}
+
+// mayHaveApplied reports whether a node's call may have changed its state:
+// it said yes, or it failed after the command may have been sent.
+func mayHaveApplied(reply interface{}, err error, classify func(interface{}) vote) bool {
+	if err == nil {
+		return classify(reply) == voteYes
+	}
+	var ne *NodeError
+	return !errors.As(err, &ne) || !ne.unsent
+}
+
+// settle ends a round started with an undo. When failed, every node that
+// said yes, failed after the command may have reached it, or has not
+// answered yet is rolled back, each after its own call returned. settle waits
+// for the rollbacks of the nodes that said yes and returns their errors; the
+// others roll back in the background (a failure there is logged: whether a
+// key was left is unknown, and it expires with its lease).
+func (r *round) settle(failed bool) error {
+	r.failed = failed
+	close(r.decided)
+	if !failed {
+		return nil
+	}
+	var errs *multierror.Error
+	for i, got := range r.got {
+		if got && r.votes[i] == voteYes {
+			if err := <-r.undoErrs; err != nil {
+				errs = multierror.Append(errs, err)
+			}
+		}
+	}
+	if errs != nil {
+		errs.ErrorFormat = formatNodeErrors
+	}
+	return errs.ErrorOrNil()
+}
+
+// nodeErrors aggregates the errors of the nodes that failed, or nil.
+func (r *round) nodeErrors() *multierror.Error {
+	var errs *multierror.Error
+	for _, err := range r.errs {
+		if err != nil {
+			errs = multierror.Append(errs, err)
+		}
+	}
+	if errs != nil {
+		errs.ErrorFormat = formatNodeErrors
+	}
+	return errs
+}
+
+// noQuorum is the ErrNoQuorum error of this round for op.
+func (r *round) noQuorum(op string) error {
+	return &quorumError{op: op, ok: r.ballot.yes + r.ballot.no, need: r.ballot.need, n: r.ballot.n, nodes: r.nodeErrors()}
+}
+
+// goAdd registers n background goroutines with the Client, or reports false
+// once Close has begun waiting for them.
+func (c *Client) goAdd(n int) bool {
+	c.bgMu.RLock()
+	defer c.bgMu.RUnlock()
+	if c.bgClosed {
+		return false
+	}
+	c.bg.Add(n)
+	return true
+}
+
+// since is the time elapsed from start on the monotonic clock.
+func since(start time.Time) time.Duration { return now().Sub(start) }

@@ -1,0 +1,23 @@
+-- release: set the owner's hold count; at zero delete the lock and wake waiters.
+-- KEYS[1]  the lock hash
+-- ARGV[1]  owner field
+-- ARGV[2]  hold count after the release (0: the last hold, delete the lock)
+-- ARGV[3]  sequence number of this release
+-- ARGV[4]  unlock channel
+-- Returns  1 the owner held the lock here (now updated or deleted);
+--          0 the key is absent; -1 another owner holds it.
+-- Setting an absolute count makes a retried release harmless.
+local seqf = ARGV[1] .. '#'
+if redis.call('hexists', KEYS[1], seqf) == 0 then
+  if redis.call('exists', KEYS[1]) == 0 then
+    return 0
+  end
+  return -1
+end
+if tonumber(ARGV[2]) > 0 then
+  redis.call('hset', KEYS[1], ARGV[1], ARGV[2], seqf, ARGV[3])
+else
+  redis.call('del', KEYS[1])
+  redis.call('publish', ARGV[4], 'u')
+end
+return 1

@@ -1,0 +1,662 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/redlocktest"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+const nodeTimeout = 100 * time.Millisecond
+
+// dial returns a Client over the cluster's nodes, closed when the test ends.
+func dial(t *testing.T, cl *redlocktest.Cluster, opts ...redlock.Option) *redlock.Client {
+	t.Helper()
+	opts = append([]redlock.Option{redlock.WithNodeTimeout(nodeTimeout)}, opts...)
+	c, err := redlock.Dial(cl.URLs(), opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func keyOf(name string) string { return "redlock:lock:" + name }
+
+// holders returns the lock's owner fields and their counts on node i,
+// without the bookkeeping fields.
+func holders(t *testing.T, cl *redlocktest.Cluster, i int, name string) map[string]string {
+	t.Helper()
+	m, err := redis.StringMap(cl.Do(i, "HGETALL", keyOf(name)))
+	require.NoError(t, err)
+	for f := range m {
+		if strings.HasSuffix(f, "#") {
+			delete(m, f)
+		}
+	}
+	return m
+}
+
+// counts returns this lock's single holder count on every node ("" where
+// nobody holds it).
+func counts(t *testing.T, cl *redlocktest.Cluster, name string) []string {
+	t.Helper()
+	out := make([]string, cl.N())
+	for i := range out {
+		for _, c := range holders(t, cl, i, name) {
+			out[i] = c
+		}
+	}
+	return out
+}
+
+// seize makes another owner hold name on node i for a minute.
+func seize(t *testing.T, cl *redlocktest.Cluster, i int, name string) {
+	t.Helper()
+	_, err := cl.Do(i, "HSET", keyOf(name), "intruder:1", 1, "intruder:1#", 1)
+	require.NoError(t, err)
+	_, err = cl.Do(i, "PEXPIRE", keyOf(name), 60000)
+	require.NoError(t, err)
+}
+
+func repeat(s string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = s
+	}
+	return out
+}
+
+func TestLockUnlockOnOneThreeFiveNodes(t *testing.T) {
+	for _, n := range []int{1, 3, 5} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			cl := redlocktest.Start(t, n)
+			c := dial(t, cl)
+			ctx := context.Background()
+			m := c.NewMutex("job")
+			require.Equal(t, "job", m.Name())
+
+			begin := time.Now()
+			require.NoError(t, m.Lock(ctx))
+			assert.WithinRange(t, m.Until(), begin, begin.Add(30*time.Second))
+			locked, err := m.IsLocked(ctx)
+			require.NoError(t, err)
+			assert.True(t, locked)
+			held, err := m.IsHeld(ctx)
+			require.NoError(t, err)
+			assert.True(t, held)
+			count, err := m.HoldCount(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, 1, count)
+			assert.Equal(t, repeat("1", n), counts(t, cl, "job"))
+			lost := m.Lost()
+			select {
+			case <-lost:
+				t.Fatal("Lost closed while held")
+			default:
+			}
+
+			require.NoError(t, m.Unlock(ctx))
+			assert.Equal(t, repeat("", n), counts(t, cl, "job"))
+			locked, err = m.IsLocked(ctx)
+			require.NoError(t, err)
+			assert.False(t, locked)
+			assert.True(t, m.Until().IsZero())
+			select {
+			case <-lost:
+			default:
+				t.Fatal("Lost not closed after the last Unlock")
+			}
+			require.ErrorIs(t, m.Unlock(ctx), redlock.ErrNotHeld)
+		})
+	}
+}
+
+func TestOwnersExcludeEachOther(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	c1, c2 := dial(t, cl), dial(t, cl)
+	ctx := context.Background()
+	a := c1.NewMutex("x")
+	require.NoError(t, a.Lock(ctx))
+
+	for _, other := range []*redlock.Mutex{c1.NewMutex("x"), c2.NewMutex("x")} {
+		ok, err := other.TryLock(ctx, 0, 0)
+		require.NoError(t, err)
+		assert.False(t, ok)
+		held, err := other.IsHeld(ctx)
+		require.NoError(t, err)
+		assert.False(t, held)
+		locked, err := other.IsLocked(ctx)
+		require.NoError(t, err)
+		assert.True(t, locked)
+		require.ErrorIs(t, other.Unlock(ctx), redlock.ErrNotHeld)
+	}
+	// The failed attempts left nothing behind: a's count only (Lock returned
+	// at the majority; the last node's answer may land just after).
+	assert.Eventually(t, func() bool {
+		for i := 0; i < 3; i++ {
+			if len(holders(t, cl, i, "x")) != 1 {
+				return false
+			}
+		}
+		return true
+	}, time.Second, 5*time.Millisecond)
+	assert.Equal(t, repeat("1", 3), counts(t, cl, "x"))
+	require.NoError(t, a.Unlock(ctx))
+	ok, err := c2.NewMutex("x").TryLock(ctx, 0, time.Second)
+	require.NoError(t, err)
+	assert.True(t, ok)
+}
+
+func TestReentrantCountsEqualOnEveryNode(t *testing.T) {
+	cl := redlocktest.Start(t, 5)
+	c := dial(t, cl)
+	ctx := context.Background()
+	m := c.NewMutex("r")
+
+	require.NoError(t, cl.Kill(4)) // node 4 misses the first acquisition
+	require.NoError(t, m.Lock(ctx))
+	require.NoError(t, cl.Restart(4))
+	assert.Equal(t, []string{"1", "1", "1", "1", ""}, counts(t, cl, "r"))
+
+	require.NoError(t, m.Lock(ctx))
+	ok, err := m.TryLock(ctx, 0, 0)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, repeat("3", 5), counts(t, cl, "r"))
+	n, err := m.HoldCount(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 3, n)
+
+	require.NoError(t, m.Unlock(ctx))
+	assert.Equal(t, repeat("2", 5), counts(t, cl, "r"))
+	require.NoError(t, m.Unlock(ctx))
+	require.NoError(t, m.Unlock(ctx))
+	assert.Equal(t, repeat("", 5), counts(t, cl, "r"))
+	require.ErrorIs(t, m.Unlock(ctx), redlock.ErrNotHeld)
+}
+
+func TestFailedReentrantAcquisitionKeepsTheHold(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	c := dial(t, cl)
+	ctx := context.Background()
+	m := c.NewMutex("keep")
+	require.NoError(t, m.Lock(ctx))
+	require.NoError(t, cl.Kill(1))
+	require.NoError(t, cl.Kill(2))
+
+	ok, err := m.TryLock(ctx, 0, 0)
+	assert.False(t, ok)
+	require.ErrorIs(t, err, redlock.ErrNoQuorum)
+	// The re-entrant attempt reached node 0 and was rolled back to 1 there
+	// (in the background when node 0 answered after the decision).
+	field := holderField(t, cl, "keep")
+	assert.Eventually(t, func() bool {
+		return holders(t, cl, 0, "keep")[field] == "1"
+	}, time.Second, 5*time.Millisecond)
+	select {
+	case <-m.Lost():
+		t.Fatal("a failed re-entrant attempt ended the hold")
+	default:
+	}
+	// Both other nodes come back empty: the hold is on one node of three, no
+	// longer a quorum, and Unlock says so.
+	require.NoError(t, cl.Restart(1))
+	require.NoError(t, cl.Restart(2))
+	require.ErrorIs(t, m.Unlock(ctx), redlock.ErrNotHeld)
+	<-m.Lost()
+	assert.Equal(t, repeat("", 3), counts(t, cl, "keep"))
+}
+
+// holderField returns the owner field holding name on node 0.
+func holderField(t *testing.T, cl *redlocktest.Cluster, name string) string {
+	t.Helper()
+	for f := range holders(t, cl, 0, name) {
+		return f
+	}
+	t.Fatalf("nobody holds %s on node 0", name)
+	return ""
+}
+
+// TestQuorumMatrix seizes the lock for another owner on every subset of the
+// nodes and checks the outcome: acquired exactly when a majority is free, and
+// nothing left behind when not.
+func TestQuorumMatrix(t *testing.T) {
+	for _, n := range []int{3, 5} {
+		cl := redlocktest.Start(t, n)
+		c := dial(t, cl)
+		ctx := context.Background()
+		for set := 0; set < 1<<n; set++ {
+			name := fmt.Sprintf("matrix-%d-%b", n, set)
+			taken := 0
+			for i := 0; i < n; i++ {
+				if set&(1<<i) != 0 {
+					seize(t, cl, i, name)
+					taken++
+				}
+			}
+			m := c.NewMutex(name)
+			ok, err := m.TryLock(ctx, 0, 10*time.Second)
+			require.NoError(t, err, name)
+			free := n - taken
+			assert.Equal(t, free >= n/2+1, ok, "%s: %d of %d free", name, free, n)
+			// Acquired: every free node ends up ours (the decision came at
+			// the majority; a straggler's answer may land just after).
+			// Refused: the rollback left nothing on any free node.
+			check := func() bool {
+				for i := 0; i < n; i++ {
+					h := holders(t, cl, i, name)
+					switch {
+					case set&(1<<i) != 0:
+						if h["intruder:1"] != "1" || len(h) != 1 {
+							return false
+						}
+					case ok && len(h) != 1, !ok && len(h) != 0:
+						return false
+					}
+				}
+				return true
+			}
+			assert.Eventually(t, check, time.Second, 5*time.Millisecond, name)
+			if ok {
+				require.NoError(t, m.Unlock(ctx))
+			}
+		}
+	}
+}
+
+func TestRollbackLeavesNothingWithAKilledNode(t *testing.T) {
+	cl := redlocktest.Start(t, 5)
+	c := dial(t, cl)
+	ctx := context.Background()
+	seize(t, cl, 0, "rb")
+	seize(t, cl, 1, "rb")
+	require.NoError(t, cl.Kill(2))
+
+	ok, err := c.NewMutex("rb").TryLock(ctx, 0, 0)
+	assert.False(t, ok)
+	require.ErrorIs(t, err, redlock.ErrNoQuorum)
+	assert.Contains(t, err.Error(), cl.Addrs()[2])
+	for i := 3; i < 5; i++ {
+		assert.Empty(t, holders(t, cl, i, "rb"), "node %d", i)
+	}
+}
+
+func TestRollbackLeavesNothingWithAPausedNode(t *testing.T) {
+	cl := redlocktest.Start(t, 5)
+	c := dial(t, cl)
+	ctx := context.Background()
+	seize(t, cl, 0, "rbp")
+	seize(t, cl, 1, "rbp")
+	require.NoError(t, cl.Pause(2))
+
+	begin := time.Now()
+	ok, err := c.NewMutex("rbp").TryLock(ctx, 0, 0)
+	assert.False(t, ok)
+	require.ErrorIs(t, err, redlock.ErrNoQuorum)
+	t.Logf("decided in %v", time.Since(begin))
+	for i := 3; i < 5; i++ {
+		assert.Empty(t, holders(t, cl, i, "rbp"), "node %d", i)
+	}
+	// The paused node runs the acquisition and its rollback once resumed, in
+	// whatever order: nothing of ours may stay there.
+	require.NoError(t, cl.Resume(2))
+	assert.Eventually(t, func() bool {
+		return len(holders(t, cl, 2, "rbp")) == 0
+	}, 2*time.Second, 10*time.Millisecond)
+	time.Sleep(50 * time.Millisecond)
+	assert.Empty(t, holders(t, cl, 2, "rbp"))
+}
+
+func TestTwoOfFiveDeadStillLocks(t *testing.T) {
+	cl := redlocktest.Start(t, 5)
+	c := dial(t, cl)
+	ctx := context.Background()
+	require.NoError(t, cl.Kill(1))
+	require.NoError(t, cl.Kill(3))
+	m := c.NewMutex("dead2")
+	for i := 0; i < 3; i++ {
+		require.NoError(t, m.Lock(ctx))
+		held, err := m.IsHeld(ctx)
+		require.NoError(t, err)
+		assert.True(t, held)
+		require.NoError(t, m.Unlock(ctx))
+	}
+	ok, err := c.NewMutex("dead2").TryLock(ctx, 0, time.Second)
+	require.NoError(t, err)
+	assert.True(t, ok)
+}
+
+func TestThreeOfFiveDeadIsNoQuorum(t *testing.T) {
+	cl := redlocktest.Start(t, 5)
+	c := dial(t, cl)
+	ctx := context.Background()
+	for _, i := range []int{0, 2, 4} {
+		require.NoError(t, cl.Kill(i))
+	}
+	m := c.NewMutex("dead3")
+	begin := time.Now()
+	ok, err := m.TryLock(ctx, 0, 0)
+	elapsed := time.Since(begin)
+	assert.False(t, ok)
+	require.ErrorIs(t, err, redlock.ErrNoQuorum)
+	assert.Less(t, elapsed, 20*nodeTimeout, "bounded by the node timeout, not hanging")
+	for _, i := range []int{0, 2, 4} {
+		assert.Contains(t, err.Error(), cl.Addrs()[i])
+	}
+	var ne *redlock.NodeError
+	require.ErrorAs(t, err, &ne)
+	t.Logf("after %v: %v", elapsed, err)
+
+	// Lock keeps trying until ctx ends, then wraps ctx.Err() and the quorum error.
+	lctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	err = m.Lock(lctx)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.ErrorIs(t, err, redlock.ErrNoQuorum)
+
+	_, err = m.IsLocked(ctx)
+	require.ErrorIs(t, err, redlock.ErrNoQuorum)
+	_, err = m.ForceUnlock(ctx)
+	require.ErrorIs(t, err, redlock.ErrNoQuorum)
+}
+
+func TestPausedMajorityIsBoundedByTheNodeTimeout(t *testing.T) {
+	cl := redlocktest.Start(t, 5)
+	c := dial(t, cl)
+	for _, i := range []int{0, 1, 2} {
+		require.NoError(t, cl.Pause(i))
+	}
+	begin := time.Now()
+	ok, err := c.NewMutex("paused3").TryLock(context.Background(), 0, 0)
+	elapsed := time.Since(begin)
+	assert.False(t, ok)
+	require.ErrorIs(t, err, redlock.ErrNoQuorum)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Less(t, elapsed, 20*nodeTimeout)
+	for _, i := range []int{0, 1, 2} {
+		require.NoError(t, cl.Resume(i))
+	}
+}
+
+func TestTryLockOutcomes(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	c := dial(t, cl)
+	ctx := context.Background()
+	holder := c.NewMutex("t")
+	require.NoError(t, holder.Lock(ctx))
+
+	other := dial(t, cl).NewMutex("t")
+	begin := time.Now()
+	ok, err := other.TryLock(ctx, 200*time.Millisecond, 0)
+	require.NoError(t, err, "held for the whole wait is (false, nil)")
+	assert.False(t, ok)
+	assert.GreaterOrEqual(t, time.Since(begin), 200*time.Millisecond)
+
+	cctx, cancel := context.WithCancel(ctx)
+	go func() { time.Sleep(50 * time.Millisecond); cancel() }()
+	ok, err = other.TryLock(cctx, time.Minute, 0)
+	assert.False(t, ok)
+	require.ErrorIs(t, err, context.Canceled, "cancellation stays visible")
+
+	dctx, cancel2 := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel2()
+	err = other.Lock(dctx)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.NotErrorIs(t, err, redlock.ErrNoQuorum)
+}
+
+func TestWaiterTakesTheLockWhenALeaseEnds(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	ctx := context.Background()
+	a := dial(t, cl).NewMutex("lease")
+	b := dial(t, cl).NewMutex("lease")
+	begin := time.Now()
+	require.NoError(t, a.LockLease(ctx, 300*time.Millisecond))
+	require.NoError(t, b.Lock(ctx))
+	elapsed := time.Since(begin)
+	assert.GreaterOrEqual(t, elapsed, 250*time.Millisecond)
+	t.Logf("took the lock %v after a 300ms lease began", elapsed)
+	select {
+	case <-a.Lost():
+	case <-time.After(time.Second):
+		t.Fatal("a fixed lease's Lost did not close at Until")
+	}
+	require.ErrorIs(t, a.Unlock(ctx), redlock.ErrNotHeld)
+	require.NoError(t, b.Unlock(ctx))
+}
+
+func TestFixedLeaseLostClosesAtUntil(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	m := dial(t, cl).NewMutex("until")
+	require.NoError(t, m.LockLease(context.Background(), 200*time.Millisecond))
+	until := m.Until()
+	<-m.Lost()
+	assert.False(t, time.Now().Before(until), "Lost closed before Until")
+	assert.True(t, m.Until().IsZero())
+}
+
+func TestLockTooSlowForItsLeaseIsRolledBack(t *testing.T) {
+	cl := redlocktest.Start(t, 3, redlocktest.WithProxy())
+	for i := 0; i < 3; i++ {
+		require.NoError(t, cl.SetLatency(i, 40*time.Millisecond))
+	}
+	c := dial(t, cl, redlock.WithNodeTimeout(time.Second), redlock.WithLease(10*time.Second))
+	ok, err := c.NewMutex("slow").TryLock(context.Background(), 0, 60*time.Millisecond)
+	assert.False(t, ok)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "too late")
+	for i := 0; i < 3; i++ {
+		require.NoError(t, cl.Heal(i))
+		assert.Empty(t, holders(t, cl, i, "slow"), "node %d", i)
+	}
+}
+
+func TestUnlockRetriedAfterNoQuorumReleasesOnce(t *testing.T) {
+	cl := redlocktest.Start(t, 5)
+	c := dial(t, cl)
+	ctx := context.Background()
+	m := c.NewMutex("retry")
+	require.NoError(t, m.Lock(ctx))
+	require.NoError(t, m.Lock(ctx))
+
+	for _, i := range []int{0, 1, 2} {
+		require.NoError(t, cl.Pause(i))
+	}
+	err := m.Unlock(ctx)
+	require.ErrorIs(t, err, redlock.ErrNoQuorum)
+	for _, i := range []int{0, 1, 2} {
+		require.NoError(t, cl.Resume(i))
+	}
+	require.NoError(t, m.Unlock(ctx)) // the retry: 2 -> 1, not 1 -> 0
+	n, err := m.HoldCount(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	assert.Equal(t, repeat("1", 5), counts(t, cl, "retry"))
+
+	for _, i := range []int{0, 1, 2} {
+		require.NoError(t, cl.Pause(i))
+	}
+	require.ErrorIs(t, m.Unlock(ctx), redlock.ErrNoQuorum)
+	for _, i := range []int{0, 1, 2} {
+		require.NoError(t, cl.Resume(i))
+	}
+	// The paused nodes ran the release once resumed; the retry finds the key
+	// gone everywhere and still succeeds.
+	require.Eventually(t, func() bool {
+		for _, c := range counts(t, cl, "retry") {
+			if c != "" {
+				return false
+			}
+		}
+		return true
+	}, 2*time.Second, 10*time.Millisecond)
+	require.NoError(t, m.Unlock(ctx))
+	require.ErrorIs(t, m.Unlock(ctx), redlock.ErrNotHeld)
+}
+
+func TestForceUnlock(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	ctx := context.Background()
+	a := dial(t, cl, redlock.WithLease(time.Second)).NewMutex("force")
+	b := dial(t, cl).NewMutex("force")
+	require.NoError(t, a.Lock(ctx))
+
+	done := make(chan error, 1)
+	go func() { done <- b.Lock(ctx) }()
+	time.Sleep(50 * time.Millisecond)
+	ok, err := b.ForceUnlock(ctx)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(2 * time.Second):
+		t.Fatal("the waiter did not take the lock after ForceUnlock")
+	}
+	// a's watchdog finds another owner and declares the loss.
+	select {
+	case <-a.Lost():
+	case <-time.After(2 * time.Second):
+		t.Fatal("the forced-out owner never saw its loss")
+	}
+	require.ErrorIs(t, a.Unlock(ctx), redlock.ErrNotHeld)
+	held, err := b.IsHeld(ctx)
+	require.NoError(t, err)
+	assert.True(t, held)
+	require.NoError(t, b.Unlock(ctx))
+	ok, err = b.ForceUnlock(ctx)
+	require.NoError(t, err)
+	assert.False(t, ok)
+}
+
+func TestOneMutexFromManyGoroutinesIsOneOwner(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	c := dial(t, cl)
+	ctx := context.Background()
+	m := c.NewMutex("shared")
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			assert.NoError(t, m.Lock(ctx))
+		}()
+	}
+	wg.Wait()
+	n, err := m.HoldCount(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 8, n)
+	assert.Equal(t, repeat("8", 3), counts(t, cl, "shared"))
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			assert.NoError(t, m.Unlock(ctx))
+		}()
+	}
+	wg.Wait()
+	assert.Equal(t, repeat("", 3), counts(t, cl, "shared"))
+}
+
+func TestCloseReleasesHoldsAndRejectsCalls(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	c, err := redlock.Dial(cl.URLs(), redlock.WithNodeTimeout(nodeTimeout))
+	require.NoError(t, err)
+	ctx := context.Background()
+	m := c.NewMutex("close")
+	require.NoError(t, m.Lock(ctx))
+	require.NoError(t, m.Lock(ctx))
+	fixed := c.NewMutex("close-fixed")
+	require.NoError(t, fixed.LockLease(ctx, time.Minute))
+
+	require.NoError(t, c.Close())
+	require.NoError(t, c.Close())
+	assert.Equal(t, repeat("", 3), counts(t, cl, "close"))
+	assert.Equal(t, repeat("", 3), counts(t, cl, "close-fixed"))
+	require.ErrorIs(t, m.Lock(ctx), redlock.ErrClosed)
+	require.ErrorIs(t, m.Unlock(ctx), redlock.ErrClosed)
+	_, err = m.IsLocked(ctx)
+	require.ErrorIs(t, err, redlock.ErrClosed)
+	<-m.Lost()
+}
+
+func TestCallerOwnedPoolsStayOpen(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	var nodes []*redlock.Node
+	var pools []*redis.Pool
+	for _, addr := range cl.Addrs() {
+		addr := addr
+		p := &redis.Pool{Dial: func() (redis.Conn, error) { return redis.Dial("tcp", addr) }}
+		pools = append(pools, p)
+		nodes = append(nodes, redlock.NewNode(addr, p))
+	}
+	c, err := redlock.New(nodes)
+	require.NoError(t, err)
+	m := c.NewMutex("own")
+	require.NoError(t, m.Lock(context.Background()))
+	require.NoError(t, c.Close())
+	for _, p := range pools {
+		conn := p.Get()
+		_, err := conn.Do("PING")
+		assert.NoError(t, err, "a caller's pool was closed")
+		conn.Close()
+		p.Close()
+	}
+}
+
+func TestRollbackErrorsAreReturned(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	seize(t, cl, 0, "rberr")
+	// Node 1 refuses every connection (dead); node 2 answers the acquisition
+	// with yes, then refuses new connections: the pools keep no idle
+	// connection, so its rollback must dial again and fails.
+	var nodes []*redlock.Node
+	for i, addr := range cl.Addrs() {
+		i, addr := i, addr
+		var mu sync.Mutex
+		dials := 0
+		p := &redis.Pool{MaxIdle: 0, Dial: func() (redis.Conn, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			dials++
+			if i == 1 || (i == 2 && dials > 1) {
+				return nil, errors.New("dial refused by the test")
+			}
+			return redis.Dial("tcp", addr)
+		}}
+		t.Cleanup(func() { p.Close() })
+		nodes = append(nodes, redlock.NewNode(fmt.Sprint("n", i), p))
+	}
+	c, err := redlock.New(nodes, redlock.WithNodeTimeout(nodeTimeout))
+	require.NoError(t, err)
+	defer c.Close()
+	ok, err := c.NewMutex("rberr").TryLock(context.Background(), 0, 0)
+	assert.False(t, ok)
+	require.ErrorIs(t, err, redlock.ErrNoQuorum)
+	require.ErrorContains(t, err, "rollback", "a rollback that failed on a node that said yes is not dropped")
+	var ne *redlock.NodeError
+	require.ErrorAs(t, err, &ne)
+	var names []string
+	for _, e := range strings.Split(err.Error(), "node ")[1:] {
+		names = append(names, strings.Fields(e)[0])
+	}
+	assert.Contains(t, names, "n1:")
+	assert.Contains(t, names, "n2:")
+	t.Log(err)
+	// The key the failed rollback left on node 2 is still there, to expire.
+	assert.Len(t, holders(t, cl, 2, "rberr"), 1)
+}

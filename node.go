@@ -26,13 +26,24 @@ var (
 	//go:embed scripts/renew.lua
 	renewLua string
 
-	acquireScript  = redis.NewScript(2, acquireLua)
-	rollbackScript = redis.NewScript(2, rollbackLua)
-	releaseScript  = redis.NewScript(1, releaseLua)
-	forceScript    = redis.NewScript(1, forceLua)
-	inspectScript  = redis.NewScript(1, inspectLua)
-	renewScript    = redis.NewScript(-1, renewLua) // the key count is the first argument
+	acquireScript  = newScript(2, acquireLua)
+	rollbackScript = newScript(2, rollbackLua)
+	releaseScript  = newScript(1, releaseLua)
+	forceScript    = newScript(1, forceLua)
+	inspectScript  = newScript(1, inspectLua)
+	renewScript    = newScript(-1, renewLua) // the key count is the first argument
 )
+
+// script is a Lua script with its source, which a pipelined batch loads
+// by SCRIPT LOAD when a node answers NOSCRIPT.
+type script struct {
+	*redis.Script
+	src string
+}
+
+func newScript(keyCount int, src string) script {
+	return script{redis.NewScript(keyCount, src), src}
+}
 
 // Node is one independent Redis master, reached through a redigo pool.
 type Node struct {
@@ -62,7 +73,7 @@ func (n *Node) fail(err error) *NodeError {
 
 // eval runs a script on the node: getting a connection, sending EVALSHA (EVAL
 // on NOSCRIPT) and reading the reply all bounded by timeout.
-func (n *Node) eval(ctx context.Context, timeout time.Duration, s *redis.Script, keysAndArgs ...interface{}) (interface{}, error) {
+func (n *Node) eval(ctx context.Context, timeout time.Duration, s script, keysAndArgs ...interface{}) (interface{}, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	conn, err := n.pool.GetContext(ctx)
@@ -79,7 +90,7 @@ func (n *Node) eval(ctx context.Context, timeout time.Duration, s *redis.Script,
 
 // evalBatch runs one script once per argument list, pipelined in a single
 // round trip bounded by timeout, and returns the replies in order.
-func (n *Node) evalBatch(ctx context.Context, timeout time.Duration, s *redis.Script, batches [][]interface{}) ([]interface{}, error) {
+func (n *Node) evalBatch(ctx context.Context, timeout time.Duration, s script, batches [][]interface{}) ([]interface{}, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	conn, err := n.pool.GetContext(ctx)
@@ -116,7 +127,7 @@ func (n *Node) evalBatch(ctx context.Context, timeout time.Duration, s *redis.Sc
 			replies[i] = r
 		}
 		if noScript && attempt == 0 {
-			if _, err := redis.DoContext(conn, ctx, "SCRIPT", "LOAD", renewLuaFor(s)); err != nil {
+			if _, err := redis.DoContext(conn, ctx, "SCRIPT", "LOAD", s.src); err != nil {
 				return nil, n.fail(err)
 			}
 			continue
@@ -126,12 +137,4 @@ func (n *Node) evalBatch(ctx context.Context, timeout time.Duration, s *redis.Sc
 		}
 		return replies, nil
 	}
-}
-
-// renewLuaFor returns the source of a script used with evalBatch.
-func renewLuaFor(s *redis.Script) string {
-	if s == renewScript {
-		return renewLua
-	}
-	panic("redlock: evalBatch used with a script it does not know")
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/gomodule/redigo/redis"
 	"github.com/hashicorp/go-multierror"
 )
 
@@ -82,7 +81,7 @@ type undoFunc func(ctx context.Context, n *Node) error
 // node timeout, and returns as soon as stop says the outcome is certain. It
 // never waits for a straggler after that, nor after ctx is done. classify turns a node's reply into
 // its vote. With undo, the round must be settled with settle.
-func (c *Client) fanout(ctx context.Context, s *redis.Script, args []interface{}, classify func(interface{}) vote, stop func(*ballot) bool, undo undoFunc) *round {
+func (c *Client) fanout(ctx context.Context, s script, args []interface{}, classify func(interface{}) vote, stop func(*ballot) bool, undo undoFunc) *round {
 	n := len(c.nodes)
 	r := &round{
 		c:       c,

@@ -350,22 +350,8 @@ func (c *Client) Close() error {
 		}
 		c.mu.Unlock()
 
-		var errs *multierror.Error
 		ctx, cancel := context.WithTimeout(context.Background(), c.closeTimeout())
-		var wg sync.WaitGroup
-		var emu sync.Mutex
-		for _, m := range held {
-			wg.Add(1)
-			go func(m *Mutex) {
-				defer wg.Done()
-				if err := m.releaseAll(ctx); err != nil && !errors.Is(err, ErrNotHeld) {
-					emu.Lock()
-					errs = multierror.Append(errs, err)
-					emu.Unlock()
-				}
-			}(m)
-		}
-		wg.Wait()
+		errs := c.releaseHolds(ctx, held)
 		cancel()
 
 		c.cancel()
@@ -534,4 +520,73 @@ func (e endpoint) pool(o options) *redis.Pool {
 			return redis.DialContext(ctx, network, addr, dopts...)
 		},
 	}
+}
+
+// releaseHolds releases every hold of ms in one pipelined round trip per
+// node (Close), so a thousand holds cost a few round trips, not a thousand
+// fan-outs. It returns an error per hold that too few nodes confirmed.
+func (c *Client) releaseHolds(ctx context.Context, ms []*Mutex) *multierror.Error {
+	type rel struct {
+		m     *Mutex
+		h     *hold
+		args  []interface{}
+		done  int // nodes that answered: released, already gone, or not ours
+		nodes *multierror.Error
+	}
+	var rs []*rel
+	for _, m := range ms {
+		m.op.Lock()
+		defer m.op.Unlock()
+		m.mu.Lock()
+		h := m.h
+		m.mu.Unlock()
+		if h == nil || h.ended {
+			continue
+		}
+		c.wd.remove(h)
+		rs = append(rs, &rel{m: m, h: h, args: []interface{}{m.key, m.field, 0, m.seq.Add(1), m.channel}})
+	}
+	if len(rs) == 0 {
+		return nil
+	}
+	batches := make([][]interface{}, len(rs))
+	for i, r := range rs {
+		batches[i] = r.args
+	}
+	var mu sync.Mutex // protects the counters in rs
+	var wg sync.WaitGroup
+	for _, n := range c.nodes {
+		wg.Add(1)
+		go func(n *Node) {
+			defer wg.Done()
+			replies, err := n.evalBatch(ctx, c.opts.nodeTimeout, releaseScript, batches)
+			mu.Lock()
+			defer mu.Unlock()
+			for i, r := range rs {
+				if err == nil {
+					if _, rerr := redis.Int64(replies[i], nil); rerr == nil {
+						r.done++
+						continue
+					}
+				}
+				if err == nil {
+					err = n.fail(fmt.Errorf("unexpected release reply %v", replies[i]))
+				}
+				r.nodes = multierror.Append(r.nodes, err)
+			}
+		}(n)
+	}
+	wg.Wait()
+	var errs *multierror.Error
+	for _, r := range rs {
+		r.m.mu.Lock()
+		r.h.endLocked(false)
+		r.m.mu.Unlock()
+		c.track(r.m, false)
+		if r.done < c.quorum {
+			r.nodes.ErrorFormat = formatNodeErrors
+			errs = multierror.Append(errs, &quorumError{op: "release " + strconv.Quote(r.m.name) + " on close", ok: r.done, need: c.quorum, n: len(c.nodes), nodes: r.nodes})
+		}
+	}
+	return errs
 }

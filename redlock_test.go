@@ -72,6 +72,15 @@ func seize(t *testing.T, cl *redlocktest.Cluster, i int, name string) {
 	require.NoError(t, err)
 }
 
+// eventuallyFree asserts that nobody holds name on any node, allowing for
+// the nodes that answer a release after the majority decided it.
+func eventuallyFree(t *testing.T, cl *redlocktest.Cluster, name string) {
+	t.Helper()
+	assert.Eventually(t, func() bool {
+		return assert.ObjectsAreEqual(repeat("", cl.N()), counts(t, cl, name))
+	}, time.Second, 5*time.Millisecond, "a hold of %s is left on some node", name)
+}
+
 func repeat(s string, n int) []string {
 	out := make([]string, n)
 	for i := range out {
@@ -110,7 +119,7 @@ func TestLockUnlockOnOneThreeFiveNodes(t *testing.T) {
 			}
 
 			require.NoError(t, m.Unlock(ctx))
-			assert.Equal(t, repeat("", n), counts(t, cl, "job"))
+			eventuallyFree(t, cl, "job")
 			locked, err = m.IsLocked(ctx)
 			require.NoError(t, err)
 			assert.False(t, locked)
@@ -185,7 +194,7 @@ func TestReentrantCountsEqualOnEveryNode(t *testing.T) {
 	assert.Equal(t, repeat("2", 5), counts(t, cl, "r"))
 	require.NoError(t, m.Unlock(ctx))
 	require.NoError(t, m.Unlock(ctx))
-	assert.Equal(t, repeat("", 5), counts(t, cl, "r"))
+	eventuallyFree(t, cl, "r")
 	require.ErrorIs(t, m.Unlock(ctx), redlock.ErrNotHeld)
 }
 
@@ -218,7 +227,7 @@ func TestFailedReentrantAcquisitionKeepsTheHold(t *testing.T) {
 	require.NoError(t, cl.Restart(2))
 	require.ErrorIs(t, m.Unlock(ctx), redlock.ErrNotHeld)
 	<-m.Lost()
-	assert.Equal(t, repeat("", 3), counts(t, cl, "keep"))
+	eventuallyFree(t, cl, "keep")
 }
 
 // holderField returns the owner field holding name on node 0.
@@ -569,7 +578,7 @@ func TestOneMutexFromManyGoroutinesIsOneOwner(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	assert.Equal(t, repeat("", 3), counts(t, cl, "shared"))
+	eventuallyFree(t, cl, "shared")
 }
 
 func TestCloseReleasesHoldsAndRejectsCalls(t *testing.T) {

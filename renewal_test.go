@@ -1,0 +1,333 @@
+package redlock_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/redlocktest"
+)
+
+// handoff locks name in one client with a 30s watchdog lease, starts a
+// waiter in another, releases with release, and returns how long after the
+// release the waiter held the lock. Waking at the PTTL would take ~30s.
+func handoff(t *testing.T, cl *redlocktest.Cluster, name string, release func(holder *redlock.Mutex)) time.Duration {
+	t.Helper()
+	ctx := context.Background()
+	holder := dial(t, cl, redlock.WithLease(30*time.Second)).NewMutex(name)
+	waiter := dial(t, cl, redlock.WithLease(30*time.Second)).NewMutex(name)
+	require.NoError(t, holder.Lock(ctx))
+	got := make(chan time.Time, 1)
+	go func() {
+		if err := waiter.Lock(ctx); err == nil {
+			got <- time.Now()
+		}
+		close(got)
+	}()
+	time.Sleep(100 * time.Millisecond) // the waiter is subscribed and waiting
+	released := time.Now()
+	release(holder)
+	select {
+	case at, ok := <-got:
+		require.True(t, ok, "the waiter failed")
+		require.NoError(t, waiter.Unlock(ctx))
+		return at.Sub(released)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiter was not woken by the release")
+		return 0
+	}
+}
+
+func TestWaiterWakesOnUnlock(t *testing.T) {
+	cl := redlocktest.Start(t, 5)
+	gap := handoff(t, cl, "wake", func(h *redlock.Mutex) {
+		require.NoError(t, h.Unlock(context.Background()))
+	})
+	t.Logf("handoff gap %v", gap)
+	assert.Less(t, gap, 5*time.Second, "woken by pub/sub, not by the 30s lease")
+}
+
+func TestWaiterWakesOnForceUnlock(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	forcer := dial(t, cl).NewMutex("wake-force")
+	gap := handoff(t, cl, "wake-force", func(*redlock.Mutex) {
+		ok, err := forcer.ForceUnlock(context.Background())
+		require.NoError(t, err)
+		require.True(t, ok)
+	})
+	assert.Less(t, gap, 5*time.Second)
+}
+
+func TestWaiterWakesWithOneNodeDead(t *testing.T) {
+	cl := redlocktest.Start(t, 5)
+	require.NoError(t, cl.Kill(2))
+	gap := handoff(t, cl, "wake-dead", func(h *redlock.Mutex) {
+		require.NoError(t, h.Unlock(context.Background()))
+	})
+	assert.Less(t, gap, 5*time.Second)
+}
+
+func TestWaiterWakesAfterPubSubReconnect(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	gap := handoff(t, cl, "wake-reconnect", func(h *redlock.Mutex) {
+		// Cut every pub/sub connection; the readers reconnect and subscribe
+		// again, and the release is seen.
+		for i := 0; i < 3; i++ {
+			_, err := cl.Do(i, "CLIENT", "KILL", "TYPE", "pubsub")
+			require.NoError(t, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+		require.NoError(t, h.Unlock(context.Background()))
+	})
+	assert.Less(t, gap, 5*time.Second)
+}
+
+func TestLostMessagesCostAtMostOneTTL(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	ctx := context.Background()
+	holder := dial(t, cl).NewMutex("silent")
+	waiter := dial(t, cl).NewMutex("silent")
+	require.NoError(t, holder.LockLease(ctx, 400*time.Millisecond))
+	got := make(chan error, 1)
+	begin := time.Now()
+	go func() { got <- waiter.Lock(ctx) }()
+	time.Sleep(50 * time.Millisecond)
+	// The lock disappears without a message (as if every message was lost);
+	// the waiter's timer at the quorum's PTTL still gets it.
+	for i := 0; i < 3; i++ {
+		_, err := cl.Do(i, "DEL", keyOf("silent"))
+		require.NoError(t, err)
+	}
+	select {
+	case err := <-got:
+		require.NoError(t, err)
+		t.Logf("acquired %v after the holder's 400ms lease began", time.Since(begin))
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiter never tried again")
+	}
+	require.NoError(t, waiter.Unlock(ctx))
+}
+
+// TestContentionManyGoroutinesFourClients has 16 goroutines in 4 clients
+// contend on one lock for a bounded time. An independent checker (a counter
+// of current holders) sees no overlap, and every goroutine gets the lock.
+func TestContentionManyGoroutinesFourClients(t *testing.T) {
+	cl := redlocktest.Start(t, 5)
+	ctx := context.Background()
+	var clients []*redlock.Client
+	for i := 0; i < 4; i++ {
+		c, err := redlock.Dial(cl.URLs(), redlock.WithNodeTimeout(nodeTimeout), redlock.WithLease(2*time.Second))
+		require.NoError(t, err)
+		clients = append(clients, c)
+	}
+	var inside, overlaps atomic.Int32
+	wins := make([]atomic.Int32, 16)
+	deadline := time.Now().Add(3 * time.Second)
+	var wg sync.WaitGroup
+	for g := 0; g < 16; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			m := clients[g%4].NewMutex("contended")
+			for i := 0; i < 200 && time.Now().Before(deadline); i++ {
+				lctx, cancel := context.WithDeadline(ctx, deadline.Add(2*time.Second))
+				err := m.Lock(lctx)
+				cancel()
+				if err != nil {
+					t.Errorf("goroutine %d: %v", g, err)
+					return
+				}
+				if inside.Add(1) != 1 {
+					overlaps.Add(1)
+				}
+				wins[g].Add(1)
+				time.Sleep(time.Millisecond)
+				inside.Add(-1)
+				if err := m.Unlock(ctx); err != nil {
+					t.Errorf("goroutine %d: unlock: %v", g, err)
+					return
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	total := 0
+	for g := range wins {
+		n := int(wins[g].Load())
+		total += n
+		assert.Positive(t, n, "goroutine %d starved", g)
+	}
+	assert.Zero(t, overlaps.Load(), "two holders at once")
+	t.Logf("%d acquisitions in 3s by 16 goroutines in 4 clients", total)
+	for _, c := range clients {
+		require.NoError(t, c.Close())
+	}
+	// goleak in TestMain checks that every goroutine is gone.
+}
+
+func TestWatchdogOutlivesThreeLeases(t *testing.T) {
+	cl := redlocktest.Start(t, 5)
+	c := dial(t, cl, redlock.WithLease(300*time.Millisecond), redlock.WithNodeTimeout(50*time.Millisecond))
+	ctx := context.Background()
+	m := c.NewMutex("wd")
+	require.NoError(t, m.Lock(ctx))
+	first := m.Until()
+	time.Sleep(time.Second)
+	select {
+	case <-m.Lost():
+		t.Fatal("a renewed hold was lost")
+	default:
+	}
+	assert.True(t, m.Until().After(first.Add(500*time.Millisecond)), "Until moved on with renewals")
+	held, err := m.IsHeld(ctx)
+	require.NoError(t, err)
+	assert.True(t, held)
+
+	// One node paused: renewal carries on through the others.
+	require.NoError(t, cl.Pause(1))
+	time.Sleep(time.Second)
+	select {
+	case <-m.Lost():
+		t.Fatal("lost with one node paused")
+	default:
+	}
+	require.NoError(t, cl.Resume(1))
+
+	// A node restarted empty gets our key back at the next round.
+	require.NoError(t, cl.Restart(3))
+	assert.Eventually(t, func() bool { return len(holders(t, cl, 3, "wd")) == 1 }, time.Second, 10*time.Millisecond)
+	assert.Equal(t, repeat("1", 5), counts(t, cl, "wd"))
+
+	// A majority killed: Lost closes within one lease.
+	killed := time.Now()
+	for _, i := range []int{0, 2, 4} {
+		require.NoError(t, cl.Kill(i))
+	}
+	select {
+	case <-m.Lost():
+		t.Logf("loss signalled %v after the majority died", time.Since(killed))
+	case <-time.After(300*time.Millisecond + 200*time.Millisecond):
+		t.Fatal("Lost did not close within one lease of losing the majority")
+	}
+	assert.True(t, m.Until().IsZero())
+	require.ErrorIs(t, m.Unlock(ctx), redlock.ErrNotHeld)
+}
+
+func TestWatchdogStopsAtUnlock(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	c := dial(t, cl, redlock.WithLease(150*time.Millisecond), redlock.WithNodeTimeout(40*time.Millisecond))
+	ctx := context.Background()
+	// Many short holds, released while renewal rounds run.
+	for i := 0; i < 40; i++ {
+		m := c.NewMutex("wd-stop")
+		require.NoError(t, m.Lock(ctx))
+		time.Sleep(time.Duration(i%7) * 10 * time.Millisecond)
+		require.NoError(t, m.Unlock(ctx))
+	}
+	// Rounds after the last Unlock must not bring the key back.
+	for j := 0; j < 4; j++ {
+		time.Sleep(60 * time.Millisecond)
+		assert.Equal(t, repeat("", 3), counts(t, cl, "wd-stop"), "a watchdog outlived its unlock")
+	}
+}
+
+// commandCalls returns how many times node i ran each of EVALSHA and EVAL.
+func commandCalls(t *testing.T, cl *redlocktest.Cluster, i int) int {
+	t.Helper()
+	info, err := redis.String(cl.Do(i, "INFO", "commandstats"))
+	require.NoError(t, err)
+	total := 0
+	for _, line := range strings.Split(info, "\n") {
+		if !strings.HasPrefix(line, "cmdstat_evalsha:") && !strings.HasPrefix(line, "cmdstat_eval:") {
+			continue
+		}
+		f := strings.TrimPrefix(strings.SplitN(line, ":", 2)[1], "calls=")
+		n, err := strconv.Atoi(strings.SplitN(f, ",", 2)[0])
+		require.NoError(t, err)
+		total += n
+	}
+	return total
+}
+
+func TestThousandHoldsCostOneRoundTripPerNodePerRound(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	const lease = 1500 * time.Millisecond
+	c := dial(t, cl, redlock.WithLease(lease), redlock.WithNodeTimeout(100*time.Millisecond))
+	ctx := context.Background()
+	ms := make([]*redlock.Mutex, 1000)
+	for i := range ms {
+		ms[i] = c.NewMutex(fmt.Sprint("many-", i))
+		require.NoError(t, ms[i].Lock(ctx))
+	}
+	// Count script calls over a quiet window of exactly one renewal round:
+	// wait for a round to move Until, then measure up to the next one.
+	waitRound := func() {
+		u := ms[0].Until()
+		require.Eventually(t, func() bool { return ms[0].Until().After(u) }, 2*lease, 5*time.Millisecond)
+	}
+	waitRound()
+	before := make([]int, 3)
+	for i := range before {
+		before[i] = commandCalls(t, cl, i)
+	}
+	waitRound()
+	for i := range before {
+		calls := commandCalls(t, cl, i) - before[i]
+		t.Logf("node %d: %d script calls for one round over 1000 holds", i, calls)
+		assert.LessOrEqual(t, calls, 2, "renewal costs per node, not per lock")
+		assert.GreaterOrEqual(t, calls, 1)
+	}
+	for _, m := range ms {
+		select {
+		case <-m.Lost():
+			t.Fatal("a hold was lost")
+		default:
+		}
+	}
+	require.NoError(t, c.Close())
+	for i := 0; i < 3; i++ {
+		n, err := redis.Int(cl.Do(i, "DBSIZE"))
+		require.NoError(t, err)
+		assert.Zero(t, n, "Close released every hold")
+	}
+}
+
+func TestCloseWithHoldsAndWaitersInFlight(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	ctx := context.Background()
+	other := dial(t, cl)
+	blocker := other.NewMutex("busy")
+	require.NoError(t, blocker.Lock(ctx))
+
+	c, err := redlock.Dial(cl.URLs(), redlock.WithNodeTimeout(nodeTimeout))
+	require.NoError(t, err)
+	held := c.NewMutex("mine")
+	require.NoError(t, held.Lock(ctx))
+	errs := make(chan error, 4)
+	for i := 0; i < 4; i++ {
+		go func() { errs <- c.NewMutex("busy").Lock(ctx) }()
+	}
+	time.Sleep(100 * time.Millisecond)
+	require.NoError(t, c.Close())
+	for i := 0; i < 4; i++ {
+		select {
+		case err := <-errs:
+			require.ErrorIs(t, err, redlock.ErrClosed)
+		case <-time.After(2 * time.Second):
+			t.Fatal("a waiter did not return after Close")
+		}
+	}
+	assert.Equal(t, repeat("", 3), counts(t, cl, "mine"))
+	<-held.Lost()
+	require.NoError(t, blocker.Unlock(ctx))
+}

@@ -1,0 +1,132 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/redlocktest"
+)
+
+// The examples start three local redis-server nodes with redlocktest; in
+// production each URL names an independent Redis master.
+
+func ExampleMutex_Lock() {
+	nodes, err := redlocktest.Launch(3)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer nodes.Close()
+
+	client, err := redlock.Dial(nodes.URLs()) // e.g. redis://10.0.0.1:6379, ...
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+
+	ctx := context.Background()
+	m := client.NewMutex("nightly-report")
+	if err := m.Lock(ctx); err != nil { // waits; renewed by the watchdog while held
+		log.Fatal(err)
+	}
+	fmt.Println("holding", m.Name())
+
+	// Re-entrant: the same owner may lock again; each Lock needs an Unlock.
+	if err := m.Lock(ctx); err != nil {
+		log.Fatal(err)
+	}
+	n, _ := m.HoldCount(ctx)
+	fmt.Println("hold count", n)
+	_ = m.Unlock(ctx)
+	if err := m.Unlock(ctx); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("released")
+	// Output:
+	// holding nightly-report
+	// hold count 2
+	// released
+}
+
+func ExampleMutex_TryLock() {
+	nodes, err := redlocktest.Launch(3)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer nodes.Close()
+	a, _ := redlock.Dial(nodes.URLs())
+	defer a.Close()
+	b, _ := redlock.Dial(nodes.URLs()) // another process, in real life
+	defer b.Close()
+
+	ctx := context.Background()
+	migration := a.NewMutex("schema-migration")
+	if ok, err := migration.TryLock(ctx, 0, 0); err != nil || !ok {
+		log.Fatal("first owner could not lock: ", err)
+	}
+
+	// One attempt, no waiting: someone else holds it.
+	ok, err := b.NewMutex("schema-migration").TryLock(ctx, 0, 0)
+	fmt.Println("second owner got it:", ok, "error:", err)
+
+	// Wait up to 100ms with a fixed 10s lease (no renewal): still held.
+	ok, err = b.NewMutex("schema-migration").TryLock(ctx, 100*time.Millisecond, 10*time.Second)
+	fmt.Println("after waiting:", ok, "error:", err)
+
+	// Not enough nodes to decide is an error, not a "no".
+	_ = nodes.Kill(1)
+	_ = nodes.Kill(2)
+	_, err = b.NewMutex("schema-migration").TryLock(ctx, 0, 0)
+	fmt.Println("two of three nodes down:", errors.Is(err, redlock.ErrNoQuorum))
+	// Output:
+	// second owner got it: false error: <nil>
+	// after waiting: false error: <nil>
+	// two of three nodes down: true
+}
+
+func ExampleMutex_Lost() {
+	nodes, err := redlocktest.Launch(3)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer nodes.Close()
+	client, err := redlock.Dial(nodes.URLs(),
+		redlock.WithLease(600*time.Millisecond), // renewed every 200ms
+		redlock.WithNodeTimeout(50*time.Millisecond))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+
+	ctx := context.Background()
+	m := client.NewMutex("payments")
+	if err := m.Lock(ctx); err != nil {
+		log.Fatal(err)
+	}
+
+	// Tie the work to the hold: when the lock can no longer be trusted, stop.
+	work, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		<-m.Lost() // also closed by the last Unlock, so this goroutine ends
+		stop()
+	}()
+
+	// Two of the three masters die while we work: renewal cannot reach a
+	// quorum, and the hold is declared lost before its validity runs out.
+	_ = nodes.Kill(0)
+	_ = nodes.Kill(1)
+	select {
+	case <-work.Done():
+		fmt.Println("lock lost: stopped the work")
+	case <-time.After(5 * time.Second):
+		fmt.Println("still working")
+	}
+	fmt.Println("unlock:", m.Unlock(ctx))
+	// Output:
+	// lock lost: stopped the work
+	// unlock: redlock: lock not held
+}

@@ -1,0 +1,502 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/redlock-go/redlock"
+)
+
+// Exit codes of demo.
+const (
+	exitViolation  = 1 // two owners held the lock at once
+	exitDemoFailed = 3 // the demo could not run (nodes did not start, ...)
+)
+
+const demoDescription = `
+Start N independent Redis masters on this machine, let several clients with
+contending workers take and release one lock for a while, kill a minority of
+the masters midway (two of five), bring one back empty later (a delayed
+restart: after one lease), and show live whether mutual exclusion held.
+
+Each worker holds the lock for a millisecond or so; twice a worker holds it
+longer than the lease, so only the watchdog's renewal keeps it. Violations are
+checked independently of redlock: an owner-interval checker sees whether two
+owners were ever inside at once, and every owner increments a counter kept in
+a separate in-process store with a read, a pause and a write, so any overlap
+loses an update.
+
+Nodes (-backend): "redis" runs redis-server processes (found on $PATH, in
+$REDIS_SERVER_BIN, /usr/bin or /usr/local/bin); "miniredis" runs in-process
+servers (github.com/alicebob/miniredis); "auto" picks redis when it is
+installed, else miniredis. The table is redrawn in place on a terminal and
+printed as plain lines otherwise (or with -plain).
+
+Exit codes:
+  0  no violation of mutual exclusion
+  1  a violation was seen
+  2  bad flags
+  3  the demo could not run (nodes did not start, ...)
+`
+
+type demoConfig struct {
+	duration    time.Duration
+	nodes       int
+	clients     int
+	workers     int
+	lease       time.Duration
+	nodeTimeout time.Duration
+	backend     string
+	plain       bool
+}
+
+func runDemo(args []string, stdout, stderr io.Writer) int {
+	var cfg demoConfig
+	fs := newFlagSet("demo", "[flags]", demoDescription, stderr)
+	fs.DurationVar(&cfg.duration, "duration", 20*time.Second, "how long the workers contend")
+	fs.IntVar(&cfg.nodes, "nodes", 5, "number of Redis masters (at least 3); (nodes-1)/2 of them are killed")
+	fs.IntVar(&cfg.clients, "clients", 3, "number of redlock clients, each with its own connections and watchdog")
+	fs.IntVar(&cfg.workers, "workers", 3, "contending workers (lock owners) per client")
+	fs.DurationVar(&cfg.lease, "lease", 2*time.Second, "watchdog lease (renewed every third of it)")
+	fs.DurationVar(&cfg.nodeTimeout, "node-timeout", 50*time.Millisecond, "bound on one round trip to one node")
+	fs.StringVar(&cfg.backend, "backend", "auto", `what runs the nodes: "auto", "redis" or "miniredis"`)
+	fs.BoolVar(&cfg.plain, "plain", false, "print plain lines even on a terminal")
+	if code, done := parse(fs, args); done {
+		return code
+	}
+	switch {
+	case fs.NArg() > 0:
+		return usageError(stderr, "demo", "unexpected argument %q", fs.Arg(0))
+	case cfg.duration <= 0:
+		return usageError(stderr, "demo", "-duration must be positive, got %v", cfg.duration)
+	case cfg.nodes < 3:
+		return usageError(stderr, "demo", "-nodes must be at least 3, got %d", cfg.nodes)
+	case cfg.clients < 1 || cfg.workers < 1:
+		return usageError(stderr, "demo", "-clients and -workers must be at least 1, got %d and %d", cfg.clients, cfg.workers)
+	case cfg.clients*cfg.workers < 2:
+		return usageError(stderr, "demo", "need at least 2 workers in all to contend, got %d", cfg.clients*cfg.workers)
+	case cfg.nodeTimeout <= 0 || cfg.lease <= 3*cfg.nodeTimeout:
+		return usageError(stderr, "demo", "-lease (%v) must exceed three -node-timeout (%v), which must be positive", cfg.lease, cfg.nodeTimeout)
+	case cfg.backend != "auto" && cfg.backend != "redis" && cfg.backend != "miniredis":
+		return usageError(stderr, "demo", `-backend must be "auto", "redis" or "miniredis", got %q`, cfg.backend)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return demo(ctx, cfg, stdout, stderr)
+}
+
+// demo runs the demo and returns the exit code.
+func demo(ctx context.Context, cfg demoConfig, stdout, stderr io.Writer) int {
+	nodes, err := startNodes(cfg.backend, cfg.nodes)
+	if err != nil {
+		fmt.Fprintf(stderr, "redlock demo: starting %d nodes: %v\n", cfg.nodes, err)
+		return exitDemoFailed
+	}
+	defer nodes.Close()
+
+	d := &demoRun{cfg: cfg, nodes: nodes, urls: nodes.URLs(), state: make([]string, cfg.nodes)}
+	for i := range d.state {
+		d.state[i] = "up"
+	}
+	clients := make([]*redlock.Client, 0, cfg.clients)
+	defer func() {
+		for _, c := range clients {
+			c.Close()
+		}
+	}()
+	for i := 0; i < cfg.clients; i++ {
+		c, err := redlock.Dial(d.urls, redlock.WithLease(cfg.lease), redlock.WithNodeTimeout(cfg.nodeTimeout))
+		if err != nil {
+			fmt.Fprintf(stderr, "redlock demo: %v\n", err)
+			return exitDemoFailed
+		}
+		clients = append(clients, c)
+	}
+
+	out := newScreen(stdout, cfg.plain)
+	d.start = time.Now()
+	runCtx, cancel := context.WithTimeout(ctx, cfg.duration)
+	defer cancel()
+	out.header(d.headline(nodes.Kind()))
+
+	var wg sync.WaitGroup
+	for ci, c := range clients {
+		for wi := 0; wi < cfg.workers; wi++ {
+			wg.Add(1)
+			go func(name string, m *redlock.Mutex, seed uint64) {
+				defer wg.Done()
+				d.worker(runCtx, name, m, seed)
+			}(fmt.Sprintf("c%d/w%d", ci+1, wi+1), c.NewMutex("demo"), uint64(ci*1000+wi))
+		}
+	}
+	sched := make(chan struct{})
+	go func() {
+		defer close(sched)
+		d.schedule(runCtx)
+	}()
+
+	tick := time.Second
+	if !out.plain {
+		tick = 250 * time.Millisecond
+	}
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	var prev snapshot
+	for done := false; !done; {
+		select {
+		case <-runCtx.Done():
+			done = true
+		case <-t.C:
+		}
+		s := d.snapshot()
+		if !done || out.plain {
+			out.frame(s, prev, d)
+		}
+		prev = s
+	}
+	wg.Wait()
+	<-sched
+	interrupted := ctx.Err() != nil
+	for _, c := range clients {
+		c.Close()
+	}
+	clients = nil
+	final := d.snapshot()
+	out.frame(final, prev, d)
+	out.close()
+	return d.summary(stdout, final, interrupted)
+}
+
+// demoRun is one run's state, shared by the workers, the scheduler and the
+// display.
+type demoRun struct {
+	cfg   demoConfig
+	nodes nodeSet
+	urls  []string
+	start time.Time
+
+	chk   checker
+	store store
+
+	// wantLong asks the next worker that takes the lock to hold it longer
+	// than the lease.
+	wantLong atomic.Bool
+
+	mu     sync.Mutex // protects state, events and killed
+	state  []string   // per node: "up", "DOWN", "up (restarted empty)"
+	events []string
+	killed int // masters killed so far
+}
+
+func (d *demoRun) since() time.Duration { return time.Since(d.start) }
+
+func (d *demoRun) event(format string, args ...any) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.events = append(d.events, fmt.Sprintf("%6.1fs  ", d.since().Seconds())+fmt.Sprintf(format, args...))
+}
+
+func (d *demoRun) setState(i int, s string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.state[i] = s
+	if s == "DOWN" {
+		d.killed++
+	}
+}
+
+func (d *demoRun) headline(kind string) string {
+	return fmt.Sprintf("redlock demo: %d %s, %d clients x %d workers on one lock, lease %v (watchdog), %v",
+		d.cfg.nodes, kind, d.cfg.clients, d.cfg.workers, d.cfg.lease, d.cfg.duration)
+}
+
+// killCount is how many nodes the demo kills: the largest minority.
+func (d *demoRun) killCount() int { return (d.cfg.nodes - 1) / 2 }
+
+// schedule runs the script of the demo: a long hold, the kills of a
+// minority of the masters with a long hold across them, a delayed restart
+// of one of them, and another long hold.
+func (d *demoRun) schedule(ctx context.Context) {
+	dur, lease := d.cfg.duration, d.cfg.lease
+	killAt := dur * 35 / 100
+	restartAt := max(dur*65/100, killAt+lease) // delayed: down for at least one lease
+	type step struct {
+		at time.Duration
+		do func()
+	}
+	steps := []step{
+		{max(killAt-lease/2, 0), func() { d.wantLong.Store(true) }},
+		{killAt, func() {
+			var names []string
+			for i := 0; i < d.killCount(); i++ {
+				if err := d.nodes.Kill(i); err != nil {
+					d.event("kill n%d: %v", i, err)
+					continue
+				}
+				d.setState(i, "DOWN")
+				names = append(names, fmt.Sprintf("n%d", i))
+			}
+			d.event("killed %s: %d of %d masters down, quorum %d still reachable", strings.Join(names, ", "), len(names), d.cfg.nodes, d.cfg.nodes/2+1)
+		}},
+		{restartAt, func() {
+			if err := d.nodes.Restart(0); err != nil {
+				d.event("restart n0: %v", err)
+				return
+			}
+			d.setState(0, "up (restarted empty)")
+			d.event("n0 back, empty, %v after its kill (delayed restart: at least one lease)", (restartAt - killAt).Round(100*time.Millisecond))
+		}},
+		{dur * 80 / 100, func() { d.wantLong.Store(true) }},
+	}
+	slices.SortStableFunc(steps, func(a, b step) int { return int(a.at - b.at) })
+	for _, s := range steps {
+		if s.at >= dur {
+			continue
+		}
+		t := time.NewTimer(s.at - d.since())
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		s.do()
+	}
+}
+
+// worker is one lock owner: take the lock, read the counter, pause, write it
+// back plus one, release; until ctx ends.
+func (d *demoRun) worker(ctx context.Context, name string, m *redlock.Mutex, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, uint64(d.start.UnixNano())))
+	for {
+		if err := m.Lock(ctx); err != nil {
+			if ctx.Err() != nil || errors.Is(err, redlock.ErrClosed) {
+				return
+			}
+			d.chk.lockError()
+			continue
+		}
+		lost := m.Lost()
+		hold := 200*time.Microsecond + time.Duration(rng.Int64N(int64(time.Millisecond)))
+		long := d.wantLong.CompareAndSwap(true, false)
+		if long {
+			hold = d.cfg.lease + d.cfg.lease/4
+		}
+		d.chk.enter(name, long)
+		v := d.store.get()
+		t := time.NewTimer(hold)
+		var wasLost, aborted bool
+		select {
+		case <-t.C:
+		case <-lost:
+			wasLost = true
+		case <-ctx.Done():
+			aborted = true
+		}
+		t.Stop()
+		if !wasLost {
+			select {
+			case <-lost:
+				wasLost = true
+			default:
+			}
+		}
+		wrote := !wasLost && !aborted
+		if wrote {
+			d.store.set(v + 1)
+		}
+		d.chk.leave(wasLost, wrote, long)
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		err := m.Unlock(uctx)
+		cancel()
+		if err != nil && !wasLost && !errors.Is(err, redlock.ErrClosed) {
+			d.chk.unlockError()
+		}
+	}
+}
+
+// store is the independent in-process store the workers increment with a
+// read and a later write: correct only under mutual exclusion. Its own mutex
+// only keeps each single read or write atomic (and the race detector quiet).
+type store struct {
+	mu sync.Mutex // protects v
+	v  int64
+}
+
+func (s *store) get() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.v
+}
+
+func (s *store) set(v int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.v = v
+}
+
+// checker watches owners enter and leave the critical section: two inside at
+// once is a violation. It also measures handoff gaps (from one owner's leave
+// to the next one's enter).
+type checker struct {
+	mu         sync.Mutex // protects every field
+	inside     int        // owners inside now; more than one is a violation
+	holder     string     // the last owner to enter
+	holderLong bool
+	enteredAt  time.Time
+	leftAt     time.Time // when inside last dropped to zero
+	acquired   int
+	overlaps   int
+	writes     int // counter increments done
+	lost       int // holds whose Lost channel closed before the owner was done
+	long       int // holds longer than the lease that ended without loss
+	lockErrs   int
+	unlockErrs int
+	gaps       []time.Duration
+}
+
+func (c *checker) enter(name string, long bool) {
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.inside > 0 {
+		c.overlaps++
+	} else if !c.leftAt.IsZero() {
+		c.gaps = append(c.gaps, now.Sub(c.leftAt))
+	}
+	c.inside++
+	c.acquired++
+	c.holder, c.holderLong, c.enteredAt = name, long, now
+}
+
+func (c *checker) leave(lost, wrote, long bool) {
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.inside--
+	if c.inside == 0 {
+		c.leftAt = now
+	}
+	if lost {
+		c.lost++
+	}
+	if wrote {
+		c.writes++
+		if long {
+			c.long++
+		}
+	}
+}
+
+func (c *checker) lockError() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lockErrs++
+}
+
+func (c *checker) unlockError() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.unlockErrs++
+}
+
+// snapshot is what the display shows at one moment.
+type snapshot struct {
+	at                            time.Duration
+	acquired, writes, overlaps    int
+	lost, long, lockErrs, unlockE int
+	counter                       int64
+	p50, p99, maxGap              time.Duration
+	holder                        string
+	holderFor                     time.Duration
+	holderLong                    bool
+	state                         []string
+	events                        []string
+}
+
+// violations counts both independent checks: overlapping owners, and
+// increments the counter lost.
+func (s snapshot) violations() int {
+	v := s.overlaps
+	if lostUpdates := int64(s.writes) - s.counter; lostUpdates > 0 {
+		v += int(lostUpdates)
+	}
+	return v
+}
+
+func (d *demoRun) snapshot() snapshot {
+	c := &d.chk
+	c.mu.Lock()
+	s := snapshot{
+		at: d.since(), acquired: c.acquired, writes: c.writes, overlaps: c.overlaps,
+		lost: c.lost, long: c.long, lockErrs: c.lockErrs, unlockE: c.unlockErrs,
+	}
+	gaps := slices.Clone(c.gaps)
+	if c.inside > 0 {
+		s.holder, s.holderFor, s.holderLong = c.holder, time.Since(c.enteredAt), c.holderLong
+	}
+	c.mu.Unlock()
+	s.counter = d.store.get()
+	if len(gaps) > 0 {
+		slices.Sort(gaps)
+		s.p50 = gaps[len(gaps)*50/100]
+		s.p99 = gaps[min(len(gaps)*99/100, len(gaps)-1)]
+		s.maxGap = gaps[len(gaps)-1]
+	}
+	d.mu.Lock()
+	s.state = slices.Clone(d.state)
+	s.events = slices.Clone(d.events)
+	d.mu.Unlock()
+	return s
+}
+
+// summary prints the end of the run and returns the exit code.
+func (d *demoRun) summary(w io.Writer, s snapshot, interrupted bool) int {
+	rate := float64(s.acquired) / s.at.Seconds()
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "summary after %s", round(s.at))
+	if interrupted {
+		fmt.Fprint(w, " (interrupted)")
+	}
+	fmt.Fprintln(w, ":")
+	fmt.Fprintf(w, "  acquisitions   %d (%.0f/s) by %d owners in %d clients\n", s.acquired, rate, d.cfg.clients*d.cfg.workers, d.cfg.clients)
+	fmt.Fprintf(w, "  handoff gap    p50 %s, p99 %s, max %s\n", round(s.p50), round(s.p99), round(s.maxGap))
+	up := 0
+	for _, st := range s.state {
+		if st != "DOWN" {
+			up++
+		}
+	}
+	fmt.Fprintf(w, "  nodes          %d of %d up at the end\n", up, len(s.state))
+	fmt.Fprintf(w, "  long holds     %d held past their %v lease, renewed by the watchdog\n", s.long, d.cfg.lease)
+	fmt.Fprintf(w, "  holds lost     %d (Mutex.Lost closed before the owner was done; it stopped)\n", s.lost)
+	if s.lockErrs+s.unlockE > 0 {
+		fmt.Fprintf(w, "  errors         %d lock, %d unlock\n", s.lockErrs, s.unlockE)
+	}
+	fmt.Fprintf(w, "  counter        %d increments, store holds %d\n", s.writes, s.counter)
+	fmt.Fprintf(w, "  violations     %d (owners inside at once: %d, lost updates: %d)\n", s.violations(), s.overlaps, max(int64(s.writes)-s.counter, 0))
+	if s.violations() > 0 {
+		fmt.Fprintln(w, "FAIL: mutual exclusion was violated")
+		return exitViolation
+	}
+	d.mu.Lock()
+	killed := d.killed
+	d.mu.Unlock()
+	if killed == 0 {
+		fmt.Fprintln(w, "OK: no two owners ever held the lock at once (the run ended before any master was killed)")
+	} else {
+		fmt.Fprintf(w, "OK: no two owners ever held the lock at once, with %d of %d masters killed midway\n", killed, d.cfg.nodes)
+	}
+	return exitOK
+}

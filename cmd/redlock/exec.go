@@ -1,0 +1,326 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/redlock-go/redlock"
+)
+
+// Exit codes of exec, besides CMD's own (0-255, 128+N when a signal N
+// killed it) and exitUsage. They follow timeout(1): 124 for the time
+// running out, 125 for a failure of the tool itself, 126 and 127 as a shell.
+const (
+	exitLost        = 123 // the lock was lost while CMD ran; CMD was stopped
+	exitNotObtained = 124 // another owner held the lock for the whole --wait
+	exitFailed      = 125 // redlock failed: no quorum of nodes answered, or another error
+	exitCannotRun   = 126 // CMD was found but could not be started
+	exitNotFound    = 127 // CMD was not found
+)
+
+const execDescription = `
+Run CMD while holding the lock NAME, like flock(1) for a fleet: at most one
+CMD per lock name runs at a time across every machine using the same nodes.
+
+With --lease 0 (the default) the lock is renewed by a watchdog every
+--watchdog-lease/3 for as long as CMD runs, and expires --watchdog-lease after
+redlock dies. With --lease D the lock lasts D and is not renewed: CMD must
+finish within it. If the lock is lost while CMD runs (renewal failed on a
+majority of the nodes until it expired, or a fixed lease ended), CMD gets
+SIGTERM, then SIGKILL after --grace. SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1
+and SIGUSR2 sent to redlock are passed on to CMD. The lock is released when
+CMD ends. On Linux CMD gets SIGTERM if redlock itself dies.
+
+CMD sees REDLOCK_NAME set to the lock's name.
+
+Exit codes:
+  CMD's own  CMD ran and exited (128+N when a signal N ended it)
+  2          bad flags or arguments
+  123        the lock was lost while CMD ran (CMD was stopped)
+  124        the lock was held by another owner for the whole --wait
+  125        redlock failed: fewer than N/2+1 nodes answered, or another error
+  126        CMD could not be started
+  127        CMD was not found
+  128+N      redlock got signal N while waiting for the lock (CMD never ran)
+`
+
+// waitFlag is --wait: a duration, or "forever".
+type waitFlag struct {
+	d       time.Duration
+	forever bool
+}
+
+func (w *waitFlag) String() string {
+	if w.forever {
+		return "forever"
+	}
+	return w.d.String()
+}
+
+func (w *waitFlag) Set(s string) error {
+	if s == "forever" {
+		*w = waitFlag{forever: true}
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return errors.New(`want a duration such as 30s, or "forever"`)
+	}
+	if d < 0 {
+		return errors.New("must not be negative")
+	}
+	*w = waitFlag{d: d}
+	return nil
+}
+
+type execConfig struct {
+	nodes       []string
+	name        string
+	wait        waitFlag
+	lease       time.Duration
+	watchdog    time.Duration
+	nodeTimeout time.Duration
+	grace       time.Duration
+	prefix      string
+	verbose     bool
+	argv        []string
+}
+
+func runExec(args []string, stdout, stderr io.Writer) int {
+	var cfg execConfig
+	fs := newFlagSet("exec", "--nodes URL,URL,... --name NAME [flags] -- CMD [ARGS...]", execDescription, stderr)
+	nodes := fs.String("nodes", "", "comma-separated node URLs, one per independent master (default $"+nodesEnv+")")
+	fs.StringVar(&cfg.name, "name", "", "the lock's name (required)")
+	cfg.wait = waitFlag{forever: true}
+	fs.Var(&cfg.wait, "wait", `how long to wait for the lock: a duration, 0 for a single attempt, or "forever"`)
+	fs.DurationVar(&cfg.lease, "lease", 0, "fixed lease: the lock lasts this long, without renewal; 0: renewed by the watchdog while CMD runs")
+	fs.DurationVar(&cfg.watchdog, "watchdog-lease", 30*time.Second, "with --lease 0: how long the lock outlives its last renewal (renewed every third of it)")
+	fs.DurationVar(&cfg.nodeTimeout, "node-timeout", 250*time.Millisecond, "bound on one round trip to one node")
+	fs.DurationVar(&cfg.grace, "grace", 10*time.Second, "after the lock is lost, how long CMD has between SIGTERM and SIGKILL")
+	fs.StringVar(&cfg.prefix, "prefix", "redlock:", "key prefix, as given to redlock.WithKeyPrefix")
+	fs.BoolVar(&cfg.verbose, "v", false, "log renewal failures and other node trouble to stderr")
+	if code, done := parse(fs, args); done {
+		return code
+	}
+	cfg.nodes = nodeList(*nodes)
+	cfg.argv = fs.Args()
+	switch {
+	case len(cfg.nodes) == 0:
+		return usageError(stderr, "exec", "no nodes: give --nodes URL,URL,... or set $%s", nodesEnv)
+	case cfg.name == "":
+		return usageError(stderr, "exec", "no lock name: give --name NAME")
+	case len(cfg.argv) == 0:
+		return usageError(stderr, "exec", "no command: give it after the flags, e.g. -- make deploy")
+	case cfg.lease < 0:
+		return usageError(stderr, "exec", "-lease must not be negative, got %v", cfg.lease)
+	case cfg.grace <= 0:
+		return usageError(stderr, "exec", "-grace must be positive, got %v", cfg.grace)
+	}
+	return execute(cfg, stdout, stderr)
+}
+
+func execute(cfg execConfig, stdout, stderr io.Writer) int {
+	logf := func(format string, args ...any) {
+		fmt.Fprintf(stderr, "redlock exec: "+format+"\n", args...)
+	}
+	path, err := exec.LookPath(cfg.argv[0])
+	if err != nil {
+		logf("%v", err)
+		if errors.Is(err, exec.ErrNotFound) {
+			return exitNotFound
+		}
+		return exitCannotRun
+	}
+
+	opts := []redlock.Option{
+		redlock.WithLease(cfg.watchdog),
+		redlock.WithNodeTimeout(cfg.nodeTimeout),
+		redlock.WithKeyPrefix(cfg.prefix),
+	}
+	if cfg.verbose {
+		opts = append(opts, redlock.WithLogger(slog.New(slog.NewTextHandler(stderr, nil))))
+	}
+	client, err := redlock.Dial(cfg.nodes, opts...)
+	if err != nil {
+		if errors.Is(err, redlock.ErrInvalid) {
+			return usageError(stderr, "exec", "%v", err)
+		}
+		logf("%v", err)
+		return exitFailed
+	}
+	defer func() {
+		if err := client.Close(); err != nil {
+			logf("closing: %v", err)
+		}
+	}()
+	m := client.NewMutex(cfg.name)
+
+	// Signals are caught from now on: while waiting they end the wait, while
+	// CMD runs they go to CMD.
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, forwarded...)
+	defer signal.Stop(sigs)
+
+	if code, ok := acquire(m, cfg, sigs, logf); !ok {
+		return code
+	}
+
+	cmd := exec.Command(path, cfg.argv[1:]...)
+	cmd.Args[0] = cfg.argv[0]
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, stderr
+	cmd.Env = append(os.Environ(), "REDLOCK_NAME="+cfg.name)
+	cmd.SysProcAttr = sysProcAttr()
+	if err := cmd.Start(); err != nil {
+		logf("%v", err)
+		release(m, cfg, logf)
+		return exitCannotRun
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+
+	lost := m.Lost()
+	var lostAt time.Time
+	var kill <-chan time.Time
+	var waitErr error
+loop:
+	for {
+		select {
+		case s := <-sigs:
+			_ = cmd.Process.Signal(s) // fails only once CMD has exited
+		case <-lost:
+			lost, lostAt = nil, time.Now()
+			if cfg.lease > 0 {
+				logf("the %v lease of lock %q ended while %s ran: sending SIGTERM, SIGKILL in %v", cfg.lease, cfg.name, cfg.argv[0], cfg.grace)
+			} else {
+				logf("lock %q lost: renewal failed on a majority of the nodes: sending SIGTERM to %s, SIGKILL in %v", cfg.name, cfg.argv[0], cfg.grace)
+			}
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			t := time.NewTimer(cfg.grace)
+			defer t.Stop()
+			kill = t.C
+		case <-kill:
+			kill = nil
+			logf("%s still running %v after SIGTERM: sending SIGKILL", cfg.argv[0], time.Since(lostAt).Round(time.Millisecond))
+			_ = cmd.Process.Kill()
+		case waitErr = <-exited:
+			break loop
+		}
+	}
+	if lost != nil {
+		// CMD has exited; unless the hold ended before we could tell, it
+		// was valid for the whole of CMD's run.
+		select {
+		case <-lost:
+			lostAt = time.Now()
+			logf("lock %q lost as %s ended", cfg.name, cfg.argv[0])
+		default:
+		}
+	}
+	release(m, cfg, logf) // after a loss: deletes what is left of the hold
+	if !lostAt.IsZero() {
+		return exitLost
+	}
+	var ee *exec.ExitError
+	switch {
+	case waitErr == nil:
+		return exitOK
+	case errors.As(waitErr, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ee.ExitCode()
+	default:
+		logf("%v", waitErr)
+		return exitFailed
+	}
+}
+
+// acquire takes the lock as cfg says. It returns ok false with the exit code
+// when CMD must not run.
+func acquire(m *redlock.Mutex, cfg execConfig, sigs <-chan os.Signal, logf func(string, ...any)) (code int, ok bool) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type result struct {
+		held bool
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		// A first single attempt tells an unreachable quorum from a lock
+		// held elsewhere at once, before any waiting.
+		held, err := m.TryLock(ctx, 0, cfg.lease)
+		if held || err != nil || (!cfg.wait.forever && cfg.wait.d == 0) {
+			done <- result{held, err}
+			return
+		}
+		switch {
+		case !cfg.wait.forever:
+			held, err = m.TryLock(ctx, cfg.wait.d, cfg.lease)
+		case cfg.lease > 0:
+			err = m.LockLease(ctx, cfg.lease)
+			held = err == nil
+		default:
+			err = m.Lock(ctx)
+			held = err == nil
+		}
+		done <- result{held, err}
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case s := <-sigs:
+		cancel()
+		r = <-done
+		if r.held {
+			release(m, cfg, logf)
+		}
+		logf("%v while waiting for lock %q", s, cfg.name)
+		return 128 + int(s.(syscall.Signal)), false
+	}
+	switch {
+	case r.held:
+		return 0, true
+	case r.err == nil:
+		if cfg.wait.d == 0 {
+			logf("lock %q is held by another owner", cfg.name)
+		} else {
+			logf("lock %q was held by another owner for the whole wait of %v", cfg.name, cfg.wait.d)
+		}
+		return exitNotObtained, false
+	case errors.Is(r.err, redlock.ErrNoQuorum):
+		logf("cannot take lock %q: too few nodes answered:\n  %s", cfg.name, strings.ReplaceAll(r.err.Error(), "\n", "\n  "))
+		return exitFailed, false
+	default:
+		logf("cannot take lock %q: %v", cfg.name, r.err)
+		return exitFailed, false
+	}
+}
+
+// release gives the lock back, bounded in time, and reports whether the
+// release was clean. A lost hold answers ErrNotHeld, which is not logged.
+func release(m *redlock.Mutex, cfg execConfig, logf func(string, ...any)) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*cfg.nodeTimeout+time.Second)
+	defer cancel()
+	err := m.Unlock(ctx)
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, redlock.ErrNotHeld):
+		return false
+	default:
+		logf("releasing lock %q: %v (it expires by itself)", cfg.name, err)
+		return false
+	}
+}
+
+var _ flag.Value = (*waitFlag)(nil)

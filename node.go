@@ -4,7 +4,11 @@ import (
 	"context"
 	_ "embed"
 	"errors"
+	"fmt"
+	"net"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
@@ -25,13 +29,16 @@ var (
 	inspectLua string
 	//go:embed scripts/renew.lua
 	renewLua string
+	//go:embed scripts/fence.lua
+	fenceLua string
 
-	acquireScript  = newScript(2, acquireLua)
+	acquireScript  = newScript(3, acquireLua)
 	rollbackScript = newScript(2, rollbackLua)
 	releaseScript  = newScript(1, releaseLua)
 	forceScript    = newScript(1, forceLua)
 	inspectScript  = newScript(1, inspectLua)
 	renewScript    = newScript(-1, renewLua) // the key count is the first argument
+	fenceScript    = newScript(1, fenceLua)
 )
 
 // script is a Lua script with its source, which a pipelined batch loads
@@ -51,6 +58,11 @@ type Node struct {
 	addr  string
 	pool  *redis.Pool
 	owned bool // opened by Dial, closed by Client.Close
+
+	mu        sync.Mutex // protects the fields below: what is known of the server process
+	runID     string     // run_id of the server process last observed; "" before the first
+	started   time.Time  // estimated start of that process (observation time - uptime)
+	restarted bool       // its run_id differs from one observed before: a restart was seen
 }
 
 // NewNode names a master reached through pool, for New. The pool belongs to
@@ -66,8 +78,62 @@ func NewNode(name string, pool *redis.Pool) *Node {
 // Name returns the node's name.
 func (n *Node) Name() string { return n.name }
 
-// fail wraps err as this node's error.
+// observe records what INFO server says of the node's process, read at
+// time at. A run_id that differs from the one seen before is a restart.
+func (n *Node) observe(info string, at time.Time) error {
+	runID, uptime := "", int64(-1)
+	for _, line := range strings.Split(info, "\n") {
+		line = strings.TrimSpace(line)
+		if v, ok := strings.CutPrefix(line, "run_id:"); ok {
+			runID = v
+		} else if v, ok := strings.CutPrefix(line, "uptime_in_seconds:"); ok {
+			if u, err := strconv.ParseInt(v, 10, 64); err == nil {
+				uptime = u
+			}
+		}
+	}
+	if runID == "" || uptime < 0 {
+		return errors.New("INFO server has no run_id or uptime_in_seconds")
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if runID == n.runID {
+		return nil
+	}
+	n.restarted = n.runID != ""
+	n.runID = runID
+	// uptime is rounded down: the process started at most this long ago.
+	n.started = at.Add(-time.Duration(uptime) * time.Second)
+	return nil
+}
+
+// check asks the node which server process answers it (INFO server).
+func (n *Node) check(ctx context.Context, conn redis.Conn, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	at := now()
+	info, err := redis.String(redis.DoContext(conn, ctx, "INFO", "server"))
+	if err != nil {
+		return err
+	}
+	return n.observe(info, at)
+}
+
+// process returns what is known of the node's server process.
+func (n *Node) process() (started time.Time, restarted, known bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.started, n.restarted, n.runID != ""
+}
+
+// fail wraps err as this node's error. A network timeout matches
+// context.DeadlineExceeded whichever deadline fired first, the connection's
+// or the context's.
 func (n *Node) fail(err error) *NodeError {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() && !errors.Is(err, context.DeadlineExceeded) {
+		err = fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
+	}
 	return &NodeError{Node: n.name, Addr: n.addr, Err: err}
 }
 
@@ -78,7 +144,9 @@ func (n *Node) eval(ctx context.Context, timeout time.Duration, s script, keysAn
 	defer cancel()
 	conn, err := n.pool.GetContext(ctx)
 	if err != nil {
-		return nil, &NodeError{Node: n.name, Addr: n.addr, Err: err, unsent: true}
+		ne := n.fail(err)
+		ne.unsent = true
+		return nil, ne
 	}
 	reply, err := s.DoContext(ctx, conn, keysAndArgs...)
 	conn.Close()

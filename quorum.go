@@ -82,6 +82,13 @@ type undoFunc func(ctx context.Context, n *Node) error
 // never waits for a straggler after that, nor after ctx is done. classify turns a node's reply into
 // its vote. With undo, the round must be settled with settle.
 func (c *Client) fanout(ctx context.Context, s script, args []interface{}, classify func(interface{}) vote, stop func(*ballot) bool, undo undoFunc) *round {
+	return c.fanoutQ(ctx, s, args, classify, stop, undo, false)
+}
+
+// fanoutQ is fanout; with quarantine, the answers of nodes in restart
+// quarantine count as failures (acquisitions: a restarted node may have
+// forgotten a hold and must not help grant the lock again).
+func (c *Client) fanoutQ(ctx context.Context, s script, args []interface{}, classify func(interface{}) vote, stop func(*ballot) bool, undo undoFunc, quarantine bool) *round {
 	n := len(c.nodes)
 	r := &round{
 		c:       c,
@@ -130,7 +137,7 @@ func (c *Client) fanout(ctx context.Context, s script, args []interface{}, class
 				return
 			}
 			uerr := undo(nctx, node)
-			if r.got[i] && err == nil {
+			if r.got[i] && r.votes[i] == voteYes {
 				r.undoErrs <- uerr // it said yes: a key of ours is left if this failed
 				return
 			}
@@ -157,6 +164,11 @@ func (c *Client) fanout(ctx context.Context, s script, args []interface{}, class
 		v := voteFailed
 		if a.err == nil {
 			v = classify(a.reply)
+			if qerr := c.quarantined(c.nodes[a.node]); quarantine && qerr != nil {
+				v, a.err = voteFailed, c.nodes[a.node].fail(qerr)
+			}
+		} else if !c.nodes[a.node].owned {
+			c.signalCheck()
 		}
 		r.replies[a.node], r.errs[a.node], r.votes[a.node], r.got[a.node] = a.reply, a.err, v, true
 		r.ballot.add(v)
@@ -217,6 +229,16 @@ func (r *round) nodeErrors() *multierror.Error {
 // noQuorum is the ErrNoQuorum error of this round for op.
 func (r *round) noQuorum(op string) error {
 	return &quorumError{op: op, ok: r.ballot.yes + r.ballot.no, need: r.ballot.need, n: r.ballot.n, nodes: r.nodeErrors()}
+}
+
+// signalCheck asks the loop to observe caller-owned nodes soon: a failed
+// call is often the first sign of a restart.
+func (c *Client) signalCheck() {
+	select {
+	case c.checkNow <- struct{}{}:
+	default:
+	}
+	c.wd.start()
 }
 
 // goAdd registers n background goroutines with the Client, or reports false

@@ -23,6 +23,7 @@ type Mutex struct {
 	name    string
 	key     string // the lock hash on every node
 	marks   string // rollback marks of the lock's owners (scripts/rollback.lua)
+	fence   string // the lock's fencing counter (WithFencing)
 	channel string // the unlock channel on every node
 	field   string // this owner's hash field: "<client id>:<owner id>"
 
@@ -48,6 +49,7 @@ type hold struct {
 	m     *Mutex
 	count int       // reentrant count, authoritative
 	seq   uint64    // sequence of the latest successful write
+	token int64     // fencing token of the outermost acquisition (WithFencing)
 	until time.Time // drift-adjusted end of validity
 	renew bool      // renewed by the watchdog
 	lost  chan struct{}
@@ -62,6 +64,7 @@ func newMutex(c *Client, name string) *Mutex {
 		name:    name,
 		key:     c.opts.prefix + "lock:" + name,
 		marks:   c.opts.prefix + "rollback:" + name,
+		fence:   c.opts.prefix + "fence:" + name,
 		channel: c.opts.prefix + "unlock:" + name,
 		field:   c.id + ":" + strconv.FormatUint(c.owners.Add(1), 10),
 	}
@@ -168,7 +171,12 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew bool) attemp
 	seq := m.seq.Add(1)
 	dr := drift(lease, c.opts.driftFactor)
 	start := now()
-	args := []interface{}{m.key, m.marks, m.field, prev + 1, lease.Milliseconds(), seq}
+	c.useLease(lease)
+	fencing := 0
+	if c.opts.fencing && prev == 0 {
+		fencing = 1
+	}
+	args := []interface{}{m.key, m.marks, m.fence, m.field, prev + 1, lease.Milliseconds(), seq, fencing}
 	undo := func(ctx context.Context, n *Node) error {
 		_, err := n.eval(ctx, c.opts.nodeTimeout, rollbackScript, m.key, m.marks, m.field, seq, prev, m.channel, lease.Milliseconds())
 		if err != nil {
@@ -179,13 +187,18 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew bool) attemp
 		}
 		return err
 	}
-	r := c.fanout(ctx, acquireScript, args, classifyAcquire, (*ballot).certain, undo)
+	r := c.fanoutQ(ctx, acquireScript, args, classifyAcquire, (*ballot).certain, undo, true)
+	ok := r.ballot.won() && validity(lease, since(start), dr) > 0
+	var token int64
+	var fenceErr error
+	if ok && fencing == 1 {
+		token, fenceErr = m.fenceToken(ctx, r)
+		ok = fenceErr == nil && validity(lease, since(start), dr) > 0
+	}
 	elapsed := since(start)
-	valid := validity(lease, elapsed, dr)
-	ok := r.ballot.won() && valid > 0
 	undoErr := r.settle(!ok)
 	if ok {
-		m.granted(prev+1, seq, start.Add(lease-dr), renew)
+		m.granted(prev+1, seq, token, start.Add(lease-dr), renew)
 		return attempt{ok: true}
 	}
 
@@ -193,6 +206,8 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew bool) attemp
 	switch {
 	case ctx.Err() != nil:
 		a.err = ctx.Err()
+	case fenceErr != nil:
+		a.err = fenceErr
 	case r.ballot.won():
 		a.err = fmt.Errorf("redlock: lock %q: acquired too late: %v elapsed of a %v lease", m.name, elapsed.Round(time.Microsecond), lease)
 	case !r.ballot.denied():
@@ -206,6 +221,46 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew bool) attemp
 		}
 	}
 	return a
+}
+
+// fenceToken returns the fencing token of a won acquisition round: the
+// largest counter among the nodes that granted it. Unless a majority already
+// reported exactly that value, it is first raised to at least the token on a
+// majority, so every later holder's token is larger, wherever its majority
+// lies.
+func (m *Mutex) fenceToken(ctx context.Context, r *round) (int64, error) {
+	var token int64
+	for i, v := range r.votes {
+		if v == voteYes {
+			if vs, _ := redis.Int64s(r.replies[i], nil); len(vs) == 2 && vs[1] > token {
+				token = vs[1]
+			}
+		}
+	}
+	at, below := 0, 0
+	for i, v := range r.votes {
+		if v == voteYes {
+			if vs, _ := redis.Int64s(r.replies[i], nil); len(vs) == 2 && vs[1] == token {
+				at++
+			} else {
+				below++
+			}
+		}
+	}
+	if at >= m.c.quorum && below == 0 {
+		return token, nil
+	}
+	yes := func(reply interface{}) vote {
+		if v, err := redis.Int64(reply, nil); err == nil && v == 1 {
+			return voteYes
+		}
+		return voteFailed
+	}
+	wb := m.c.fanout(ctx, fenceScript, []interface{}{m.fence, token}, yes, (*ballot).certain, nil)
+	if !wb.ballot.won() {
+		return 0, wb.noQuorum("fencing token write-back for " + strconv.Quote(m.name))
+	}
+	return token, nil
 }
 
 // classifyAcquire reads acquire.lua's reply: {1, 0} yes, {0, pttl} no.
@@ -247,11 +302,11 @@ func (m *Mutex) freeIn(r *round, lease time.Duration) time.Duration {
 }
 
 // granted records a successful acquisition of count holds.
-func (m *Mutex) granted(count int, seq uint64, until time.Time, renew bool) {
+func (m *Mutex) granted(count int, seq uint64, token int64, until time.Time, renew bool) {
 	m.mu.Lock()
 	h := m.h
 	if h == nil || h.ended {
-		h = &hold{m: m, lost: make(chan struct{})}
+		h = &hold{m: m, lost: make(chan struct{}), token: token}
 		m.h = h
 		m.c.track(m, true)
 	}
@@ -549,6 +604,20 @@ func (m *Mutex) Until() time.Time {
 		return time.Time{}
 	}
 	return m.h.until
+}
+
+// Token returns the fencing token of the current hold, or 0 when the Mutex
+// holds nothing or the Client was made without WithFencing. Tokens grow with
+// every new hold of the lock, whoever takes it; re-entrant acquisitions keep
+// the token of the outermost one. Pass it to the storage the lock protects
+// and have the storage reject a token lower than one it has seen.
+func (m *Mutex) Token() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.h == nil || m.h.ended {
+		return 0
+	}
+	return m.h.token
 }
 
 // jitter returns a random duration in [0, d).

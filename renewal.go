@@ -46,6 +46,17 @@ func (wd *watchdog) add(h *hold) {
 	wd.mu.Lock()
 	defer wd.mu.Unlock()
 	wd.holds[h] = struct{}{}
+	wd.startLocked()
+}
+
+// start starts the loop if it is not running.
+func (wd *watchdog) start() {
+	wd.mu.Lock()
+	defer wd.mu.Unlock()
+	wd.startLocked()
+}
+
+func (wd *watchdog) startLocked() {
 	if !wd.started && wd.c.goAdd(1) {
 		wd.started = true
 		go wd.run()
@@ -91,13 +102,46 @@ func (wd *watchdog) run() {
 		select {
 		case <-wd.c.ctx.Done():
 			return
+		case <-wd.c.checkNow:
+			wd.c.observeCallerNodes(wd.c.ctx)
+			continue
 		case <-t.C:
 		}
+		wd.c.observeCallerNodes(wd.c.ctx)
 		wd.renewAll(wd.c.ctx)
 		for _, s := range wd.c.ps {
 			s.ping()
 		}
 	}
+}
+
+// observeCallerNodes asks every node whose pool the caller owns which server
+// process answers it (pools opened by Dial check every new connection).
+func (c *Client) observeCallerNodes(ctx context.Context) {
+	if c.opts.quarantine == 0 {
+		return
+	}
+	var wg sync.WaitGroup
+	for _, n := range c.nodes {
+		if n.owned {
+			continue
+		}
+		wg.Add(1)
+		go func(n *Node) {
+			defer wg.Done()
+			cctx, cancel := context.WithTimeout(ctx, c.opts.nodeTimeout)
+			defer cancel()
+			conn, err := n.pool.GetContext(cctx)
+			if err == nil {
+				err = n.check(cctx, conn, c.opts.nodeTimeout)
+				conn.Close()
+			}
+			if err != nil {
+				c.opts.logger.Debug("redlock: node check failed", "node", n.name, "err", err)
+			}
+		}(n)
+	}
+	wg.Wait()
 }
 
 // renewal is one hold's progress through a round.
@@ -148,13 +192,15 @@ func (wd *watchdog) renewAll(ctx context.Context) int {
 				c.opts.logger.Warn("redlock: renewal failed on a node", "node", n.name, "holds", len(rs), "err", err)
 				return
 			}
+			quarantined := c.quarantined(n) != nil // written to, not counted
 			mu.Lock()
 			defer mu.Unlock()
 			wd.count(rs, replies, func(r *renewal, v int64) {
-				switch v {
-				case 1:
+				switch {
+				case v == 1 && quarantined:
+				case v == 1:
 					r.yes++
-				case 0:
+				case v == 0:
 					r.absent[i] = true
 				default:
 					r.other++

@@ -1,12 +1,15 @@
 -- acquire: take or re-enter the lock for one owner on this node.
 -- KEYS[1]  the lock hash
 -- KEYS[2]  the owners' rollback marks (see rollback.lua)
+-- KEYS[3]  the lock's fencing counter (used when ARGV[5] is '1')
 -- ARGV[1]  owner field ("<client id>:<owner id>")
 -- ARGV[2]  hold count to record (the client's authoritative count)
 -- ARGV[3]  lease in milliseconds
 -- ARGV[4]  attempt sequence number of this owner (increasing)
--- Returns  {1, 0}    the owner holds the lock here now;
---          {0, pttl} another owner holds it for pttl more milliseconds,
+-- ARGV[5]  '1': a new hold with fencing on: increment the fencing counter
+-- Returns  {1, counter} the owner holds the lock here now; counter is the
+--          fencing counter after this acquisition (0 without fencing);
+--          {0, pttl}    another owner holds it for pttl more milliseconds,
 --          or {0, 0} when this attempt was already rolled back (it arrived
 --          late, after its own rollback; nobody waits for that answer).
 -- The field ARGV[1]..'#' keeps the sequence of the owner's latest write, so a
@@ -16,10 +19,16 @@ local mark = redis.call('hget', KEYS[2], ARGV[1])
 if mark and tonumber(mark) >= tonumber(ARGV[4]) then
   return {0, 0}
 end
+local fence = function()
+  if ARGV[5] == '1' then
+    return redis.call('incr', KEYS[3])
+  end
+  return 0
+end
 if redis.call('exists', KEYS[1]) == 0 then
   redis.call('hset', KEYS[1], ARGV[1], ARGV[2], seqf, ARGV[4])
   redis.call('pexpire', KEYS[1], ARGV[3])
-  return {1, 0}
+  return {1, fence()}
 end
 local seq = redis.call('hget', KEYS[1], seqf)
 if not seq then
@@ -31,4 +40,4 @@ end
 if redis.call('pttl', KEYS[1]) < tonumber(ARGV[3]) then
   redis.call('pexpire', KEYS[1], ARGV[3])
 end
-return {1, 0}
+return {1, fence()}

@@ -1,0 +1,9 @@
+-- fence: raise the lock's fencing counter to at least a token.
+-- KEYS[1]  the lock's fencing counter
+-- ARGV[1]  the token
+-- Returns  1 (the counter is now at least the token).
+local c = tonumber(redis.call('get', KEYS[1]) or '0')
+if c < tonumber(ARGV[1]) then
+  redis.call('set', KEYS[1], ARGV[1])
+end
+return 1

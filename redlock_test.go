@@ -569,7 +569,9 @@ func TestOneMutexFromManyGoroutinesIsOneOwner(t *testing.T) {
 	n, err := m.HoldCount(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 8, n)
-	assert.Equal(t, repeat("8", 3), counts(t, cl, "shared"))
+	assert.Eventually(t, func() bool {
+		return assert.ObjectsAreEqual(repeat("8", 3), counts(t, cl, "shared"))
+	}, time.Second, 5*time.Millisecond)
 	for i := 0; i < 8; i++ {
 		wg.Add(1)
 		go func() {
@@ -650,7 +652,8 @@ func TestRollbackErrorsAreReturned(t *testing.T) {
 		t.Cleanup(func() { p.Close() })
 		nodes = append(nodes, redlock.NewNode(fmt.Sprint("n", i), p))
 	}
-	c, err := redlock.New(nodes, redlock.WithNodeTimeout(nodeTimeout))
+	// Quarantine off: its node checks would use up node 2's one good dial.
+	c, err := redlock.New(nodes, redlock.WithNodeTimeout(nodeTimeout), redlock.WithQuarantine(0))
 	require.NoError(t, err)
 	defer c.Close()
 	ok, err := c.NewMutex("rberr").TryLock(context.Background(), 0, 0)

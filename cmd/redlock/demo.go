@@ -159,10 +159,11 @@ func demo(ctx context.Context, cfg demoConfig, stdout, stderr io.Writer) int {
 			done = true
 		case <-t.C:
 		}
-		s := d.snapshot()
-		if !done || out.plain {
-			out.frame(s, prev, d)
+		if done {
+			break
 		}
+		s := d.snapshot()
+		out.frame(s, prev, d)
 		prev = s
 	}
 	wg.Wait()
@@ -173,8 +174,7 @@ func demo(ctx context.Context, cfg demoConfig, stdout, stderr io.Writer) int {
 	}
 	clients = nil
 	final := d.snapshot()
-	out.frame(final, prev, d)
-	out.close()
+	out.last(final, prev, d)
 	return d.summary(stdout, final, interrupted)
 }
 
@@ -284,7 +284,7 @@ func (d *demoRun) worker(ctx context.Context, name string, m *redlock.Mutex, see
 			if ctx.Err() != nil || errors.Is(err, redlock.ErrClosed) {
 				return
 			}
-			d.chk.lockError()
+			d.chk.lockError(err)
 			continue
 		}
 		lost := m.Lost()
@@ -294,6 +294,9 @@ func (d *demoRun) worker(ctx context.Context, name string, m *redlock.Mutex, see
 			hold = d.cfg.lease + d.cfg.lease/4
 		}
 		d.chk.enter(name, long)
+		if long {
+			d.event("%s takes a long hold: %v on a %v lease, kept only by the watchdog's renewal", name, hold, d.cfg.lease)
+		}
 		v := d.store.get()
 		t := time.NewTimer(hold)
 		var wasLost, aborted bool
@@ -317,11 +320,35 @@ func (d *demoRun) worker(ctx context.Context, name string, m *redlock.Mutex, see
 			d.store.set(v + 1)
 		}
 		d.chk.leave(wasLost, wrote, long)
-		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-		err := m.Unlock(uctx)
-		cancel()
-		if err != nil && !wasLost && !errors.Is(err, redlock.ErrClosed) {
-			d.chk.unlockError()
+		switch {
+		case long && wasLost:
+			d.event("%s's long hold was LOST (Mutex.Lost closed): it stopped without writing", name)
+		case long && wrote:
+			d.event("%s's long hold ended after %v, renewed all along", name, hold)
+		}
+		if err := d.unlock(m); err != nil && !wasLost {
+			d.chk.unlockError(err)
+		}
+	}
+}
+
+// unlock releases one hold. A release that reached too few nodes to tell
+// keeps the hold (and its renewal), so it is retried, as Unlock's contract
+// allows, for up to one lease.
+func (d *demoRun) unlock(m *redlock.Mutex) error {
+	ctx, cancel := context.WithTimeout(context.Background(), d.cfg.lease)
+	defer cancel()
+	for {
+		err := m.Unlock(ctx)
+		if !errors.Is(err, redlock.ErrNoQuorum) || ctx.Err() != nil {
+			if errors.Is(err, redlock.ErrClosed) {
+				return nil
+			}
+			return err
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(d.cfg.nodeTimeout):
 		}
 	}
 }
@@ -363,6 +390,7 @@ type checker struct {
 	long       int // holds longer than the lease that ended without loss
 	lockErrs   int
 	unlockErrs int
+	firstErr   error // the first lock or unlock error, for the summary
 	gaps       []time.Duration
 }
 
@@ -399,16 +427,22 @@ func (c *checker) leave(lost, wrote, long bool) {
 	}
 }
 
-func (c *checker) lockError() {
+func (c *checker) lockError(err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.lockErrs++
+	if c.firstErr == nil {
+		c.firstErr = err
+	}
 }
 
-func (c *checker) unlockError() {
+func (c *checker) unlockError(err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.unlockErrs++
+	if c.firstErr == nil {
+		c.firstErr = err
+	}
 }
 
 // snapshot is what the display shows at one moment.
@@ -416,6 +450,7 @@ type snapshot struct {
 	at                            time.Duration
 	acquired, writes, overlaps    int
 	lost, long, lockErrs, unlockE int
+	firstErr                      error
 	counter                       int64
 	p50, p99, maxGap              time.Duration
 	holder                        string
@@ -440,7 +475,7 @@ func (d *demoRun) snapshot() snapshot {
 	c.mu.Lock()
 	s := snapshot{
 		at: d.since(), acquired: c.acquired, writes: c.writes, overlaps: c.overlaps,
-		lost: c.lost, long: c.long, lockErrs: c.lockErrs, unlockE: c.unlockErrs,
+		lost: c.lost, long: c.long, lockErrs: c.lockErrs, unlockE: c.unlockErrs, firstErr: c.firstErr,
 	}
 	gaps := slices.Clone(c.gaps)
 	if c.inside > 0 {
@@ -482,7 +517,7 @@ func (d *demoRun) summary(w io.Writer, s snapshot, interrupted bool) int {
 	fmt.Fprintf(w, "  long holds     %d held past their %v lease, renewed by the watchdog\n", s.long, d.cfg.lease)
 	fmt.Fprintf(w, "  holds lost     %d (Mutex.Lost closed before the owner was done; it stopped)\n", s.lost)
 	if s.lockErrs+s.unlockE > 0 {
-		fmt.Fprintf(w, "  errors         %d lock, %d unlock\n", s.lockErrs, s.unlockE)
+		fmt.Fprintf(w, "  errors         %d lock, %d unlock; the first: %v\n", s.lockErrs, s.unlockE, s.firstErr)
 	}
 	fmt.Fprintf(w, "  counter        %d increments, store holds %d\n", s.writes, s.counter)
 	fmt.Fprintf(w, "  violations     %d (owners inside at once: %d, lost updates: %d)\n", s.violations(), s.overlaps, max(int64(s.writes)-s.counter, 0))

@@ -15,6 +15,7 @@ type screen struct {
 	plain  bool
 	lines  int // lines of the last table drawn (terminal)
 	events int // events already printed (plain)
+	recent []snapshot // the moments shown in the last second, for the rate
 }
 
 func newScreen(w io.Writer, forcePlain bool) *screen {
@@ -39,17 +40,34 @@ func (s *screen) header(line string) {
 	}
 }
 
-func (s *screen) close() {
-	if !s.plain {
-		fmt.Fprint(s.w, "\x1b[?25h")
+// last shows the final moment: the table on a terminal, the events not yet
+// printed otherwise (the summary follows).
+func (s *screen) last(now, prev snapshot, d *demoRun) {
+	if s.plain {
+		s.printEvents(now)
+		return
 	}
+	s.frame(now, prev, d)
+	fmt.Fprint(s.w, "\x1b[?25h") // show the cursor again
+}
+
+func (s *screen) printEvents(now snapshot) {
+	for _, e := range now.events[s.events:] {
+		fmt.Fprintf(s.w, "%s\n", e)
+	}
+	s.events = len(now.events)
 }
 
 // frame shows one moment; prev is the moment shown before, for rates.
 func (s *screen) frame(now, prev snapshot, d *demoRun) {
+	// The rate over the last second or so, whatever the refresh period.
+	s.recent = append(s.recent, prev)
+	for len(s.recent) > 1 && now.at-s.recent[1].at >= time.Second {
+		s.recent = s.recent[1:]
+	}
 	rate := 0.0
-	if dt := (now.at - prev.at).Seconds(); dt > 0 {
-		rate = float64(now.acquired-prev.acquired) / dt
+	if from := s.recent[0]; now.at > from.at {
+		rate = float64(now.acquired-from.acquired) / (now.at - from.at).Seconds()
 	}
 	up := 0
 	for _, st := range now.state {
@@ -58,12 +76,13 @@ func (s *screen) frame(now, prev snapshot, d *demoRun) {
 		}
 	}
 	if s.plain {
-		for _, e := range now.events[s.events:] {
-			fmt.Fprintf(s.w, "%s\n", e)
+		s.printEvents(now)
+		note := ""
+		if now.holderLong {
+			note = fmt.Sprintf("  (%s holding for %s)", now.holder, round(now.holderFor.Truncate(100*time.Millisecond)))
 		}
-		s.events = len(now.events)
-		fmt.Fprintf(s.w, "%6.1fs  acq/s %5.0f  handoff p50 %-7s p99 %-7s  nodes up %d/%d  holds lost %d  violations %d\n",
-			now.at.Seconds(), rate, round(now.p50), round(now.p99), up, len(now.state), now.lost, now.violations())
+		fmt.Fprintf(s.w, "%6.1fs  acq/s %5.0f  handoff p50 %-7s p99 %-7s  nodes up %d/%d  holds lost %d  violations %d%s\n",
+			now.at.Seconds(), rate, round(now.p50), round(now.p99), up, len(now.state), now.lost, now.violations(), note)
 		return
 	}
 	var b strings.Builder

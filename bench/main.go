@@ -1,0 +1,390 @@
+// Command bench measures redlock side by side with go-redsync/redsync,
+// bsm/redislock and the physical floor of a 5-node quorum lock, on the same
+// real redis-server nodes in the same run, and writes the results with plots
+// into docs/benchmarks.md and docs/img/.
+//
+//	go run .          # full mode (several minutes)
+//	go run . -quick   # every scenario in under a minute
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/redlock-go/redlock/redlocktest"
+)
+
+// config bounds every scenario in iterations and time.
+type config struct {
+	uncRounds, uncOps   int
+	uncBudget           time.Duration
+	tputRounds          int
+	tputWindow          time.Duration
+	contRounds          int
+	contWindow          time.Duration
+	faultRounds         int
+	faultOps            int
+	faultBudget         time.Duration
+	opTimeout           time.Duration
+	deadMajTrials       int
+	wdLocks, wdRounds   int
+	herdRounds          int
+	herdWindow          time.Duration
+	restartTrials       int
+	restartRenewTrials  int
+	crit                time.Duration
+	slowLatency         time.Duration
+	wdLease             time.Duration
+	restartRenewLease   time.Duration
+	tputGoroutines      int
+	contGoroutines      int
+	herdGoroutines      int
+	herdClients         int
+	contClients         int
+	restartDefaultLease time.Duration
+}
+
+var quickCfg = config{
+	uncRounds: 6, uncOps: 250, uncBudget: 400 * time.Millisecond,
+	tputRounds: 3, tputWindow: 300 * time.Millisecond,
+	contRounds: 2, contWindow: 600 * time.Millisecond,
+	faultRounds: 3, faultOps: 150, faultBudget: 350 * time.Millisecond, opTimeout: time.Second,
+	deadMajTrials: 5,
+	wdLocks:       10000, wdRounds: 1,
+	herdRounds: 1, herdWindow: 800 * time.Millisecond,
+	restartTrials: 4, restartRenewTrials: 2,
+}
+
+var fullCfg = config{
+	uncRounds: 20, uncOps: 1000, uncBudget: 2 * time.Second,
+	tputRounds: 7, tputWindow: 2 * time.Second,
+	contRounds: 5, contWindow: 3 * time.Second,
+	faultRounds: 9, faultOps: 400, faultBudget: 2 * time.Second, opTimeout: 3 * time.Second,
+	deadMajTrials: 25,
+	wdLocks:       10000, wdRounds: 3,
+	herdRounds: 3, herdWindow: 3 * time.Second,
+	restartTrials: 20, restartRenewTrials: 6,
+}
+
+func (c *config) fill() {
+	c.crit = time.Millisecond
+	c.slowLatency = 20 * time.Millisecond
+	c.wdLease = 3 * time.Second
+	c.restartRenewLease = 3 * time.Second
+	c.restartDefaultLease = 30 * time.Second
+	c.tputGoroutines = 32
+	c.contGoroutines = 8
+	c.contClients = 2
+	c.herdGoroutines = 64
+	c.herdClients = 4
+}
+
+// results is everything one run measured.
+type results struct {
+	mode    string
+	started time.Time
+	elapsed time.Duration
+	machine machineInfo
+	cfg     config
+
+	unc                  *seqScenario
+	tput                 []*tputResult
+	barge, handoff       []*contResult
+	slow, paused, dead   *seqScenario
+	deadMaj              []*deadMajResult
+	wd, wdLong           *watchdogResult // default node timeout; the longest one the lease allows
+	herd                 []*herdResult
+	restartNow, restartR []*restartResult
+	failures             []string // scenarios that could not run, and why
+}
+
+func main() {
+	quick := flag.Bool("quick", false, "run every scenario briefly (under a minute)")
+	only := flag.String("only", "", "comma-separated scenarios to run (unc,tput,cont,faults,deadmaj,watchdog,herd,restart); default all")
+	root := flag.String("root", "..", "the redlock repository (for scripts/ and docs/)")
+	write := flag.Bool("write", true, "write benchmarks.md and img/*.svg into -docs")
+	docs := flag.String("docs", "", "the docs directory to write (default: -root/docs)")
+	commit := flag.String("commit", "", "how to name the library version measured (default: git describe of -root)")
+	kindsFlag := flag.String("kinds", "", "comma-separated contenders to run (redlock,redsync,redsyncff,redislock,floor); default all")
+	flag.Parse()
+	if *kindsFlag != "" {
+		var ks []kind
+		for _, k := range allKinds {
+			if strings.Contains(","+*kindsFlag+",", ","+k.short()+",") {
+				ks = append(ks, k)
+			}
+		}
+		allKinds = ks
+	}
+
+	cfg := fullCfg
+	mode := "full"
+	if *quick {
+		cfg, mode = quickCfg, "quick"
+	}
+	cfg.fill()
+	logf := func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+	want := func(s string) bool {
+		if *only == "" {
+			return true
+		}
+		for _, x := range strings.Split(*only, ",") {
+			if x == s {
+				return true
+			}
+		}
+		return false
+	}
+
+	scripts, err := scriptNames(*root)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+	res := &results{mode: mode, started: time.Now(), cfg: cfg}
+	fail := func(scenario string, err error) {
+		logf("%s: FAILED: %v", scenario, err)
+		res.failures = append(res.failures, fmt.Sprintf("%s: %v", scenario, err))
+	}
+	res.machine = readMachine(*root)
+	if *commit != "" {
+		res.machine.commit = *commit
+	}
+	if *docs == "" {
+		*docs = filepath.Join(*root, "docs")
+	}
+
+	if want("unc") || want("tput") || want("cont") || want("herd") || want("watchdog") {
+		if err := runMain(res, cfg, want, scripts, logf); err != nil {
+			fail("main cluster", err)
+		}
+	}
+	if want("faults") {
+		runFaults(res, cfg, logf, fail)
+	}
+	if want("deadmaj") {
+		logf("dead majority")
+		err := withCluster(func(cl *redlocktest.Cluster) error {
+			var err error
+			res.deadMaj, err = runDeadMajority(cl, allKinds, cfg.deadMajTrials, cfg.opTimeout, logf)
+			return err
+		})
+		if err != nil {
+			fail("dead majority", err)
+		}
+	}
+	if want("restart") {
+		logf("restart")
+		kinds := []kind{kRedlock, kRedsync, kRedsyncNX}
+		err := withCluster(func(cl *redlocktest.Cluster) error {
+			var err error
+			if res.restartNow, err = runRestart(cl, kinds, cfg.restartTrials, false, cfg.restartDefaultLease, logf); err != nil {
+				return err
+			}
+			res.restartR, err = runRestart(cl, kinds, cfg.restartRenewTrials, true, cfg.restartRenewLease, logf)
+			return err
+		})
+		if err != nil {
+			fail("restart", err)
+		}
+	}
+	res.elapsed = time.Since(res.started)
+	logf("done in %v", res.elapsed.Round(time.Second))
+
+	summary := summaryTable(res)
+	fmt.Println(summary)
+	if *write {
+		if err := writeDocs(res, *docs); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: writing docs:", err)
+			os.Exit(1)
+		}
+		logf("wrote %s and %s", filepath.Join(*docs, "benchmarks.md"), filepath.Join(*docs, "img"))
+	}
+}
+
+// withCluster launches 5 fresh nodes for one scenario.
+func withCluster(f func(*redlocktest.Cluster) error, opts ...redlocktest.Option) error {
+	cl, err := redlocktest.Launch(5, opts...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	return f(cl)
+}
+
+// runMain runs the scenarios on healthy nodes, one cluster for all.
+func runMain(res *results, cfg config, want func(string) bool, scripts map[string]string, logf func(string, ...any)) error {
+	return withCluster(func(cl *redlocktest.Cluster) error {
+		if want("unc") || want("tput") {
+			cs, closeAll, err := buildAll(allKinds, cl, buildOpts{prefix: "u:"})
+			if err != nil {
+				return err
+			}
+			defer closeAll()
+			if err := warmUp(cs, "u", 20); err != nil {
+				return err
+			}
+			if want("unc") {
+				logf("uncontended")
+				res.unc = runSeqScenario("unc", cs, cfg.uncRounds, cfg.uncOps, cfg.uncBudget, cfg.opTimeout, func() time.Duration { return serverCPU(cl) }, logf)
+			}
+			if want("tput") {
+				logf("throughput")
+				res.tput = runThroughput(cs, cfg.tputGoroutines, cfg.tputRounds, cfg.tputWindow, func() time.Duration { return serverCPU(cl) })
+			}
+		}
+		if want("cont") {
+			clients := map[kind][]*contender{}
+			defer func() {
+				for _, cs := range clients {
+					for _, c := range cs {
+						c.close()
+					}
+				}
+			}()
+			for _, k := range allKinds {
+				for i := 0; i < cfg.contClients; i++ {
+					c, err := build(k, cl.Addrs(), buildOpts{prefix: "c:"})
+					if err != nil {
+						return err
+					}
+					clients[k] = append(clients[k], c)
+				}
+				if err := warmUp(clients[k], "c", 3); err != nil {
+					return err
+				}
+			}
+			logf("contended: barge")
+			res.barge = runContendedScenario("barge", clients, allKinds, cfg.contGoroutines, cfg.contRounds, cfg.crit, cfg.contWindow, false, logf)
+			logf("contended: handoff")
+			res.handoff = runContendedScenario("handoff", clients, allKinds, cfg.contGoroutines, cfg.contRounds, cfg.crit, cfg.contWindow, true, logf)
+		}
+		if want("herd") {
+			logf("herd")
+			var err error
+			if res.herd, err = runHerd(cl, allKinds, cfg.herdRounds, cfg.herdWindow, cfg.crit, scripts, logf); err != nil {
+				res.failures = append(res.failures, "herd: "+err.Error())
+			}
+		}
+		if want("watchdog") {
+			logf("watchdog at scale")
+			var err error
+			if res.wd, err = runWatchdog(cl, cfg.wdLocks, cfg.wdLease, 0, cfg.wdRounds, scripts, logf); err != nil {
+				res.failures = append(res.failures, "watchdog: "+err.Error())
+			} else {
+				for _, w := range res.wd.warnings {
+					logf("    %s", w)
+				}
+			}
+			// The same with the longest node timeout the lease allows
+			// (below lease/3), so that every round can finish.
+			if res.wdLong, err = runWatchdog(cl, cfg.wdLocks, cfg.wdLease, cfg.wdLease/3-100*time.Millisecond, cfg.wdRounds, scripts, logf); err != nil {
+				res.failures = append(res.failures, "watchdog (long node timeout): "+err.Error())
+			} else {
+				for _, w := range res.wdLong.warnings {
+					logf("    %s", w)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// runFaults runs the uncontended loop with a minority of nodes slow, paused
+// and dead, each on fresh nodes.
+func runFaults(res *results, cfg config, logf func(string, ...any), fail func(string, error)) {
+	type fault struct {
+		name   string
+		proxy  bool
+		apply  func(*redlocktest.Cluster) error
+		lift   func(*redlocktest.Cluster)
+		target **seqScenario
+	}
+	faults := []fault{
+		{"slow minority", true, func(cl *redlocktest.Cluster) error {
+			for _, i := range []int{3, 4} {
+				if err := cl.SetLatency(i, cfg.slowLatency); err != nil {
+					return err
+				}
+			}
+			return nil
+		}, func(*redlocktest.Cluster) {}, &res.slow},
+		{"paused minority", false, func(cl *redlocktest.Cluster) error {
+			for _, i := range []int{3, 4} {
+				if err := cl.Pause(i); err != nil {
+					return err
+				}
+			}
+			return nil
+		}, func(cl *redlocktest.Cluster) { cl.Resume(3); cl.Resume(4) }, &res.paused},
+		{"dead minority", false, func(cl *redlocktest.Cluster) error {
+			for _, i := range []int{3, 4} {
+				if err := cl.Kill(i); err != nil {
+					return err
+				}
+			}
+			return nil
+		}, func(*redlocktest.Cluster) {}, &res.dead},
+	}
+	for _, f := range faults {
+		logf("%s", f.name)
+		var opts []redlocktest.Option
+		if f.proxy {
+			opts = append(opts, redlocktest.WithProxy())
+		}
+		err := withCluster(func(cl *redlocktest.Cluster) error {
+			cs, closeAll, err := buildAll(allKinds, cl, buildOpts{prefix: "f:"})
+			if err != nil {
+				return err
+			}
+			defer closeAll()
+			if err := warmUp(cs, "f", 10); err != nil {
+				return err
+			}
+			if err := f.apply(cl); err != nil {
+				return err
+			}
+			defer f.lift(cl)
+			*f.target = runSeqScenario(strings.ReplaceAll(f.name, " ", "-"), cs, cfg.faultRounds, cfg.faultOps, cfg.faultBudget, cfg.opTimeout, func() time.Duration { return serverCPU(cl) }, logf)
+			return nil
+		}, opts...)
+		if err != nil {
+			fail(f.name, err)
+		}
+	}
+}
+
+// machineInfo describes where the numbers come from.
+type machineInfo struct {
+	nproc   int
+	cpu     string
+	goVer   string
+	redis   string
+	kernel  string
+	commit  string
+	goarch  string
+	library string
+}
+
+func readMachine(root string) machineInfo {
+	m := machineInfo{nproc: runtime.NumCPU(), goVer: runtime.Version(), goarch: runtime.GOOS + "/" + runtime.GOARCH}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.cpu = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.kernel = strings.TrimSpace(string(b))
+	}
+	m.redis = redisVersion()
+	m.commit = gitDescribe(root)
+	return m
+}

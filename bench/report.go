@@ -1,0 +1,200 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// table renders a markdown table.
+func table(head []string, rows [][]string) string {
+	var b strings.Builder
+	b.WriteString("| " + strings.Join(head, " | ") + " |\n|")
+	for range head {
+		b.WriteString(" --- |")
+	}
+	b.WriteString("\n")
+	for _, r := range rows {
+		b.WriteString("| " + strings.Join(r, " | ") + " |\n")
+	}
+	return b.String()
+}
+
+// kindLabel is the contender's name in tables.
+func kindLabel(k kind) string { return k.String() }
+
+func uncTable(s *seqScenario, withMem bool) string {
+	if s == nil {
+		return "_not run_\n"
+	}
+	head := []string{"contender", "p50", "p90", "p99", "p50 / floor", "ops", "errors"}
+	if withMem {
+		head = append(head, "allocs/op", "bytes/op", "client CPU/op", "server CPU/op")
+	}
+	var rows [][]string
+	for _, r := range s.results {
+		if r.timedOut && len(r.lat) == 0 {
+			row := []string{kindLabel(r.kind), "timed out", "–", "–", "–", fmt.Sprint(r.ops), fmt.Sprint(r.errs)}
+			if withMem {
+				row = append(row, "–", "–", "–", "–")
+			}
+			rows = append(rows, row)
+			continue
+		}
+		errs := fmt.Sprint(r.errs)
+		if r.timedOut {
+			errs += " (then timed out)"
+		}
+		row := []string{kindLabel(r.kind), fmtDur(pct(r.lat, 50)), fmtDur(pct(r.lat, 90)), fmtDur(pct(r.lat, 99)), fmtRatio(r.ratio), fmt.Sprint(r.ops), errs}
+		if withMem {
+			row = append(row, fmt.Sprintf("%.0f", r.mallocs), fmt.Sprintf("%.0f", r.bytes), fmtDur(r.cpu), fmtDur(r.srv))
+		}
+		rows = append(rows, row)
+	}
+	return table(head, rows)
+}
+
+func tputTable(ts []*tputResult) string {
+	if ts == nil {
+		return "_not run_\n"
+	}
+	var rows [][]string
+	for _, t := range ts {
+		var cpu, srv time.Duration
+		if t.ops > 0 {
+			cpu, srv = t.cpu/time.Duration(t.ops), t.srv/time.Duration(t.ops)
+		}
+		rows = append(rows, []string{kindLabel(t.kind), fmt.Sprintf("%.0f", t.median()), fmtRatio(t.ratio), fmtDur(cpu), fmtDur(srv), fmt.Sprint(t.errs)})
+	}
+	return table([]string{"contender", "ops/s (median of rounds)", "ops/s / floor", "client CPU/op", "server CPU/op", "errors"}, rows)
+}
+
+func contTable(cs []*contResult) string {
+	if cs == nil {
+		return "_not run_\n"
+	}
+	var rows [][]string
+	for _, c := range cs {
+		self := "–"
+		if c.acq > 0 {
+			self = fmt.Sprintf("%.0f%%", 100*float64(c.self)/float64(c.acq))
+		}
+		rows = append(rows, []string{kindLabel(c.kind), fmt.Sprintf("%.0f", c.median()), fmtRatio(c.ratio),
+			fmtDur(pct(c.gaps, 50)), fmtDur(pct(c.gaps, 99)), self, fmt.Sprintf("%d–%d", c.minPer, c.maxPer), fmt.Sprint(c.overlaps), fmt.Sprint(c.errs)})
+	}
+	return table([]string{"contender", "acquisitions/s", "/ floor", "handoff gap p50", "gap p99", "self-handoff", "per goroutine min–max", "overlaps", "errors"}, rows)
+}
+
+func deadMajTable(ds []*deadMajResult, killed []string) string {
+	if ds == nil {
+		return "_not run_\n"
+	}
+	var rows [][]string
+	for _, d := range ds {
+		if d.timedOut && d.trials == 0 {
+			rows = append(rows, []string{kindLabel(d.kind), "timed out", "–", "–", "–"})
+			continue
+		}
+		named := fmt.Sprintf("%d of %d", d.named, d.trials)
+		if d.noErr > 0 {
+			named += fmt.Sprintf(" (%d without error)", d.noErr)
+		}
+		rows = append(rows, []string{kindLabel(d.kind), fmtDur(pct(d.times, 50)), fmtDur(pct(d.times, 100)), named, "`" + d.errText + "`"})
+	}
+	return table([]string{"contender", "time to error p50", "max", "error names every dead node", "error text (first trial)"}, rows)
+}
+
+func herdTable(hs []*herdResult) string {
+	if hs == nil {
+		return "_not run_\n"
+	}
+	var rows [][]string
+	for _, h := range hs {
+		rt := fmtNum(h.rtNode)
+		if h.kind == kRedislock {
+			rt = "–"
+		}
+		rows = append(rows, []string{kindLabel(h.kind), fmt.Sprintf("%.0f", h.acqPerSec), fmtNum(h.attempts), fmtNum(h.evalshaNode), rt, fmt.Sprintf("%d–%d", h.minPer, h.maxPer), fmt.Sprint(h.errs)})
+	}
+	return table([]string{"contender", "acquisitions/s", "attempts per acquisition", "EVALSHA per acquisition per node (commandstats)", "round trips per acquisition per node", "per goroutine min–max", "errors"}, rows)
+}
+
+func wdTable(w *watchdogResult) string {
+	if w == nil {
+		return "_not run_\n"
+	}
+	var rows [][]string
+	to := "250ms (default)"
+	if w.nodeTimeout > 0 {
+		to = fmtDur(w.nodeTimeout)
+	}
+	for i, r := range w.rounds {
+		rows = append(rows, []string{to, fmt.Sprintf("%d (%d lost while acquiring)", w.locks, w.lostAcquire), fmt.Sprint(i + 1), fmt.Sprint(r.alive), fmt.Sprint(r.renewed), ints(r.rtPerNode), ints(r.cmdPerNode), ints(r.evalshaNode), fmtDur(time.Duration(avg(r.evalshaUsec)) * time.Microsecond), fmtDur(r.wall), fmtDur(r.cpu)})
+	}
+	return table([]string{"node timeout", "locks taken", "round", "holds alive", "renewed this round", "round trips by node (client-counted)", "renew.lua calls by node", "EVALSHA by node (commandstats)", "EVALSHA server time per node", "round wall time", "client CPU"}, rows)
+}
+
+func restartTable(rs ...[]*restartResult) string {
+	var rows [][]string
+	for _, list := range rs {
+		for _, r := range list {
+			rows = append(rows, []string{kindLabel(r.kind), r.variant, fmt.Sprint(r.trials), fmt.Sprint(r.acquired), fmt.Sprint(r.told), fmt.Sprintf("**%d**", r.violation), fmt.Sprint(r.firstOK), errCell(r.errs, r.firstErr)})
+		}
+	}
+	if rows == nil {
+		return "_not run_\n"
+	}
+	return table([]string{"contender", "second owner tries", "trials", "second owner got the lock", "of which the first owner had been told", "double holds", "second owner won before the restart", "errors"}, rows)
+}
+
+func errCell(n int, first string) string {
+	if n == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%d: `%s`", n, first)
+}
+
+func ints(xs []int64) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, " / ")
+}
+
+func avg(xs []int64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	var s int64
+	for _, x := range xs {
+		s += x
+	}
+	return float64(s) / float64(len(xs))
+}
+
+// summaryTable is the one-screen result: medians and ratios of every scenario.
+func summaryTable(res *results) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "## %s mode, %v, %d CPUs (%s), %s, redis %s\n\n", res.mode, res.elapsed.Round(time.Second), res.machine.nproc, res.machine.cpu, res.machine.goVer, res.machine.redis)
+	b.WriteString("### uncontended\n" + uncTable(res.unc, true))
+	b.WriteString("\n### throughput (32 goroutines)\n" + tputTable(res.tput))
+	b.WriteString("\n### contended: barge\n" + contTable(res.barge))
+	b.WriteString("\n### contended: handoff\n" + contTable(res.handoff))
+	b.WriteString("\n### slow minority\n" + uncTable(res.slow, false))
+	b.WriteString("\n### paused minority\n" + uncTable(res.paused, false))
+	b.WriteString("\n### dead minority\n" + uncTable(res.dead, false))
+	b.WriteString("\n### dead majority\n" + deadMajTable(res.deadMaj, nil))
+	b.WriteString("\n### watchdog at scale\n" + wdTable(res.wd) + "\n" + wdTable(res.wdLong))
+	b.WriteString("\n### herd\n" + herdTable(res.herd))
+	b.WriteString("\n### restart\n" + restartTable(res.restartNow, res.restartR))
+	if len(res.failures) > 0 {
+		b.WriteString("\n### failures\n")
+		for _, f := range res.failures {
+			b.WriteString("- " + f + "\n")
+		}
+	}
+	return b.String()
+}
+
+func writeDocs(res *results, root string) error { return nil }

@@ -1,0 +1,552 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/redlocktest"
+)
+
+// ---- dead majority ----
+
+type deadMajResult struct {
+	kind     kind
+	times    []time.Duration // sorted
+	errText  string          // the first trial's error
+	named    int             // trials whose error named every killed node
+	trials   int
+	noErr    int // trials that returned no error (false, nil) or success
+	timedOut bool
+}
+
+// runDeadMajority kills nodes 0..2 and times TryLock (one attempt) until it
+// reports the error, trials times per contender, contenders interleaved.
+func runDeadMajority(cl *redlocktest.Cluster, kinds []kind, trials int, opTimeout time.Duration, logf func(string, ...any)) ([]*deadMajResult, error) {
+	cs, closeAll, err := buildAll(kinds, cl, buildOpts{prefix: "dm:"})
+	if err != nil {
+		return nil, err
+	}
+	defer closeAll()
+	if err := warmUp(cs, "dm", 3); err != nil {
+		return nil, err
+	}
+	addrs := cl.Addrs()
+	killed := []int{0, 1, 2}
+	for _, i := range killed {
+		if err := cl.Kill(i); err != nil {
+			return nil, err
+		}
+	}
+	var out []*deadMajResult
+	acc := map[kind]*deadMajResult{}
+	for _, c := range cs {
+		acc[c.kind] = &deadMajResult{kind: c.kind}
+		out = append(out, acc[c.kind])
+	}
+	for t := 0; t < trials; t++ {
+		for j := range cs {
+			c := cs[(j+t)%len(cs)]
+			r := acc[c.kind]
+			if r.timedOut {
+				continue
+			}
+			l := c.newLocker(fmt.Sprintf("dm:%d", t))
+			type ans struct {
+				ok  bool
+				err error
+				d   time.Duration
+			}
+			ch := make(chan ans, 1)
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+				defer cancel()
+				s := time.Now()
+				ok, err := l.TryLock(ctx)
+				ch <- ans{ok, err, time.Since(s)}
+			}()
+			select {
+			case a := <-ch:
+				r.trials++
+				r.times = append(r.times, a.d)
+				if a.err == nil {
+					r.noErr++
+					if a.ok {
+						l.Unlock(context.Background())
+					}
+					break
+				}
+				if r.errText == "" {
+					r.errText = oneLine(a.err, 600)
+				}
+				all := true
+				for _, i := range killed {
+					if c.kind == kRedislock && i != 0 {
+						continue // its one node is node 0
+					}
+					if !strings.Contains(a.err.Error(), addrs[i]) {
+						all = false
+					}
+				}
+				if all {
+					r.named++
+				}
+			case <-time.After(opTimeout + time.Second):
+				r.timedOut = true
+				logf("  dead majority: %s timed out", c.kind)
+			}
+		}
+	}
+	for _, r := range out {
+		r.times = sortDur(r.times)
+	}
+	return out, nil
+}
+
+// ---- watchdog at scale ----
+
+type watchdogResult struct {
+	locks       int
+	lease       time.Duration
+	acquireTime time.Duration
+	lostAcquire int // holds lost by the time every lock was acquired and two periods passed
+	rounds      []wdRound
+	lostEnd     int // holds lost by the end of the measured rounds
+	nodeTimeout time.Duration
+	warnings    []string // redlock's warnings during the run, counted
+}
+
+type wdRound struct {
+	rtPerNode   []int64 // client-counted round trips by node
+	cmdPerNode  []int64 // client-counted EVALSHA renew by node
+	evalshaNode []int64 // INFO commandstats: EVALSHA calls by node
+	evalshaUsec []int64 // and their server time
+	cpu         time.Duration
+	wall        time.Duration // from the round's first request to its quiet end
+	renewed     int           // holds whose Until moved on in this round
+	alive       int
+}
+
+// runWatchdog holds n locks in one redlock client (lease 3s, renewed every
+// 1s) and measures whole renewal rounds.
+func runWatchdog(cl *redlocktest.Cluster, n int, lease, nodeTimeout time.Duration, rounds int, scripts map[string]string, logf func(string, ...any)) (*watchdogResult, error) {
+	cnt := newCounters(cl.N(), scripts)
+	lc := newLogCounter()
+	opts := []redlock.Option{redlock.WithLease(lease), redlock.WithLogger(slog.New(lc))}
+	if nodeTimeout > 0 {
+		opts = append(opts, redlock.WithNodeTimeout(nodeTimeout))
+	}
+	c, err := build(kRedlock, cl.Addrs(), buildOpts{prefix: fmt.Sprintf("wd%v:", nodeTimeout), count: cnt, redlock: opts})
+	if err != nil {
+		return nil, err
+	}
+	defer c.close()
+	res := &watchdogResult{locks: n, lease: lease, nodeTimeout: nodeTimeout}
+	defer func() { res.warnings = lc.summary() }()
+	ctx := context.Background()
+	start := time.Now()
+	mutexes := make([]*redlock.Mutex, n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var firstErr atomic.Value
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(n) {
+					return
+				}
+				m := c.redlock.NewMutex(fmt.Sprintf("held:%d", i))
+				if err := m.Lock(ctx); err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+				mutexes[i] = m
+			}
+		}()
+	}
+	wg.Wait()
+	if e := firstErr.Load(); e != nil {
+		return nil, fmt.Errorf("acquiring %d locks: %w", n, e.(error))
+	}
+	res.acquireTime = time.Since(start)
+	alive := func() (int, []time.Time) {
+		k := 0
+		until := make([]time.Time, n)
+		for i, m := range mutexes {
+			select {
+			case <-m.Lost():
+			default:
+				k++
+				until[i] = m.Until()
+			}
+		}
+		return k, until
+	}
+	period := lease / 3
+	time.Sleep(lease) // every hold has been through renewal rounds or been lost
+	a, _ := alive()
+	res.lostAcquire = n - a
+	logf("  watchdog (node timeout %v): %d locks acquired in %v (8 goroutines); %d lost one lease later", nodeTimeout, n, res.acquireTime.Round(time.Millisecond), res.lostAcquire)
+
+	total := func() int64 {
+		rt, _ := cnt.snapshot()
+		var s int64
+		for _, v := range rt {
+			s += v
+		}
+		return s
+	}
+	// waitRound waits for a round to start and end: traffic, then 300ms of
+	// silence, and the nodes' EVALSHA counts steady.
+	waitRound := func() (first, last time.Time, ok bool) {
+		base := total()
+		deadline := time.Now().Add(3 * period)
+		for time.Now().Before(deadline) {
+			time.Sleep(2 * time.Millisecond)
+			if v := total(); v != base {
+				first, last, base = time.Now(), time.Now(), v
+				for time.Since(last) < 300*time.Millisecond {
+					time.Sleep(2 * time.Millisecond)
+					if v := total(); v != base {
+						last, base = time.Now(), v
+					}
+				}
+				return first, last, true
+			}
+		}
+		return first, last, false
+	}
+	waitRound() // the round in flight, if any
+	for r := 0; r < rounds; r++ {
+		rt0, cm0 := cnt.snapshot()
+		cs0 := allCommandStats(cl)
+		cpu0 := cpuTime()
+		_, until0 := alive()
+		first, last, ok := waitRound()
+		if !ok {
+			return nil, fmt.Errorf("no renewal round seen within %v", 3*period)
+		}
+		cpu1 := cpuTime()
+		rt1, cm1 := cnt.snapshot()
+		cs1 := allCommandStats(cl)
+		_ = last
+		w := wdRound{cpu: cpu1 - cpu0, wall: time.Unix(0, cnt.lastIO.Load()).Sub(first)}
+		k, until1 := alive()
+		w.alive = k
+		for i := range until1 {
+			if !until1[i].IsZero() && until1[i].After(until0[i]) {
+				w.renewed++
+			}
+		}
+		ev := diffStats(cs0, cs1, "evalsha")
+		for i := range rt0 {
+			w.rtPerNode = append(w.rtPerNode, rt1[i]-rt0[i])
+			w.cmdPerNode = append(w.cmdPerNode, cm1[i]["EVALSHA renew"]-cm0[i]["EVALSHA renew"])
+			w.evalshaNode = append(w.evalshaNode, ev[i].calls)
+			w.evalshaUsec = append(w.evalshaUsec, ev[i].usec)
+		}
+		res.rounds = append(res.rounds, w)
+		logf("  watchdog round %d: round trips by node %v, renew calls %v, EVALSHA %v, renewed %d of %d alive, cpu %v", r, w.rtPerNode, w.cmdPerNode, w.evalshaNode, w.renewed, w.alive, w.cpu)
+	}
+	a, _ = alive()
+	res.lostEnd = n - a
+	return res, nil
+}
+
+// ---- herd ----
+
+type herdResult struct {
+	kind        kind
+	acqPerSec   float64
+	acq         int
+	attempts    float64 // acquisition attempts per acquisition, per node on average
+	nodeCmds    float64 // every command a node served per acquisition (commandstats), per node on average
+	evalshaNode float64 // EVALSHA per acquisition per node (commandstats)
+	rtNode      float64 // client-counted round trips per acquisition per node (redigo contenders)
+	errs        int
+	minPer      int
+	maxPer      int
+}
+
+// runHerd puts 64 goroutines in 4 clients on one key, for every contender in
+// turn, counting what the nodes served.
+func runHerd(cl *redlocktest.Cluster, kinds []kind, rounds int, window, crit time.Duration, scripts map[string]string, logf func(string, ...any)) ([]*herdResult, error) {
+	clients := map[kind][]*contender{}
+	cnts := map[kind]*counters{}
+	defer func() {
+		for _, cs := range clients {
+			for _, c := range cs {
+				c.close()
+			}
+		}
+	}()
+	for _, k := range kinds {
+		cnts[k] = newCounters(cl.N(), scripts)
+		for i := 0; i < 4; i++ {
+			c, err := build(k, cl.Addrs(), buildOpts{prefix: "herd:", count: cnts[k]})
+			if err != nil {
+				return nil, err
+			}
+			clients[k] = append(clients[k], c)
+		}
+		if err := warmUp(clients[k], "herd", 2); err != nil {
+			return nil, err
+		}
+	}
+	acc := map[kind]*herdResult{}
+	var out []*herdResult
+	sums := map[kind]*struct {
+		acq                               int
+		attempts, cmds, evalsha, secs, rt float64
+		per                               []int
+	}{}
+	for _, k := range kinds {
+		acc[k] = &herdResult{kind: k}
+		out = append(out, acc[k])
+		sums[k] = &struct {
+			acq                               int
+			attempts, cmds, evalsha, secs, rt float64
+			per                               []int
+		}{per: make([]int, 64)}
+	}
+	for round := 0; round < rounds; round++ {
+		for j := range kinds {
+			k := kinds[(j+round)%len(kinds)]
+			time.Sleep(100 * time.Millisecond)
+			rt0, cmd0 := cnts[k].snapshot()
+			cs0 := allCommandStats(cl)
+			r := runContended(clients[k], 64, fmt.Sprintf("herd:%d", round), crit, window, false)
+			time.Sleep(100 * time.Millisecond) // let cleanups land before counting
+			rt1, cmd1 := cnts[k].snapshot()
+			cs1 := allCommandStats(cl)
+			s := sums[k]
+			s.acq += r.acq
+			s.secs += float64(r.acq) / r.acqPerSec
+			for g, v := range r.per {
+				s.per[g] += v
+			}
+			acc[k].errs += r.errs
+			nodes := cl.N()
+			if k == kRedislock {
+				nodes = 1
+			}
+			var attempts, cmds, evalsha, rts float64
+			for i := 0; i < nodes; i++ {
+				rts += float64(rt1[i] - rt0[i])
+				for cmd, st := range cs1[i] {
+					if cmd != "info" {
+						cmds += float64(st.calls - cs0[i][cmd].calls)
+					}
+				}
+				evalsha += float64(cs1[i]["evalsha"].calls - cs0[i]["evalsha"].calls)
+				switch k {
+				case kRedlock:
+					attempts += float64(cmd1[i]["EVALSHA acquire"] - cmd0[i]["EVALSHA acquire"] + cmd1[i]["EVAL"] - cmd0[i]["EVAL"])
+				case kFloor:
+					attempts += float64(cmd1[i]["EVALSHA floor-set"] - cmd0[i]["EVALSHA floor-set"])
+				case kRedsync, kRedsyncFF:
+					attempts += float64(cmd1[i]["SET"] - cmd0[i]["SET"])
+				case kRedislock:
+					// obtain and release are both EVALSHA; one release per acquisition
+					attempts += float64(cs1[i]["evalsha"].calls-cs0[i]["evalsha"].calls) - float64(r.acq)
+				}
+			}
+			s.attempts += attempts / float64(nodes)
+			s.cmds += cmds / float64(nodes)
+			s.evalsha += evalsha / float64(nodes)
+			s.rt += rts / float64(nodes)
+			logf("  herd round %d %-20s %7.1f acq/s, %.2f attempts/acq", round, k, r.acqPerSec, attempts/float64(nodes)/float64(max(r.acq, 1)))
+		}
+	}
+	for _, k := range kinds {
+		s, a := sums[k], acc[k]
+		a.acq = s.acq
+		if s.secs > 0 {
+			a.acqPerSec = float64(s.acq) / s.secs
+		}
+		if s.acq > 0 {
+			a.attempts = s.attempts / float64(s.acq)
+			a.nodeCmds = s.cmds / float64(s.acq)
+			a.evalshaNode = s.evalsha / float64(s.acq)
+			a.rtNode = s.rt / float64(s.acq)
+		}
+		a.minPer, a.maxPer = s.per[0], s.per[0]
+		for _, v := range s.per {
+			a.minPer, a.maxPer = min(a.minPer, v), max(a.maxPer, v)
+		}
+	}
+	return out, nil
+}
+
+// scriptNames maps the SHA1 of every script the counted contenders run to a
+// name: redlock's scripts/*.lua and the floor's.
+func scriptNames(root string) (map[string]string, error) {
+	m := map[string]string{
+		floorSet.Hash(): "floor-set",
+		floorDel.Hash(): "floor-del",
+	}
+	files, err := filepath.Glob(filepath.Join(root, "scripts", "*.lua"))
+	if err != nil || len(files) == 0 {
+		return nil, fmt.Errorf("redlock's scripts not found under %s/scripts: run from bench/ or pass -root", root)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		m[redis.NewScript(0, string(b)).Hash()] = strings.TrimSuffix(filepath.Base(f), ".lua")
+	}
+	return m, nil
+}
+
+// ---- restart (issue 7) ----
+
+type restartResult struct {
+	kind      kind
+	variant   string // "at once" or "after one renewal"
+	trials    int
+	firstOK   int // the second owner's try before the restart succeeded (must be 0)
+	acquired  int // the second owner got the lock after the restart
+	told      int // of those, the first owner had been told its hold was lost
+	violation int // acquired while the first owner still believed it held
+	errs      int
+	firstErr  string
+}
+
+// runRestart: owner A takes the lock while nodes 3 and 4 are down, so its
+// majority is exactly nodes 0-2; 3 and 4 come back (empty); owner B, in
+// another client, tries and fails; node 0 restarts empty; (optionally A
+// renews once); B tries again. B succeeding while A still believes it holds
+// is a double hold.
+func runRestart(cl *redlocktest.Cluster, kinds []kind, trials int, renewFirst bool, lease time.Duration, logf func(string, ...any)) ([]*restartResult, error) {
+	variant := "at once"
+	if renewFirst {
+		variant = "after one renewal"
+	}
+	acc := map[kind]*restartResult{}
+	var out []*restartResult
+	for _, k := range kinds {
+		acc[k] = &restartResult{kind: k, variant: variant}
+		out = append(out, acc[k])
+	}
+	ctx := context.Background()
+	for t := 0; t < trials; t++ {
+		for j := range kinds {
+			k := kinds[(j+t)%len(kinds)]
+			r := acc[k]
+			err := func() error {
+				o := buildOpts{prefix: "rs7:"}
+				if k == kRedlock {
+					o.redlock = []redlock.Option{redlock.WithLease(lease)}
+				}
+				a, err := build(k, cl.Addrs(), o)
+				if err != nil {
+					return err
+				}
+				defer a.close()
+				b, err := build(k, cl.Addrs(), o)
+				if err != nil {
+					return err
+				}
+				defer b.close()
+				key := fmt.Sprintf("restart:%s:%d:%v", k.short(), t, renewFirst)
+				if err := cl.Kill(3); err != nil {
+					return err
+				}
+				if err := cl.Kill(4); err != nil {
+					return err
+				}
+				la := a.newLocker(key)
+				ok, err := la.TryLock(ctx)
+				if !ok || err != nil {
+					return fmt.Errorf("owner A could not lock on nodes 0-2: %v %v", ok, err)
+				}
+				defer la.Unlock(ctx)
+				if err := cl.Restart(3); err != nil {
+					return err
+				}
+				if err := cl.Restart(4); err != nil {
+					return err
+				}
+				lb := b.newLocker(key)
+				if ok, _ := lb.TryLock(ctx); ok {
+					r.firstOK++
+					lb.Unlock(ctx)
+				}
+				if err := cl.Restart(0); err != nil {
+					return err
+				}
+				extendFailed := false
+				if renewFirst {
+					switch k {
+					case kRedlock:
+						time.Sleep(lease/3 + 300*time.Millisecond) // one watchdog round
+					default:
+						m := la.(rsLocker).Mutex
+						ok, _ := m.ExtendContext(ctx)
+						extendFailed = !ok
+					}
+				}
+				// B tries as a waiter would: one attempt every 10ms for
+				// 300ms (a pooled connection to the restarted node fails
+				// once with EOF; the next attempt redials).
+				ok = false
+				for end := time.Now().Add(300 * time.Millisecond); !ok && time.Now().Before(end); {
+					if ok, _ = lb.TryLock(ctx); !ok {
+						time.Sleep(10 * time.Millisecond)
+					}
+				}
+				r.trials++
+				if !ok {
+					return nil
+				}
+				defer lb.Unlock(ctx)
+				r.acquired++
+				told := extendFailed
+				switch k {
+				case kRedlock:
+					m := la.(rlLocker).Mutex
+					select {
+					case <-m.Lost():
+						told = true
+					default:
+					}
+					if time.Now().After(m.Until()) {
+						told = true
+					}
+				default:
+					m := la.(rsLocker).Mutex
+					if time.Now().After(m.Until()) {
+						told = true
+					}
+				}
+				if told {
+					r.told++
+				} else {
+					r.violation++
+				}
+				return nil
+			}()
+			if err != nil {
+				r.errs++
+				if r.firstErr == "" {
+					r.firstErr = oneLine(err, 200)
+				}
+				logf("  restart %s %s trial %d: %v", variant, k, t, err)
+			}
+		}
+	}
+	return out, nil
+}

@@ -19,11 +19,22 @@ local mark = redis.call('hget', KEYS[2], ARGV[1])
 if mark and tonumber(mark) >= tonumber(ARGV[4]) then
   return {0, 0}
 end
+-- The fencing counter grows by one per new hold, and never stays below the
+-- node's clock in milliseconds times 1024: a node that restarted empty (and
+-- lost its counter) starts above every token issued before its restart, as
+-- long as node clocks differ by less than the restart quarantine.
 local fence = function()
-  if ARGV[5] == '1' then
-    return redis.call('incr', KEYS[3])
+  if ARGV[5] ~= '1' then
+    return 0
   end
-  return 0
+  local t = redis.call('time')
+  local floor = (tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)) * 1024
+  local c = tonumber(redis.call('get', KEYS[3]) or '0') + 1
+  if c < floor then
+    c = floor
+  end
+  redis.call('set', KEYS[3], string.format('%d', c))
+  return c
 end
 if redis.call('exists', KEYS[1]) == 0 then
   redis.call('hset', KEYS[1], ARGV[1], ARGV[2], seqf, ARGV[4])

@@ -115,8 +115,15 @@ func demo(ctx context.Context, cfg demoConfig, stdout, stderr io.Writer) int {
 			c.Close()
 		}
 	}()
+	opts := []redlock.Option{redlock.WithLease(cfg.lease), redlock.WithNodeTimeout(cfg.nodeTimeout), redlock.WithFencing()}
+	if _, mini := nodes.(*miniNodes); mini {
+		// miniredis answers no INFO server (run_id, uptime), which the
+		// restart quarantine needs; the demo's delayed restart (after at
+		// least one lease) keeps a restarted node safe without it.
+		opts = append(opts, redlock.WithQuarantine(0))
+	}
 	for i := 0; i < cfg.clients; i++ {
-		c, err := redlock.Dial(d.urls, redlock.WithLease(cfg.lease), redlock.WithNodeTimeout(cfg.nodeTimeout))
+		c, err := redlock.Dial(d.urls, opts...)
 		if err != nil {
 			fmt.Fprintf(stderr, "redlock demo: %v\n", err)
 			return exitDemoFailed
@@ -281,7 +288,13 @@ func (d *demoRun) worker(ctx context.Context, name string, m *redlock.Mutex, see
 	rng := rand.New(rand.NewPCG(seed, uint64(d.start.UnixNano())))
 	for {
 		if err := m.Lock(ctx); err != nil {
-			if ctx.Err() != nil || errors.Is(err, redlock.ErrClosed) {
+			switch {
+			case errors.Is(err, redlock.ErrClosed):
+				return
+			case ctx.Err() != nil:
+				if errors.Is(err, redlock.ErrNoQuorum) {
+					d.chk.lockError(err) // the last attempt found no quorum
+				}
 				return
 			}
 			d.chk.lockError(err)
@@ -293,7 +306,7 @@ func (d *demoRun) worker(ctx context.Context, name string, m *redlock.Mutex, see
 		if long {
 			hold = d.cfg.lease + d.cfg.lease/4
 		}
-		d.chk.enter(name, long)
+		d.chk.enter(name, long, m.Token())
 		if long {
 			d.event("%s takes a long hold: %v on a %v lease, kept only by the watchdog's renewal", name, hold, d.cfg.lease)
 		}
@@ -380,6 +393,8 @@ type checker struct {
 	mu         sync.Mutex // protects every field
 	inside     int        // owners inside now; more than one is a violation
 	holder     string     // the last owner to enter
+	token      int64      // the largest fencing token seen
+	stale      int        // holds whose token was not above every earlier one
 	holderLong bool
 	enteredAt  time.Time
 	leftAt     time.Time // when inside last dropped to zero
@@ -394,7 +409,7 @@ type checker struct {
 	gaps       []time.Duration
 }
 
-func (c *checker) enter(name string, long bool) {
+func (c *checker) enter(name string, long bool, token int64) {
 	now := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -403,6 +418,10 @@ func (c *checker) enter(name string, long bool) {
 	} else if !c.leftAt.IsZero() {
 		c.gaps = append(c.gaps, now.Sub(c.leftAt))
 	}
+	if token <= c.token {
+		c.stale++
+	}
+	c.token = max(c.token, token)
 	c.inside++
 	c.acquired++
 	c.holder, c.holderLong, c.enteredAt = name, long, now
@@ -449,6 +468,8 @@ func (c *checker) unlockError(err error) {
 type snapshot struct {
 	at                            time.Duration
 	acquired, writes, overlaps    int
+	stale                         int
+	token                         int64
 	lost, long, lockErrs, unlockE int
 	firstErr                      error
 	counter                       int64
@@ -460,10 +481,10 @@ type snapshot struct {
 	events                        []string
 }
 
-// violations counts both independent checks: overlapping owners, and
-// increments the counter lost.
+// violations counts the independent checks: overlapping owners, increments
+// the counter lost, and fencing tokens that did not grow.
 func (s snapshot) violations() int {
-	v := s.overlaps
+	v := s.overlaps + s.stale
 	if lostUpdates := int64(s.writes) - s.counter; lostUpdates > 0 {
 		v += int(lostUpdates)
 	}
@@ -475,6 +496,7 @@ func (d *demoRun) snapshot() snapshot {
 	c.mu.Lock()
 	s := snapshot{
 		at: d.since(), acquired: c.acquired, writes: c.writes, overlaps: c.overlaps,
+		stale: c.stale, token: c.token,
 		lost: c.lost, long: c.long, lockErrs: c.lockErrs, unlockE: c.unlockErrs, firstErr: c.firstErr,
 	}
 	gaps := slices.Clone(c.gaps)
@@ -520,7 +542,12 @@ func (d *demoRun) summary(w io.Writer, s snapshot, interrupted bool) int {
 		fmt.Fprintf(w, "  errors         %d lock, %d unlock; the first: %v\n", s.lockErrs, s.unlockE, s.firstErr)
 	}
 	fmt.Fprintf(w, "  counter        %d increments, store holds %d\n", s.writes, s.counter)
-	fmt.Fprintf(w, "  violations     %d (owners inside at once: %d, lost updates: %d)\n", s.violations(), s.overlaps, max(int64(s.writes)-s.counter, 0))
+	fmt.Fprintf(w, "  fencing        every hold's token above the previous ones: %s (last %d)\n", yesNo(s.stale == 0), s.token)
+	fmt.Fprintf(w, "  violations     %d (owners inside at once: %d, lost updates: %d, stale tokens: %d)\n", s.violations(), s.overlaps, max(int64(s.writes)-s.counter, 0), s.stale)
+	if s.acquired == 0 {
+		fmt.Fprintln(w, "FAIL: no worker ever took the lock")
+		return exitDemoFailed
+	}
 	if s.violations() > 0 {
 		fmt.Fprintln(w, "FAIL: mutual exclusion was violated")
 		return exitViolation
@@ -534,4 +561,11 @@ func (d *demoRun) summary(w io.Writer, s snapshot, interrupted bool) int {
 		fmt.Fprintf(w, "OK: no two owners ever held the lock at once, with %d of %d masters killed midway\n", killed, d.cfg.nodes)
 	}
 	return exitOK
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "NO"
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -136,7 +137,7 @@ func execute(cfg execConfig, stdout, stderr io.Writer) int {
 	path, err := exec.LookPath(cfg.argv[0])
 	if err != nil {
 		logf("%v", err)
-		if errors.Is(err, exec.ErrNotFound) {
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
 			return exitNotFound
 		}
 		return exitCannotRun
@@ -298,12 +299,35 @@ func acquire(m *redlock.Mutex, cfg execConfig, sigs <-chan os.Signal, logf func(
 		}
 		return exitNotObtained, false
 	case errors.Is(r.err, redlock.ErrNoQuorum):
-		logf("cannot take lock %q: too few nodes answered:\n  %s", cfg.name, strings.ReplaceAll(r.err.Error(), "\n", "\n  "))
+		logf("cannot take lock %q: too few nodes answered (%v)\n%s", cfg.name, r.err, nodeReport(cfg))
 		return exitFailed, false
 	default:
 		logf("cannot take lock %q: %v", cfg.name, r.err)
 		return exitFailed, false
 	}
+}
+
+// nodeReport says which nodes answer, one line each: the error of a failed
+// round names only the nodes heard from before the outcome was certain.
+func nodeReport(cfg execConfig) string {
+	ts := make([]target, 0, len(cfg.nodes))
+	for _, u := range cfg.nodes {
+		t, err := parseNodeURL(u)
+		if err != nil {
+			return ""
+		}
+		ts = append(ts, t)
+	}
+	var b strings.Builder
+	b.WriteString("nodes:\n")
+	for _, s := range probeAll(context.Background(), ts, cfg.prefix+"lock:"+cfg.name, cfg.nodeTimeout) {
+		if s.err != nil {
+			fmt.Fprintf(&b, "  %s: unreachable: %v\n", s.display, s.err)
+		} else {
+			fmt.Fprintf(&b, "  %s: answers\n", s.display)
+		}
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // release gives the lock back, bounded in time, and reports whether the

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// A short demo on each backend: the script runs (kills, delayed restart,
+// long holds), the output is plain lines (not a terminal), and no violation
+// is found. No speed is asserted.
+func TestDemo(t *testing.T) {
+	for _, backend := range []string{"redis", "miniredis"} {
+		t.Run(backend, func(t *testing.T) {
+			code, out, stderr := runCLI("demo", "-backend="+backend, "-duration=3s", "-lease=1s", "-node-timeout=100ms")
+			t.Logf("output:\n%s", out)
+			require.Equal(t, exitOK, code, "stderr: %s", stderr)
+			require.NotContains(t, out, "\x1b[", "no ANSI escapes when not on a terminal")
+			require.Contains(t, out, "acq/s")
+			require.Contains(t, out, "killed n0, n1: 2 of 5 masters down")
+			require.Contains(t, out, "n0 back, empty")
+			require.Contains(t, out, "takes a long hold")
+			require.Contains(t, out, "violations     0 (owners inside at once: 0, lost updates: 0, stale tokens: 0)")
+			require.Contains(t, out, "OK: no two owners ever held the lock at once, with 2 of 5 masters killed midway")
+		})
+	}
+}
+
+func TestDemoSummaryFailsOnViolation(t *testing.T) {
+	d := &demoRun{cfg: demoConfig{clients: 2, workers: 2, lease: time.Second, nodes: 5}}
+	var chk checker
+	chk.enter("a", false, 1)
+	chk.enter("b", false, 2) // a is still inside
+	chk.leave(false, true, false)
+	chk.leave(false, true, false)
+	require.Equal(t, 1, chk.overlaps)
+
+	var out bytes.Buffer
+	s := snapshot{at: time.Second, acquired: 2, writes: 2, counter: 1, overlaps: chk.overlaps, stale: chk.stale, state: []string{"up"}}
+	require.Equal(t, 2, s.violations(), "one overlap and one lost update")
+	require.Equal(t, exitViolation, d.summary(&out, s, false))
+	require.Contains(t, out.String(), "FAIL: mutual exclusion was violated")
+
+	out.Reset()
+	s = snapshot{at: time.Second, acquired: 2, writes: 2, counter: 2, state: []string{"up"}}
+	require.Equal(t, exitOK, d.summary(&out, s, false))
+	require.Contains(t, out.String(), "the run ended before any master was killed")
+
+	out.Reset()
+	s = snapshot{at: time.Second, state: []string{"up"}, firstErr: errors.New("redlock: no quorum")}
+	require.Equal(t, exitDemoFailed, d.summary(&out, s, false))
+	require.Contains(t, out.String(), "FAIL: no worker ever took the lock")
+}
+
+func TestCheckerHandoffGaps(t *testing.T) {
+	var chk checker
+	chk.enter("a", false, 10)
+	chk.leave(false, true, false)
+	time.Sleep(time.Millisecond)
+	chk.enter("b", false, 11)
+	chk.leave(false, true, false)
+	require.Len(t, chk.gaps, 1)
+	require.GreaterOrEqual(t, chk.gaps[0], time.Millisecond)
+	require.Zero(t, chk.overlaps)
+	require.Zero(t, chk.stale)
+	chk.enter("c", false, 11) // a token that did not grow
+	require.Equal(t, 1, chk.stale)
+}
+
+func TestIsTerminal(t *testing.T) {
+	require.False(t, isTerminal(&bytes.Buffer{}))
+	require.True(t, newScreen(&bytes.Buffer{}, false).plain)
+}
+
+func TestBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string // in stderr
+	}{
+		{nil, "Usage:"},
+		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"exec", "--bogus"}, "flag provided but not defined: -bogus"},
+		{[]string{"exec", "--name", "x", "--", "true"}, "no nodes"},
+		{[]string{"exec", "--nodes", "redis://127.0.0.1:1", "--", "true"}, "no lock name"},
+		{[]string{"exec", "--nodes", "redis://127.0.0.1:1", "--name", "x"}, "no command"},
+		{[]string{"exec", "--nodes", "redis://127.0.0.1:1", "--name", "x", "--wait", "soon", "--", "true"}, `invalid value "soon" for flag -wait`},
+		{[]string{"exec", "--nodes", "redis://127.0.0.1:1", "--name", "x", "--wait", "-1s", "--", "true"}, "must not be negative"},
+		{[]string{"exec", "--nodes", "redis://127.0.0.1:1", "--name", "x", "--lease", "-1s", "--", "true"}, "-lease must not be negative"},
+		{[]string{"exec", "--nodes", "ftp://127.0.0.1:1", "--name", "x", "--", "true"}, "redlock exec: redlock:"},
+		{[]string{"exec", "--nodes", "redis://127.0.0.1:1", "--name", "x", "--watchdog-lease", "10ms", "--", "true"}, "redlock exec: redlock:"},
+		{[]string{"inspect", "--nodes", "redis://127.0.0.1:1"}, "want exactly one lock NAME"},
+		{[]string{"inspect", "--nodes", "redis://127.0.0.1:1", "a", "b"}, "want exactly one lock NAME"},
+		{[]string{"inspect", "--nodes", "ftp://127.0.0.1:1", "a"}, "scheme must be redis, rediss or unix"},
+		{[]string{"inspect", "a"}, "no nodes"},
+		{[]string{"inspect", "--node-timeout", "0s", "--nodes", "redis://127.0.0.1:1", "a"}, "-node-timeout must be positive"},
+		{[]string{"demo", "-backend=docker"}, `-backend must be "auto", "redis" or "miniredis"`},
+		{[]string{"demo", "-nodes=2"}, "-nodes must be at least 3"},
+		{[]string{"demo", "-duration=0s"}, "-duration must be positive"},
+		{[]string{"demo", "-workers=0"}, "-clients and -workers must be at least 1"},
+		{[]string{"demo", "-lease=100ms"}, "must exceed three -node-timeout"},
+		{[]string{"demo", "extra"}, `unexpected argument "extra"`},
+		{[]string{"demo", "-duration", "soon"}, `invalid value "soon" for flag -duration`},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			t.Setenv(nodesEnv, "")
+			code, out, stderr := runCLI(tc.args...)
+			require.Equal(t, exitUsage, code, "stdout: %s\nstderr: %s", out, stderr)
+			require.Contains(t, stderr, tc.want)
+		})
+	}
+}
+
+func TestHelp(t *testing.T) {
+	for _, cmd := range []string{"demo", "exec", "inspect"} {
+		code, _, stderr := runCLI(cmd, "-h")
+		require.Equal(t, exitOK, code)
+		require.Contains(t, stderr, "Usage: redlock "+cmd)
+		require.Contains(t, stderr, "Exit codes:")
+	}
+	code, out, _ := runCLI("-h")
+	require.Equal(t, exitOK, code)
+	require.Contains(t, out, "redlock exec --nodes URLS --name NAME -- CMD")
+}

@@ -203,7 +203,8 @@ type demoRun struct {
 	mu     sync.Mutex // protects state, events and killed
 	state  []string   // per node: "up", "DOWN", "up (restarted empty)"
 	events []string
-	killed int // masters killed so far
+	killed int           // masters killed so far
+	killAt time.Duration // when the masters were killed
 }
 
 func (d *demoRun) since() time.Duration { return time.Since(d.start) }
@@ -254,6 +255,9 @@ func (d *demoRun) schedule(ctx context.Context) {
 				d.setState(i, "DOWN")
 				names = append(names, fmt.Sprintf("n%d", i))
 			}
+			d.mu.Lock()
+			d.killAt = d.since()
+			d.mu.Unlock()
 			d.event("killed %s: %d of %d masters down, quorum %d still reachable", strings.Join(names, ", "), len(names), d.cfg.nodes, d.cfg.nodes/2+1)
 		}},
 		{restartAt, func() {
@@ -262,7 +266,10 @@ func (d *demoRun) schedule(ctx context.Context) {
 				return
 			}
 			d.setState(0, "up (restarted empty)")
-			d.event("n0 back, empty, %v after its kill (delayed restart: at least one lease)", (restartAt - killAt).Round(100*time.Millisecond))
+			d.mu.Lock()
+			down := d.since() - d.killAt
+			d.mu.Unlock()
+			d.event("n0 back, empty, %v after its kill (delayed restart: at least one lease)", down.Round(100*time.Millisecond))
 		}},
 		{dur * 80 / 100, func() { d.wantLong.Store(true) }},
 	}

@@ -13,8 +13,8 @@ import (
 type screen struct {
 	w      io.Writer
 	plain  bool
-	lines  int // lines of the last table drawn (terminal)
-	events int // events already printed (plain)
+	lines  int        // lines of the last table drawn (terminal)
+	events int        // events already printed (plain)
 	recent []snapshot // the moments shown in the last second, for the rate
 }
 
@@ -109,7 +109,7 @@ func (s *screen) frame(now, prev snapshot, d *demoRun) {
 	}
 	line("  long holds     %d kept past the lease by the watchdog", now.long)
 	line("  holds lost     %d", now.lost)
-	line("  violations     %d   (owners inside at once %d, counter %d of %d increments)", now.violations(), now.overlaps, now.counter, now.writes)
+	line("  violations     %d   (owners inside at once %d, counter %d of %d increments, stale fencing tokens %d)", now.violations(), now.overlaps, now.counter, now.writes, now.stale)
 	line("")
 	ev := now.events
 	if len(ev) > 4 {

@@ -280,7 +280,7 @@ func printInspect(w io.Writer, name, key string, states []nodeState, v verdict) 
 	for _, s := range states {
 		switch {
 		case s.err != nil:
-			fmt.Fprintf(tw, "%s\tno: %v\t-\t-\t-\n", s.display, s.err)
+			fmt.Fprintf(tw, "%s\tno\t-\t-\t-\n", s.display)
 		case len(s.holders) == 0:
 			fmt.Fprintf(tw, "%s\tyes\t(free)\t-\t%s\n", s.display, pttlString(s.pttl))
 		default:
@@ -299,13 +299,18 @@ func printInspect(w io.Writer, name, key string, states []nodeState, v verdict) 
 		}
 	}
 	tw.Flush()
+	for _, s := range states {
+		if s.err != nil {
+			fmt.Fprintf(w, "%s: %v\n", s.display, s.err)
+		}
+	}
 	fmt.Fprintln(w)
 	switch v.kind {
 	case verdictHeld:
 		fmt.Fprintf(w, "verdict: HELD by %s on %d of %d nodes (quorum %d), hold count %d, quorum PTTL %s\n",
 			v.holder, v.nodes, v.n, v.quorum, v.count, round(v.expires))
 	case verdictFree:
-		fmt.Fprintf(w, "verdict: FREE: no owner holds it on %d of %d nodes (%d answered)", v.quorum, v.n, v.reachable)
+		fmt.Fprintf(w, "verdict: FREE: no owner holds it on a quorum (%d of %d nodes); %d nodes answered", v.quorum, v.n, v.reachable)
 		if v.partial > 0 {
 			fmt.Fprintf(w, "; %d partial hold(s) will expire", v.partial)
 		}

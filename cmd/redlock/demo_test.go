@@ -16,7 +16,7 @@ import (
 func TestDemo(t *testing.T) {
 	for _, backend := range []string{"redis", "miniredis"} {
 		t.Run(backend, func(t *testing.T) {
-			code, out, stderr := runCLI("demo", "-backend="+backend, "-duration=3s", "-lease=1s", "-node-timeout=100ms")
+			code, out, stderr := runCLI("demo", "-backend="+backend, "-duration=3s", "-lease=1s", "-node-timeout=150ms")
 			t.Logf("output:\n%s", out)
 			require.Equal(t, exitOK, code, "stderr: %s", stderr)
 			require.NotContains(t, out, "\x1b[", "no ANSI escapes when not on a terminal")

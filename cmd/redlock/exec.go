@@ -49,7 +49,8 @@ Exit codes:
   2          bad flags or arguments
   123        the lock was lost while CMD ran (CMD was stopped)
   124        the lock was held by another owner for the whole --wait
-  125        redlock failed: fewer than N/2+1 nodes answered, or another error
+  125        redlock failed: fewer than N/2+1 nodes answered for 2s (or
+             the whole --wait, if shorter), or another error
   126        CMD could not be started
   127        CMD was not found
   128+N      redlock got signal N while waiting for the lock (CMD never ran)
@@ -246,6 +247,10 @@ loop:
 	}
 }
 
+// unreachableAfter is how long exec retries when too few nodes answer
+// before it gives up with exitFailed (bounded by --wait).
+const unreachableAfter = 2 * time.Second
+
 // acquire takes the lock as cfg says. It returns ok false with the exit code
 // when CMD must not run.
 func acquire(m *redlock.Mutex, cfg execConfig, sigs <-chan os.Signal, logf func(string, ...any)) (code int, ok bool) {
@@ -257,9 +262,24 @@ func acquire(m *redlock.Mutex, cfg execConfig, sigs <-chan os.Signal, logf func(
 	}
 	done := make(chan result, 1)
 	go func() {
-		// A first single attempt tells an unreachable quorum from a lock
-		// held elsewhere at once, before any waiting.
+		// First, single attempts tell an unreachable quorum from a lock held
+		// elsewhere before any waiting: redlock gives up after
+		// unreachableAfter (or the wait, if shorter) without a quorum.
+		giveUp := time.Now().Add(unreachableAfter)
+		if !cfg.wait.forever && cfg.wait.d < unreachableAfter {
+			giveUp = time.Now().Add(cfg.wait.d)
+		}
 		held, err := m.TryLock(ctx, 0, cfg.lease)
+		for errors.Is(err, redlock.ErrNoQuorum) && time.Now().Before(giveUp) {
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+			if ctx.Err() != nil {
+				break
+			}
+			held, err = m.TryLock(ctx, 0, cfg.lease)
+		}
 		if held || err != nil || (!cfg.wait.forever && cfg.wait.d == 0) {
 			done <- result{held, err}
 			return

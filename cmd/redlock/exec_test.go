@@ -117,7 +117,7 @@ func TestExecSignalWhileWaiting(t *testing.T) {
 
 func TestExecLostWhenMajorityKilled(t *testing.T) {
 	c := redlocktest.Start(t, 5)
-	flags := []string{"--watchdog-lease", "600ms", "--node-timeout", "50ms", "--grace", "5s"}
+	flags := []string{"--watchdog-lease", "1500ms", "--node-timeout", "200ms", "--grace", "5s"}
 	p := startCLI(t, execArgs(t, c, "job", flags, "wait-term")...)
 	p.waitLine(t, "ready")
 	for i := 0; i < 3; i++ {
@@ -131,7 +131,7 @@ func TestExecLostWhenMajorityKilled(t *testing.T) {
 
 func TestExecLostKillsAfterGrace(t *testing.T) {
 	c := redlocktest.Start(t, 5)
-	flags := []string{"--watchdog-lease", "600ms", "--node-timeout", "50ms", "--grace", "300ms"}
+	flags := []string{"--watchdog-lease", "1500ms", "--node-timeout", "200ms", "--grace", "300ms"}
 	p := startCLI(t, execArgs(t, c, "job", flags, "ignore-term")...)
 	pid, err := strconv.Atoi(strings.TrimPrefix(p.waitLine(t, "ready "), "ready "))
 	require.NoError(t, err)

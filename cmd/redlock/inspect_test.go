@@ -36,6 +36,16 @@ func TestInspectHeldLock(t *testing.T) {
 	require.NoError(t, m.Lock(ctx))
 	require.NoError(t, m.Lock(ctx)) // reentrant: count 2
 	field := ownerField(t, c, 0, "redlock:lock:orders")
+	// Lock returns once a majority said yes; the last nodes may answer
+	// just after.
+	require.Eventually(t, func() bool {
+		for i := 0; i < c.N(); i++ {
+			if n, err := redis.Int(c.Do(i, "HGET", "redlock:lock:orders", field)); err != nil || n != 2 {
+				return false
+			}
+		}
+		return true
+	}, 5*time.Second, 10*time.Millisecond)
 
 	code, out, stderr := runCLI("inspect", "--nodes", strings.Join(c.URLs(), ","), "orders")
 	require.Equal(t, exitOK, code, "stderr: %s", stderr)

@@ -14,3 +14,7 @@ redis:
 vet:
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
+
+bench:
+	@./.ci/ensure-redis
+	cd bench && $(GO) run . -quick

@@ -23,7 +23,11 @@ type contRun struct {
 // g % len(clients)) on one key for window, each holding the lock for crit.
 // In handoff mode a goroutine that released waits until another one has
 // acquired before it tries again, so every handoff goes to a waiter.
-func runContended(clients []*contender, goroutines int, key string, crit, window time.Duration, handoff bool) contRun {
+//
+// Counting starts after warm (the first attempts of every goroutine at once
+// are a start-up transient); mark, when set, runs at that moment (true) and
+// when counting stops (false), with the acquisitions blocked meanwhile.
+func runContended(clients []*contender, goroutines int, key string, crit, warm, window time.Duration, handoff bool, mark func(start bool)) contRun {
 	var mu sync.Mutex
 	cond := sync.NewCond(&mu)
 	holder, lastG := -1, -1
@@ -105,10 +109,22 @@ func runContended(clients []*contender, goroutines int, key string, crit, window
 			}
 		}(g)
 	}
+	time.Sleep(warm)
+	mu.Lock()
+	res = contRun{per: make([]int, goroutines)}
+	lastRel, lastG = time.Time{}, -1
+	if mark != nil {
+		mark(true)
+	}
+	start = time.Now()
+	mu.Unlock()
 	time.Sleep(window)
 	mu.Lock()
 	stopped = true
 	el := time.Since(start)
+	if mark != nil {
+		mark(false)
+	}
 	res.acqPerSec = float64(res.acq) / el.Seconds()
 	cond.Broadcast()
 	mu.Unlock()
@@ -142,28 +158,26 @@ type contResult struct {
 	overlaps  int
 	errs      int
 	firstErr  string
-	ratio     float64 // median over rounds of acq/s divided by the floor's
+	ratio     float64 // median acq/s divided by the floor's
 }
 
 func (c *contResult) median() float64 { return median(c.acqPerSec) }
 
 // runContendedScenario interleaves contenders in rounds. Each contender
 // gets nClients fresh clients per scenario.
-func runContendedScenario(mode string, clients map[kind][]*contender, order []kind, goroutines, rounds int, crit, window time.Duration, handoff bool, logf func(string, ...any)) []*contResult {
+func runContendedScenario(mode string, clients map[kind][]*contender, order []kind, goroutines, rounds int, crit, warm, window time.Duration, handoff bool, logf func(string, ...any)) []*contResult {
 	acc := map[kind]*contResult{}
 	var out []*contResult
 	for _, k := range order {
 		acc[k] = &contResult{kind: k, minPer: -1}
 		out = append(out, acc[k])
 	}
-	per := make([]map[kind]float64, rounds)
 	perG := map[kind][][]int{}
 	for round := 0; round < rounds; round++ {
-		per[round] = map[kind]float64{}
 		for j := range order {
 			k := order[(j+round)%len(order)]
 			time.Sleep(50 * time.Millisecond)
-			r := runContended(clients[k], goroutines, fmt.Sprintf("%s:%d", mode, round), crit, window, handoff)
+			r := runContended(clients[k], goroutines, fmt.Sprintf("%s:%d", mode, round), crit, warm, window, handoff, nil)
 			a := acc[k]
 			a.acqPerSec = append(a.acqPerSec, r.acqPerSec)
 			a.gaps = append(a.gaps, r.gaps...)
@@ -175,7 +189,6 @@ func runContendedScenario(mode string, clients map[kind][]*contender, order []ki
 				a.firstErr = r.firstErr
 			}
 			perG[k] = append(perG[k], r.per)
-			per[round][k] = r.acqPerSec
 			logf("  %s round %d %-20s %7.1f acq/s, %d gaps, self %d", mode, round, k, r.acqPerSec, len(r.gaps), r.self)
 		}
 	}
@@ -193,13 +206,9 @@ func runContendedScenario(mode string, clients map[kind][]*contender, order []ki
 			lo, hi = min(lo, v), max(hi, v)
 		}
 		a.minPer, a.maxPer = lo, hi
-		var ratios []float64
-		for _, p := range per {
-			if f := p[kFloor]; f > 0 {
-				ratios = append(ratios, p[a.kind]/f)
-			}
+		if f := acc[kFloor]; f != nil {
+			a.ratio = a.median() / f.median()
 		}
-		a.ratio = median(ratios)
 	}
 	return out
 }

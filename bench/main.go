@@ -8,6 +8,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -16,8 +17,14 @@ import (
 	"strings"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/redlock-go/redlock/redlocktest"
 )
+
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...interface{}) {}
 
 // config bounds every scenario in iterations and time.
 type config struct {
@@ -33,8 +40,10 @@ type config struct {
 	opTimeout           time.Duration
 	deadMajTrials       int
 	wdLocks, wdRounds   int
+	wdDefaultOnly       bool // skip the pass with the longest node timeout
 	herdRounds          int
 	herdWindow          time.Duration
+	herdWarm, contWarm  time.Duration
 	restartTrials       int
 	restartRenewTrials  int
 	crit                time.Duration
@@ -52,12 +61,12 @@ type config struct {
 var quickCfg = config{
 	uncRounds: 6, uncOps: 250, uncBudget: 400 * time.Millisecond,
 	tputRounds: 3, tputWindow: 300 * time.Millisecond,
-	contRounds: 2, contWindow: 600 * time.Millisecond,
-	faultRounds: 3, faultOps: 150, faultBudget: 350 * time.Millisecond, opTimeout: time.Second,
-	deadMajTrials: 5,
-	wdLocks:       10000, wdRounds: 1,
-	herdRounds: 1, herdWindow: 800 * time.Millisecond,
-	restartTrials: 4, restartRenewTrials: 2,
+	contRounds: 2, contWindow: 400 * time.Millisecond,
+	faultRounds: 3, faultOps: 150, faultBudget: 300 * time.Millisecond, opTimeout: time.Second,
+	deadMajTrials: 3,
+	wdLocks:       10000, wdRounds: 1, wdDefaultOnly: true,
+	herdRounds: 1, herdWindow: 800 * time.Millisecond, herdWarm: 250 * time.Millisecond, contWarm: 100 * time.Millisecond,
+	restartTrials: 2, restartRenewTrials: 1,
 }
 
 var fullCfg = config{
@@ -67,7 +76,7 @@ var fullCfg = config{
 	faultRounds: 9, faultOps: 400, faultBudget: 2 * time.Second, opTimeout: 3 * time.Second,
 	deadMajTrials: 25,
 	wdLocks:       10000, wdRounds: 3,
-	herdRounds: 3, herdWindow: 3 * time.Second,
+	herdRounds: 3, herdWindow: 3 * time.Second, herdWarm: time.Second, contWarm: 300 * time.Millisecond,
 	restartTrials: 20, restartRenewTrials: 6,
 }
 
@@ -100,6 +109,7 @@ type results struct {
 	wd, wdLong           *watchdogResult // default node timeout; the longest one the lease allows
 	herd                 []*herdResult
 	restartNow, restartR []*restartResult
+	allocSites           map[kind][]allocSite
 	failures             []string // scenarios that could not run, and why
 }
 
@@ -128,7 +138,11 @@ func main() {
 		cfg, mode = quickCfg, "quick"
 	}
 	cfg.fill()
-	logf := func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+	t0 := time.Now()
+	logf := func(format string, args ...any) {
+		fmt.Fprintf(os.Stderr, "%5.1fs "+format+"\n", append([]any{time.Since(t0).Seconds()}, args...)...)
+	}
+	goredis.SetLogger(quietLogger{}) // go-redis logs every failed dial of the dead-node scenarios
 	want := func(s string) bool {
 		if *only == "" {
 			return true
@@ -232,6 +246,17 @@ func runMain(res *results, cfg config, want func(string) bool, scripts map[strin
 			if want("unc") {
 				logf("uncontended")
 				res.unc = runSeqScenario("unc", cs, cfg.uncRounds, cfg.uncOps, cfg.uncBudget, cfg.opTimeout, func() time.Duration { return serverCPU(cl) }, logf)
+				res.allocSites = map[kind][]allocSite{}
+				for _, c := range cs {
+					if c.kind == kRedlock || c.kind == kRedsync || c.kind == kFloor {
+						sites, err := profileAllocs(c, "prof", 300)
+						if err != nil {
+							res.failures = append(res.failures, fmt.Sprintf("allocation profile of %s: %v", c.kind, err))
+							continue
+						}
+						res.allocSites[c.kind] = sites
+					}
+				}
 			}
 			if want("tput") {
 				logf("throughput")
@@ -260,14 +285,14 @@ func runMain(res *results, cfg config, want func(string) bool, scripts map[strin
 				}
 			}
 			logf("contended: barge")
-			res.barge = runContendedScenario("barge", clients, allKinds, cfg.contGoroutines, cfg.contRounds, cfg.crit, cfg.contWindow, false, logf)
+			res.barge = runContendedScenario("barge", clients, allKinds, cfg.contGoroutines, cfg.contRounds, cfg.crit, cfg.contWarm, cfg.contWindow, false, logf)
 			logf("contended: handoff")
-			res.handoff = runContendedScenario("handoff", clients, allKinds, cfg.contGoroutines, cfg.contRounds, cfg.crit, cfg.contWindow, true, logf)
+			res.handoff = runContendedScenario("handoff", clients, allKinds, cfg.contGoroutines, cfg.contRounds, cfg.crit, cfg.contWarm, cfg.contWindow, true, logf)
 		}
 		if want("herd") {
 			logf("herd")
 			var err error
-			if res.herd, err = runHerd(cl, allKinds, cfg.herdRounds, cfg.herdWindow, cfg.crit, scripts, logf); err != nil {
+			if res.herd, err = runHerd(cl, allKinds, cfg.herdRounds, cfg.herdWarm, cfg.herdWindow, cfg.crit, scripts, logf); err != nil {
 				res.failures = append(res.failures, "herd: "+err.Error())
 			}
 		}
@@ -283,6 +308,9 @@ func runMain(res *results, cfg config, want func(string) bool, scripts map[strin
 			}
 			// The same with the longest node timeout the lease allows
 			// (below lease/3), so that every round can finish.
+			if cfg.wdDefaultOnly {
+				return nil
+			}
 			if res.wdLong, err = runWatchdog(cl, cfg.wdLocks, cfg.wdLease, cfg.wdLease/3-100*time.Millisecond, cfg.wdRounds, scripts, logf); err != nil {
 				res.failures = append(res.failures, "watchdog (long node timeout): "+err.Error())
 			} else {

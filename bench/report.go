@@ -27,7 +27,7 @@ func uncTable(s *seqScenario, withMem bool) string {
 	if s == nil {
 		return "_not run_\n"
 	}
-	head := []string{"contender", "p50", "p90", "p99", "p50 / floor", "ops", "errors"}
+	head := []string{"contender", "p50", "p90", "p99", "p50 / floor (paired per round)", "ops", "errors"}
 	if withMem {
 		head = append(head, "allocs/op", "bytes/op", "client CPU/op", "server CPU/op")
 	}
@@ -45,7 +45,7 @@ func uncTable(s *seqScenario, withMem bool) string {
 		if r.timedOut {
 			errs += " (then timed out)"
 		}
-		row := []string{kindLabel(r.kind), fmtDur(pct(r.lat, 50)), fmtDur(pct(r.lat, 90)), fmtDur(pct(r.lat, 99)), fmtRatio(r.ratio), fmt.Sprint(r.ops), errs}
+		row := []string{kindLabel(r.kind), fmtDur(pct(r.lat, 50)), fmtDur(pct(r.lat, 90)), fmtDur(pct(r.lat, 99)), fmtRatio(r.ratio) + " (" + fmtRatio(r.paired) + ")", fmt.Sprint(r.ops), errs}
 		if withMem {
 			row = append(row, fmt.Sprintf("%.0f", r.mallocs), fmt.Sprintf("%.0f", r.bytes), fmtDur(r.cpu), fmtDur(r.srv))
 		}
@@ -66,7 +66,7 @@ func tputTable(ts []*tputResult) string {
 		}
 		rows = append(rows, []string{kindLabel(t.kind), fmt.Sprintf("%.0f", t.median()), fmtRatio(t.ratio), fmtDur(cpu), fmtDur(srv), fmt.Sprint(t.errs)})
 	}
-	return table([]string{"contender", "ops/s (median of rounds)", "ops/s / floor", "client CPU/op", "server CPU/op", "errors"}, rows)
+	return table([]string{"contender", "ops/s (median of rounds)", "/ floor", "client CPU/op", "server CPU/op", "errors"}, rows)
 }
 
 func contTable(cs []*contResult) string {
@@ -129,9 +129,9 @@ func wdTable(w *watchdogResult) string {
 		to = fmtDur(w.nodeTimeout)
 	}
 	for i, r := range w.rounds {
-		rows = append(rows, []string{to, fmt.Sprintf("%d (%d lost while acquiring)", w.locks, w.lostAcquire), fmt.Sprint(i + 1), fmt.Sprint(r.alive), fmt.Sprint(r.renewed), ints(r.rtPerNode), ints(r.cmdPerNode), ints(r.evalshaNode), fmtDur(time.Duration(avg(r.evalshaUsec)) * time.Microsecond), fmtDur(r.wall), fmtDur(r.cpu)})
+		rows = append(rows, []string{to, fmt.Sprintf("%d (%d lost while acquiring, %d lost one lease after the round)", w.locks, w.lostAcquire, w.lostEnd), fmt.Sprint(i + 1), fmt.Sprint(r.alive), fmt.Sprint(r.renewed), ints(r.rtPerNode), r.cmds, ints(r.evalshaNode), fmtDur(time.Duration(avg(r.evalshaUsec)) * time.Microsecond), fmtDur(r.wall), fmtDur(r.cpu)})
 	}
-	return table([]string{"node timeout", "locks taken", "round", "holds alive", "renewed this round", "round trips by node (client-counted)", "renew.lua calls by node", "EVALSHA by node (commandstats)", "EVALSHA server time per node", "round wall time", "client CPU"}, rows)
+	return table([]string{"node timeout", "locks taken", "round", "holds alive", "renewed this round", "round trips by node (client-counted)", "commands sent to node 0", "EVALSHA by node (commandstats)", "EVALSHA server time per node", "round wall time", "client CPU"}, rows)
 }
 
 func restartTable(rs ...[]*restartResult) string {
@@ -196,5 +196,3 @@ func summaryTable(res *results) string {
 	}
 	return b.String()
 }
-
-func writeDocs(res *results, root string) error { return nil }

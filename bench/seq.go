@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -97,7 +98,8 @@ type seqResult struct {
 	bytes    float64
 	cpu      time.Duration // per op
 	srv      time.Duration // redis-server CPU per op, every node
-	ratio    float64       // median over rounds of (round p50 / floor's round p50)
+	ratio    float64       // p50 of every sample / the floor's
+	paired   float64       // median over rounds of (round p50 / floor's round p50)
 	rounds   []time.Duration
 }
 
@@ -183,7 +185,16 @@ func runSeqScenario(name string, cs []*contender, rounds, opsPerBatch int, budge
 				ratios = append(ratios, float64(x)/float64(f))
 			}
 		}
-		r.ratio = median(ratios)
+		r.paired = median(ratios)
+	}
+	if f := sc.get(kFloor); f != nil && len(f.lat) > 0 {
+		for _, r := range sc.results {
+			if len(r.lat) > 0 {
+				r.ratio = float64(pct(r.lat, 50)) / float64(pct(f.lat, 50))
+			} else {
+				r.ratio = math.NaN()
+			}
+		}
 	}
 	return sc
 }
@@ -196,7 +207,7 @@ type tputResult struct {
 	cpu    time.Duration // client CPU over every round
 	srv    time.Duration // redis-server CPU over every round
 	errs   int
-	ratio  float64 // median over rounds of ops/s divided by the floor's
+	ratio  float64 // median ops/s divided by the floor's
 }
 
 func (t *tputResult) median() float64 { return median(t.opsSec) }
@@ -210,12 +221,8 @@ func runThroughput(cs []*contender, g, rounds int, window time.Duration, srvCPU 
 		acc[c.kind] = &tputResult{kind: c.kind}
 		out = append(out, acc[c.kind])
 	}
-	per := make([]map[kind]float64, rounds)
 	// One unmeasured round first, so every pool holds its g connections.
 	for round := -1; round < rounds; round++ {
-		if round >= 0 {
-			per[round] = map[kind]float64{}
-		}
 		for j := range cs {
 			c := cs[(j+max(round, 0))%len(cs)]
 			time.Sleep(20 * time.Millisecond)
@@ -258,17 +265,12 @@ func runThroughput(cs []*contender, g, rounds int, window time.Duration, srvCPU 
 			v := float64(ops.Load()) / el.Seconds()
 			acc[c.kind].opsSec = append(acc[c.kind].opsSec, v)
 			acc[c.kind].errs += int(errs.Load())
-			per[round][c.kind] = v
 		}
 	}
-	for _, r := range out {
-		var ratios []float64
-		for _, p := range per {
-			if f := p[kFloor]; f > 0 {
-				ratios = append(ratios, p[r.kind]/f)
-			}
+	if f := acc[kFloor]; f != nil {
+		for _, r := range out {
+			r.ratio = r.median() / f.median()
 		}
-		r.ratio = median(ratios)
 	}
 	return out
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -118,9 +119,9 @@ type watchdogResult struct {
 	locks       int
 	lease       time.Duration
 	acquireTime time.Duration
-	lostAcquire int // holds lost by the time every lock was acquired and two periods passed
+	lostAcquire int // holds already lost when the last Lock returned
 	rounds      []wdRound
-	lostEnd     int // holds lost by the end of the measured rounds
+	lostEnd     int // holds lost one lease after the measured rounds
 	nodeTimeout time.Duration
 	warnings    []string // redlock's warnings during the run, counted
 }
@@ -134,6 +135,7 @@ type wdRound struct {
 	wall        time.Duration // from the round's first request to its quiet end
 	renewed     int           // holds whose Until moved on in this round
 	alive       int
+	cmds        string // client-counted commands of the round on node 0
 }
 
 // runWatchdog holds n locks in one redlock client (lease 3s, renewed every
@@ -195,10 +197,13 @@ func runWatchdog(cl *redlocktest.Cluster, n int, lease, nodeTimeout time.Duratio
 		return k, until
 	}
 	period := lease / 3
-	time.Sleep(lease) // every hold has been through renewal rounds or been lost
 	a, _ := alive()
 	res.lostAcquire = n - a
-	logf("  watchdog (node timeout %v): %d locks acquired in %v (8 goroutines); %d lost one lease later", nodeTimeout, n, res.acquireTime.Round(time.Millisecond), res.lostAcquire)
+	to := "default"
+	if nodeTimeout > 0 {
+		to = nodeTimeout.String()
+	}
+	logf("  watchdog (node timeout %s): %d locks acquired in %v (8 goroutines); %d already lost", to, n, res.acquireTime.Round(time.Millisecond), res.lostAcquire)
 
 	total := func() int64 {
 		rt, _ := cnt.snapshot()
@@ -251,6 +256,14 @@ func runWatchdog(cl *redlocktest.Cluster, n int, lease, nodeTimeout time.Duratio
 			}
 		}
 		ev := diffStats(cs0, cs1, "evalsha")
+		var parts []string
+		for name, v := range cm1[0] {
+			if d := v - cm0[0][name]; d > 0 {
+				parts = append(parts, fmt.Sprintf("%s ×%d", name, d))
+			}
+		}
+		sort.Strings(parts)
+		w.cmds = strings.Join(parts, ", ")
 		for i := range rt0 {
 			w.rtPerNode = append(w.rtPerNode, rt1[i]-rt0[i])
 			w.cmdPerNode = append(w.cmdPerNode, cm1[i]["EVALSHA renew"]-cm0[i]["EVALSHA renew"])
@@ -258,10 +271,12 @@ func runWatchdog(cl *redlocktest.Cluster, n int, lease, nodeTimeout time.Duratio
 			w.evalshaUsec = append(w.evalshaUsec, ev[i].usec)
 		}
 		res.rounds = append(res.rounds, w)
-		logf("  watchdog round %d: round trips by node %v, renew calls %v, EVALSHA %v, renewed %d of %d alive, cpu %v", r, w.rtPerNode, w.cmdPerNode, w.evalshaNode, w.renewed, w.alive, w.cpu)
+		logf("  watchdog round %d: round trips by node %v (node 0: %s), EVALSHA %v, renewed %d of %d alive, cpu %v", r, w.rtPerNode, w.cmds, w.evalshaNode, w.renewed, w.alive, w.cpu)
 	}
+	time.Sleep(lease) // a hold whose renewal failed in the measured rounds is lost by now
 	a, _ = alive()
 	res.lostEnd = n - a
+	logf("  watchdog (node timeout %s): %d of %d holds lost one lease after the measured rounds", to, res.lostEnd, n)
 	return res, nil
 }
 
@@ -282,7 +297,7 @@ type herdResult struct {
 
 // runHerd puts 64 goroutines in 4 clients on one key, for every contender in
 // turn, counting what the nodes served.
-func runHerd(cl *redlocktest.Cluster, kinds []kind, rounds int, window, crit time.Duration, scripts map[string]string, logf func(string, ...any)) ([]*herdResult, error) {
+func runHerd(cl *redlocktest.Cluster, kinds []kind, rounds int, warm, window, crit time.Duration, scripts map[string]string, logf func(string, ...any)) ([]*herdResult, error) {
 	clients := map[kind][]*contender{}
 	cnts := map[kind]*counters{}
 	defer func() {
@@ -325,12 +340,18 @@ func runHerd(cl *redlocktest.Cluster, kinds []kind, rounds int, window, crit tim
 		for j := range kinds {
 			k := kinds[(j+round)%len(kinds)]
 			time.Sleep(100 * time.Millisecond)
-			rt0, cmd0 := cnts[k].snapshot()
-			cs0 := allCommandStats(cl)
-			r := runContended(clients[k], 64, fmt.Sprintf("herd:%d", round), crit, window, false)
-			time.Sleep(100 * time.Millisecond) // let cleanups land before counting
-			rt1, cmd1 := cnts[k].snapshot()
-			cs1 := allCommandStats(cl)
+			var rt0, rt1 []int64
+			var cmd0, cmd1 []map[string]int64
+			var cs0, cs1 []map[string]cmdStat
+			r := runContended(clients[k], 64, fmt.Sprintf("herd:%d", round), crit, warm, window, false, func(start bool) {
+				if start {
+					rt0, cmd0 = cnts[k].snapshot()
+					cs0 = allCommandStats(cl)
+					return
+				}
+				rt1, cmd1 = cnts[k].snapshot()
+				cs1 = allCommandStats(cl)
+			})
 			s := sums[k]
 			s.acq += r.acq
 			s.secs += float64(r.acq) / r.acqPerSec

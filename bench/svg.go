@@ -29,8 +29,12 @@ func svgHeader(b *svgBuf, w, h int, title string) {
 func axisTicks(lo, hi float64, log bool) []float64 {
 	var ticks []float64
 	if log {
+		mults := []float64{1, 2, 5}
+		if math.Log10(hi/lo) > 3 {
+			mults = []float64{1} // more would crowd the axis
+		}
 		for e := math.Floor(math.Log10(lo)); e <= math.Ceil(math.Log10(hi)); e++ {
-			for _, m := range []float64{1, 2, 5} {
+			for _, m := range mults {
 				v := m * math.Pow(10, e)
 				if v >= lo*0.999 && v <= hi*1.001 {
 					ticks = append(ticks, v)
@@ -171,7 +175,7 @@ func cdfChart(title string, lines []cdfLine) string {
 		b.f(`<line x1="%.1f" y1="%d" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", x(t), top, x(t), y(0))
 		b.f(`<text x="%.1f" y="%.1f" text-anchor="middle" fill="#444">%s</text>`+"\n", x(t), y(0)+15, fmtDur(time.Duration(t)))
 	}
-	for _, p := range []float64{0, .25, .5, .75, .9, .99, 1} {
+	for _, p := range []float64{0, .25, .5, .75, .9, 1} {
 		b.f(`<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#eee"/>`+"\n", left, y(p), w-right, y(p))
 		b.f(`<text x="%d" y="%.1f" text-anchor="end" fill="#444">%g%%</text>`+"\n", left-4, y(p)+4, p*100)
 	}

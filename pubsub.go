@@ -208,8 +208,20 @@ func (s *subscriber) attach(conn redis.Conn) bool {
 		return false
 	}
 	s.conn = conn
+	// A channel nobody publishes to keeps the connection in subscribed mode,
+	// where PING is answered in pub/sub form: without it the watchdog's PING
+	// on an idle connection would get a plain +PONG, which a pub/sub reader
+	// takes for a broken connection, and reconnect every period.
+	if err := conn.Send("SUBSCRIBE", s.c.opts.prefix+"heartbeat"); err != nil {
+		return true // the reader sees the broken connection and reconnects
+	}
 	for ch := range s.refs {
 		s.sendLocked("SUBSCRIBE", ch)
+	}
+	if s.conn != nil {
+		if err := s.conn.Flush(); err != nil {
+			s.conn.Close()
+		}
 	}
 	return true
 }

@@ -6,13 +6,21 @@
 -- ARGV[4]  unlock channel
 -- Returns  1 the owner held the lock here (now updated or deleted);
 --          0 the key is absent; -1 another owner holds it.
--- Setting an absolute count makes a retried release harmless.
+-- Setting an absolute count makes a retried release harmless; comparing
+-- sequence numbers makes a late one harmless.
 local seqf = ARGV[1] .. '#'
-if redis.call('hexists', KEYS[1], seqf) == 0 then
+local seq = redis.call('hget', KEYS[1], seqf)
+if not seq then
   if redis.call('exists', KEYS[1]) == 0 then
     return 0
   end
   return -1
+end
+if tonumber(seq) > tonumber(ARGV[3]) then
+  -- A later write of this owner is here: this release is late (it was
+  -- decided at the majority and reached this node after the owner locked
+  -- again) and must not touch the newer hold.
+  return 1
 end
 if tonumber(ARGV[2]) > 0 then
   redis.call('hset', KEYS[1], ARGV[1], ARGV[2], seqf, ARGV[3])

@@ -45,11 +45,26 @@ var (
 // by SCRIPT LOAD when a node answers NOSCRIPT.
 type script struct {
 	*redis.Script
-	src string
+	src      string
+	keyCount int
 }
 
 func newScript(keyCount int, src string) script {
-	return script{redis.NewScript(keyCount, src), src}
+	return script{redis.NewScript(keyCount, src), src, keyCount}
+}
+
+// call is one script call prepared once for every node of a round: the
+// EVALSHA arguments are built once and shared, read-only.
+type call struct {
+	s    script
+	sha  []interface{} // hash, key count, keys and arguments
+	args []interface{} // keys and arguments
+}
+
+func (s script) call(keysAndArgs ...interface{}) call {
+	sha := make([]interface{}, 0, 2+len(keysAndArgs))
+	sha = append(sha, s.Hash(), s.keyCount)
+	return call{s: s, sha: append(sha, keysAndArgs...), args: keysAndArgs}
 }
 
 // Node is one independent Redis master, reached through a redigo pool.
@@ -113,10 +128,16 @@ func (n *Node) check(ctx context.Context, conn redis.Conn, timeout time.Duration
 	defer cancel()
 	at := now()
 	info, err := redis.String(redis.DoContext(conn, ctx, "INFO", "server"))
+	var re redis.Error
+	if errors.As(err, &re) {
+		return nil // a server without INFO server: its restarts cannot be seen
+	}
 	if err != nil {
 		return err
 	}
-	return n.observe(info, at)
+	// Likewise a server whose answer has no run_id or uptime: not a failure.
+	_ = n.observe(info, at)
+	return nil
 }
 
 // process returns what is known of the node's server process.
@@ -137,23 +158,47 @@ func (n *Node) fail(err error) *NodeError {
 	return &NodeError{Node: n.name, Addr: n.addr, Err: err}
 }
 
-// eval runs a script on the node: getting a connection, sending EVALSHA (EVAL
-// on NOSCRIPT) and reading the reply all bounded by timeout.
-func (n *Node) eval(ctx context.Context, timeout time.Duration, s script, keysAndArgs ...interface{}) (interface{}, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+// eval runs a prepared script call on the node before deadline: getting a
+// connection (bounded by ctx, which must carry the deadline), sending
+// EVALSHA (EVAL on NOSCRIPT) and reading the reply. It uses the connection's
+// own read deadline rather than redigo's DoContext, which starts a goroutine
+// per command; node calls never need cancelling before their deadline.
+func (n *Node) eval(ctx context.Context, deadline time.Time, c call) (interface{}, error) {
 	conn, err := n.pool.GetContext(ctx)
 	if err != nil {
 		ne := n.fail(err)
 		ne.unsent = true
 		return nil, ne
 	}
-	reply, err := s.DoContext(ctx, conn, keysAndArgs...)
-	conn.Close()
+	defer conn.Close()
+	reply, err := doBefore(conn, deadline, "EVALSHA", c.sha)
+	var re redis.Error
+	if errors.As(err, &re) && strings.HasPrefix(string(re), "NOSCRIPT ") {
+		eval := make([]interface{}, 0, 2+len(c.args))
+		eval = append(eval, c.s.src, c.s.keyCount)
+		reply, err = doBefore(conn, deadline, "EVAL", append(eval, c.args...))
+	}
 	if err != nil {
 		return nil, n.fail(err)
 	}
 	return reply, nil
+}
+
+// evalWithin is eval with its own deadline, timeout from now.
+func (n *Node) evalWithin(ctx context.Context, timeout time.Duration, c call) (interface{}, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	deadline, _ := ctx.Deadline()
+	return n.eval(ctx, deadline, c)
+}
+
+// doBefore runs one command whose reply must arrive before deadline.
+func doBefore(conn redis.Conn, deadline time.Time, cmd string, args []interface{}) (interface{}, error) {
+	left := time.Until(deadline)
+	if left <= 0 {
+		return nil, context.DeadlineExceeded
+	}
+	return redis.DoWithTimeout(conn, left, cmd, args...)
 }
 
 // evalBatch runs one script once per argument list, pipelined in a single

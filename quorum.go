@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-multierror"
@@ -119,15 +120,23 @@ func (c *Client) fanoutQ(ctx context.Context, s script, args []interface{}, clas
 		}
 		return r
 	}
-	timeout := c.opts.nodeTimeout
-	// Node calls run detached from ctx, each bounded by the node timeout: a
-	// call that answers after the decision (a release on a slow node, a
-	// rollback) still lands when the caller cancels ctx on return.
-	nctx := context.WithoutCancel(ctx)
+	// Node calls run detached from ctx, bounded by the node timeout from the
+	// start of the round: a call that answers after the decision (a release
+	// on a slow node, a rollback) still lands when the caller cancels ctx on
+	// return. The last node goroutine to finish releases the deadline.
+	nctx, deadline, release := detached(ctx, c.opts.nodeTimeout)
+	var running atomic.Int32
+	running.Store(int32(n))
+	prepared := s.call(args...)
 	for i, node := range c.nodes {
 		go func(i int, node *Node) {
 			defer c.bg.Done()
-			reply, err := node.eval(nctx, timeout, s, args...)
+			defer func() {
+				if running.Add(-1) == 0 {
+					release()
+				}
+			}()
+			reply, err := node.eval(nctx, deadline, prepared)
 			answers <- answer{i, reply, err}
 			if undo == nil {
 				return
@@ -136,7 +145,7 @@ func (c *Client) fanoutQ(ctx context.Context, s script, args []interface{}, clas
 			if !r.failed || !mayHaveApplied(reply, err, classify) {
 				return
 			}
-			uerr := undo(nctx, node)
+			uerr := undo(context.WithoutCancel(ctx), node)
 			if r.got[i] && r.votes[i] == voteYes {
 				r.undoErrs <- uerr // it said yes: a key of ours is left if this failed
 				return
@@ -251,6 +260,14 @@ func (c *Client) goAdd(n int) bool {
 	}
 	c.bg.Add(n)
 	return true
+}
+
+// detached returns a context that keeps ctx's values but not its
+// cancellation, with a deadline timeout from now, and its release function.
+func detached(ctx context.Context, timeout time.Duration) (context.Context, time.Time, context.CancelFunc) {
+	nctx, release := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	deadline, _ := nctx.Deadline()
+	return nctx, deadline, release
 }
 
 // since is the time elapsed from start on the monotonic clock.

@@ -665,7 +665,7 @@ func (c *Client) releaseHolds(ctx context.Context, ms []*Mutex) *multierror.Erro
 		wg.Add(1)
 		go func(n *Node) {
 			defer wg.Done()
-			replies, err := n.evalBatch(ctx, c.opts.nodeTimeout, releaseScript, batches)
+			replies, err := n.evalBatch(ctx, c.closeTimeout(), releaseScript, batches)
 			mu.Lock()
 			defer mu.Unlock()
 			for i, r := range rs {

@@ -178,7 +178,7 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew bool) attemp
 	}
 	args := []interface{}{m.key, m.marks, m.fence, m.field, prev + 1, lease.Milliseconds(), seq, fencing}
 	undo := func(ctx context.Context, n *Node) error {
-		_, err := n.eval(ctx, c.opts.nodeTimeout, rollbackScript, m.key, m.marks, m.field, seq, prev, m.channel, lease.Milliseconds())
+		_, err := n.evalWithin(ctx, c.opts.nodeTimeout, rollbackScript.call(m.key, m.marks, m.field, seq, prev, m.channel, lease.Milliseconds()))
 		if err != nil {
 			var ne *NodeError
 			if errors.As(err, &ne) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -22,7 +23,8 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-const nodeTimeout = 100 * time.Millisecond
+// nodeTimeout is the library default: the suite runs with -race on 2 busy cores.
+const nodeTimeout = 250 * time.Millisecond
 
 // dial returns a Client over the cluster's nodes, closed when the test ends.
 func dial(t *testing.T, cl *redlocktest.Cluster, opts ...redlock.Option) *redlock.Client {
@@ -72,13 +74,19 @@ func seize(t *testing.T, cl *redlocktest.Cluster, i int, name string) {
 	require.NoError(t, err)
 }
 
-// eventuallyFree asserts that nobody holds name on any node, allowing for
-// the nodes that answer a release after the majority decided it.
-func eventuallyFree(t *testing.T, cl *redlocktest.Cluster, name string) {
+// eventuallyCounts asserts that the hold counts of name on the nodes become
+// want, allowing for the nodes that answer after the majority decided.
+func eventuallyCounts(t *testing.T, cl *redlocktest.Cluster, name string, want []string) {
 	t.Helper()
 	assert.Eventually(t, func() bool {
-		return assert.ObjectsAreEqual(repeat("", cl.N()), counts(t, cl, name))
-	}, time.Second, 5*time.Millisecond, "a hold of %s is left on some node", name)
+		return assert.ObjectsAreEqual(want, counts(t, cl, name))
+	}, time.Second, 5*time.Millisecond, "counts of %s on the nodes never became %v (now %v)", name, want, counts(t, cl, name))
+}
+
+// eventuallyFree asserts that nobody holds name on any node.
+func eventuallyFree(t *testing.T, cl *redlocktest.Cluster, name string) {
+	t.Helper()
+	eventuallyCounts(t, cl, name, repeat("", cl.N()))
 }
 
 func repeat(s string, n int) []string {
@@ -110,7 +118,7 @@ func TestLockUnlockOnOneThreeFiveNodes(t *testing.T) {
 			count, err := m.HoldCount(ctx)
 			require.NoError(t, err)
 			assert.Equal(t, 1, count)
-			assert.Equal(t, repeat("1", n), counts(t, cl, "job"))
+			eventuallyCounts(t, cl, "job", repeat("1", n))
 			lost := m.Lost()
 			select {
 			case <-lost:
@@ -163,7 +171,7 @@ func TestOwnersExcludeEachOther(t *testing.T) {
 		}
 		return true
 	}, time.Second, 5*time.Millisecond)
-	assert.Equal(t, repeat("1", 3), counts(t, cl, "x"))
+	eventuallyCounts(t, cl, "x", repeat("1", 3))
 	require.NoError(t, a.Unlock(ctx))
 	ok, err := c2.NewMutex("x").TryLock(ctx, 0, time.Second)
 	require.NoError(t, err)
@@ -179,19 +187,19 @@ func TestReentrantCountsEqualOnEveryNode(t *testing.T) {
 	require.NoError(t, cl.Kill(4)) // node 4 misses the first acquisition
 	require.NoError(t, m.Lock(ctx))
 	require.NoError(t, cl.Restart(4))
-	assert.Equal(t, []string{"1", "1", "1", "1", ""}, counts(t, cl, "r"))
+	eventuallyCounts(t, cl, "r", []string{"1", "1", "1", "1", ""})
 
 	require.NoError(t, m.Lock(ctx))
 	ok, err := m.TryLock(ctx, 0, 0)
 	require.NoError(t, err)
 	require.True(t, ok)
-	assert.Equal(t, repeat("3", 5), counts(t, cl, "r"))
+	eventuallyCounts(t, cl, "r", repeat("3", 5))
 	n, err := m.HoldCount(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 3, n)
 
 	require.NoError(t, m.Unlock(ctx))
-	assert.Equal(t, repeat("2", 5), counts(t, cl, "r"))
+	eventuallyCounts(t, cl, "r", repeat("2", 5))
 	require.NoError(t, m.Unlock(ctx))
 	require.NoError(t, m.Unlock(ctx))
 	eventuallyFree(t, cl, "r")
@@ -494,7 +502,7 @@ func TestUnlockRetriedAfterNoQuorumReleasesOnce(t *testing.T) {
 	n, err := m.HoldCount(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 1, n)
-	assert.Equal(t, repeat("1", 5), counts(t, cl, "retry"))
+	eventuallyCounts(t, cl, "retry", repeat("1", 5))
 
 	for _, i := range []int{0, 1, 2} {
 		require.NoError(t, cl.Pause(i))
@@ -569,9 +577,7 @@ func TestOneMutexFromManyGoroutinesIsOneOwner(t *testing.T) {
 	n, err := m.HoldCount(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 8, n)
-	assert.Eventually(t, func() bool {
-		return assert.ObjectsAreEqual(repeat("8", 3), counts(t, cl, "shared"))
-	}, time.Second, 5*time.Millisecond)
+	eventuallyCounts(t, cl, "shared", repeat("8", 3))
 	for i := 0; i < 8; i++ {
 		wg.Add(1)
 		go func() {
@@ -671,4 +677,36 @@ func TestRollbackErrorsAreReturned(t *testing.T) {
 	t.Log(err)
 	// The key the failed rollback left on node 2 is still there, to expire.
 	assert.Len(t, holders(t, cl, 2, "rberr"), 1)
+}
+
+// TestLateReleaseDoesNotTouchANewerHold: Unlock decides at the majority, so
+// a release can still reach a slow node after the same owner locked again.
+// The late release (run here by hand with the older sequence number, at the
+// moment it would land) must leave the newer hold alone.
+func TestLateReleaseDoesNotTouchANewerHold(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	ctx := context.Background()
+	m := dial(t, cl).NewMutex("late-release")
+	require.NoError(t, m.Lock(ctx))
+	field := holderField(t, cl, "late-release")
+	oldSeq, err := redis.Int64(cl.Do(0, "HGET", keyOf("late-release"), field+"#"))
+	require.NoError(t, err)
+	require.NoError(t, m.Unlock(ctx))
+	require.NoError(t, m.Lock(ctx)) // the newer hold
+	eventuallyCounts(t, cl, "late-release", repeat("1", 3))
+
+	src, err := os.ReadFile("scripts/release.lua")
+	require.NoError(t, err)
+	// The release of the first hold carried a sequence number just above the
+	// first acquisition's, below the second's.
+	reply, err := redis.Int64(cl.Do(2, "EVAL", string(src), 1, keyOf("late-release"), field, 0, oldSeq+1, "redlock:unlock:late-release"))
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, reply)
+	assert.Equal(t, repeat("1", 3), counts(t, cl, "late-release"), "the late release deleted the newer hold")
+
+	other := dial(t, cl).NewMutex("late-release")
+	ok, err := other.TryLock(ctx, 0, 0)
+	require.NoError(t, err)
+	assert.False(t, ok, "two holders")
+	require.NoError(t, m.Unlock(ctx))
 }

@@ -205,18 +205,19 @@ func TestContentionManyGoroutinesFourClients(t *testing.T) {
 
 func TestWatchdogOutlivesThreeLeases(t *testing.T) {
 	cl := redlocktest.Start(t, 5)
-	c := dial(t, cl, redlock.WithLease(300*time.Millisecond), redlock.WithNodeTimeout(50*time.Millisecond))
+	const lease = 600 * time.Millisecond
+	c := dial(t, cl, redlock.WithLease(lease), redlock.WithNodeTimeout(100*time.Millisecond))
 	ctx := context.Background()
 	m := c.NewMutex("wd")
 	require.NoError(t, m.Lock(ctx))
 	first := m.Until()
-	time.Sleep(time.Second)
+	time.Sleep(3 * lease)
 	select {
 	case <-m.Lost():
 		t.Fatal("a renewed hold was lost")
 	default:
 	}
-	assert.True(t, m.Until().After(first.Add(500*time.Millisecond)), "Until moved on with renewals")
+	assert.True(t, m.Until().After(first.Add(lease)), "Until moved on with renewals")
 	held, err := m.IsHeld(ctx)
 	require.NoError(t, err)
 	assert.True(t, held)
@@ -244,7 +245,7 @@ func TestWatchdogOutlivesThreeLeases(t *testing.T) {
 	select {
 	case <-m.Lost():
 		t.Logf("loss signalled %v after the majority died", time.Since(killed))
-	case <-time.After(300*time.Millisecond + 200*time.Millisecond):
+	case <-time.After(lease + 200*time.Millisecond):
 		t.Fatal("Lost did not close within one lease of losing the majority")
 	}
 	assert.True(t, m.Until().IsZero())
@@ -253,19 +254,22 @@ func TestWatchdogOutlivesThreeLeases(t *testing.T) {
 
 func TestWatchdogStopsAtUnlock(t *testing.T) {
 	cl := redlocktest.Start(t, 3)
-	c := dial(t, cl, redlock.WithLease(150*time.Millisecond), redlock.WithNodeTimeout(40*time.Millisecond))
+	const lease = 600 * time.Millisecond
+	c := dial(t, cl, redlock.WithLease(lease), redlock.WithNodeTimeout(150*time.Millisecond))
 	ctx := context.Background()
-	// Many short holds, released while renewal rounds run.
+	// Many short holds, released while renewal rounds (every 200ms) run.
 	for i := 0; i < 40; i++ {
 		m := c.NewMutex("wd-stop")
 		require.NoError(t, m.Lock(ctx))
-		time.Sleep(time.Duration(i%7) * 10 * time.Millisecond)
+		time.Sleep(time.Duration(i%7) * 20 * time.Millisecond)
 		require.NoError(t, m.Unlock(ctx))
 	}
-	// Rounds after the last Unlock must not bring the key back.
-	for j := 0; j < 4; j++ {
-		time.Sleep(60 * time.Millisecond)
+	// A release that reached a node late leaves a key for at most one lease;
+	// a watchdog that outlived its unlock would keep it alive for ever.
+	time.Sleep(lease + 100*time.Millisecond)
+	for j := 0; j < 3; j++ {
 		assert.Equal(t, repeat("", 3), counts(t, cl, "wd-stop"), "a watchdog outlived its unlock")
+		time.Sleep(lease / 3)
 	}
 }
 
@@ -358,4 +362,49 @@ func TestCloseWithHoldsAndWaitersInFlight(t *testing.T) {
 	assert.Equal(t, repeat("", 3), counts(t, cl, "mine"))
 	<-held.Lost()
 	require.NoError(t, blocker.Unlock(ctx))
+}
+
+// connectionsReceived is node i's count of accepted connections so far.
+func connectionsReceived(t *testing.T, cl *redlocktest.Cluster, i int) int {
+	t.Helper()
+	info, err := redis.String(cl.Do(i, "INFO", "stats"))
+	require.NoError(t, err)
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "total_connections_received:"); ok {
+			n, err := strconv.Atoi(v)
+			require.NoError(t, err)
+			return n
+		}
+	}
+	t.Fatal("no total_connections_received in INFO stats")
+	return 0
+}
+
+// TestIdlePubSubConnectionsStay: the watchdog pings the pub/sub connections
+// every lease/3; a connection with no waiter left must answer and stay, not
+// be dropped and dialled again every period.
+func TestIdlePubSubConnectionsStay(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	ctx := context.Background()
+	const lease = 300 * time.Millisecond
+	c := dial(t, cl, redlock.WithLease(lease), redlock.WithNodeTimeout(80*time.Millisecond))
+	holder := dial(t, cl).NewMutex("idle")
+	require.NoError(t, holder.Lock(ctx))
+	ok, err := c.NewMutex("idle").TryLock(ctx, 50*time.Millisecond, 0) // subscribes, then leaves
+	require.NoError(t, err)
+	require.False(t, ok)
+	keep := c.NewMutex("keep-watchdog-busy")
+	require.NoError(t, keep.Lock(ctx))
+
+	time.Sleep(lease) // settle
+	before := make([]int, 3)
+	for i := range before {
+		before[i] = connectionsReceived(t, cl, i)
+	}
+	time.Sleep(4 * lease) // a dozen watchdog ticks, each pinging pub/sub
+	for i := range before {
+		assert.LessOrEqual(t, connectionsReceived(t, cl, i)-before[i], 1, "node %d: pub/sub reconnecting every period", i)
+	}
+	require.NoError(t, keep.Unlock(ctx))
+	require.NoError(t, holder.Unlock(ctx))
 }

@@ -210,12 +210,20 @@ func (wd *watchdog) renewAll(ctx context.Context) int {
 	}
 	wg.Wait()
 
-	// Repair: a node that answered "absent" for a hold a quorum still has
-	// lost it (restarted empty); write it back there.
+	// Repair: write the hold back on nodes that answered "absent" (restarted
+	// empty, or never reached by the acquisition). It is a fresh acquisition
+	// there, so it needs no other owner anywhere and enough nodes, held or
+	// absent, to make a majority; and at least one node still holding it, so
+	// a lock forced away everywhere (ForceUnlock) stays away. Repaired nodes
+	// count toward this round's quorum unless they are in quarantine.
+	quarantined := make([]bool, len(c.nodes))
+	for i, n := range c.nodes {
+		quarantined[i] = c.quarantined(n) != nil
+	}
 	for i, n := range c.nodes {
 		var fix []*renewal
 		for _, r := range rs {
-			if r.absent[i] && r.yes >= c.quorum {
+			if r.absent[i] && r.repairable(quarantined, c.quorum) {
 				fix = append(fix, r)
 			}
 		}
@@ -223,12 +231,21 @@ func (wd *watchdog) renewAll(ctx context.Context) int {
 			continue
 		}
 		wg.Add(1)
-		go func(n *Node) {
+		go func(i int, n *Node) {
 			defer wg.Done()
-			if _, err := n.evalBatch(ctx, c.opts.nodeTimeout, renewScript, wd.batches(fix, true)); err != nil {
+			replies, err := n.evalBatch(ctx, c.opts.nodeTimeout, renewScript, wd.batches(fix, true))
+			if err != nil {
 				c.opts.logger.Warn("redlock: repair failed on a node", "node", n.name, "holds", len(fix), "err", err)
+				return
 			}
-		}(n)
+			mu.Lock()
+			defer mu.Unlock()
+			wd.count(fix, replies, func(r *renewal, v int64) {
+				if v == 1 && !quarantined[i] {
+					r.yes++
+				}
+			})
+		}(i, n)
 	}
 	wg.Wait()
 
@@ -260,6 +277,24 @@ func (wd *watchdog) renewAll(ctx context.Context) int {
 		m.mu.Unlock()
 	}
 	return renewed
+}
+
+// repairable reports whether a hold may be written back on the nodes where
+// its key is absent (see renewAll).
+func (r *renewal) repairable(quarantined []bool, quorum int) bool {
+	if r.yes >= quorum {
+		return true
+	}
+	if r.yes == 0 || r.other > 0 {
+		return false
+	}
+	n := r.yes
+	for i, a := range r.absent {
+		if a && !quarantined[i] {
+			n++
+		}
+	}
+	return n >= quorum
 }
 
 // batches builds the renew.lua calls for rs, renewBatch holds per call.

@@ -408,3 +408,52 @@ func TestIdlePubSubConnectionsStay(t *testing.T) {
 	require.NoError(t, keep.Unlock(ctx))
 	require.NoError(t, holder.Unlock(ctx))
 }
+
+// TestRenewalRepairsWhenAMajorityIsHeldOrFree: a hold that one node missed
+// (it never got the acquisition) survives the death of two of the nodes that
+// have it: three nodes are up, nobody else holds the lock, so the watchdog
+// writes the hold on the node that missed it and keeps a majority.
+func TestRenewalRepairsWhenAMajorityIsHeldOrFree(t *testing.T) {
+	cl := redlocktest.Start(t, 5)
+	ctx := context.Background()
+	const lease = 600 * time.Millisecond
+	m := dial(t, cl, redlock.WithLease(lease), redlock.WithNodeTimeout(100*time.Millisecond)).NewMutex("repair")
+	require.NoError(t, m.Lock(ctx))
+	eventuallyCounts(t, cl, "repair", repeat("1", 5))
+	_, err := cl.Do(4, "DEL", keyOf("repair")) // node 4 missed the acquisition
+	require.NoError(t, err)
+	require.NoError(t, cl.Kill(0))
+	require.NoError(t, cl.Kill(1))
+	time.Sleep(3 * lease)
+	select {
+	case <-m.Lost():
+		t.Fatal("lost although three nodes are up and nobody else holds the lock")
+	default:
+	}
+	assert.Len(t, holders(t, cl, 4, "repair"), 1, "written back on the node that missed it")
+	other := dial(t, cl).NewMutex("repair")
+	ok, err := other.TryLock(ctx, 0, 0)
+	require.NoError(t, err)
+	assert.False(t, ok)
+	require.NoError(t, m.Unlock(ctx))
+}
+
+// TestForcedAwayHoldIsNotRepaired: after ForceUnlock, even with nobody
+// waiting, the watchdog does not write the hold back: it is lost.
+func TestForcedAwayHoldIsNotRepaired(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	ctx := context.Background()
+	const lease = 600 * time.Millisecond
+	m := dial(t, cl, redlock.WithLease(lease), redlock.WithNodeTimeout(100*time.Millisecond)).NewMutex("forced")
+	require.NoError(t, m.Lock(ctx))
+	ok, err := dial(t, cl).NewMutex("forced").ForceUnlock(ctx)
+	require.NoError(t, err)
+	require.True(t, ok)
+	select {
+	case <-m.Lost():
+	case <-time.After(2 * lease):
+		t.Fatal("the forced-away hold was not declared lost")
+	}
+	time.Sleep(lease / 2)
+	eventuallyFree(t, cl, "forced")
+}

@@ -157,11 +157,11 @@ func targets(res *results) []target {
 		if alive == w.locks*len(w.rounds) && renewed == alive && w.lostEnd == 0 {
 			ts = append(ts, target{what, fmt.Sprintf("at most %d, all %d holds renewed", most, w.locks), metMissed(most <= 2, ""), ""})
 		} else {
-			m := fmt.Sprintf("default node timeout: the measured round(s) carried %d live holds (%d lost while acquiring) and renewed %d, with at most %d round trip(s) per node; %d of %d holds lost one lease later", alive/len(w.rounds), w.lostAcquire, renewed/len(w.rounds), most, w.lostEnd, w.locks)
+			m := fmt.Sprintf("default node timeout: %d of %d measured rounds renewed every live hold (%d live holds per round on average, %d lost while acquiring), at most %d round trip(s) per node; %d of %d holds lost one lease later", fullRounds(w), len(w.rounds), alive/len(w.rounds), w.lostAcquire, most, w.lostEnd, w.locks)
 			verdict := "**missed**: the round trips are within the target, the renewal is not (see the note)"
 			if l := res.wdLong; l != nil && len(l.rounds) > 0 {
 				lm, lr, la := wdSummary(l)
-				m += fmt.Sprintf("; with `WithNodeTimeout(%s)`: %d of %d live holds renewed, at most %d round trip(s) per node, %d of %d lost one lease later", fmtDur(l.nodeTimeout), lr/len(l.rounds), la/len(l.rounds), lm, l.lostEnd, l.locks)
+				m += fmt.Sprintf("; with `WithNodeTimeout(%s)`: %d of %d live holds renewed, at most %d round trip(s) per node, %d of %d lost one lease later", l.nodeTimeout, lr/len(l.rounds), la/len(l.rounds), lm, l.lostEnd, l.locks)
 			}
 			ts = append(ts, target{what, m, verdict, ""})
 		}
@@ -183,10 +183,24 @@ func wdSummary(w *watchdogResult) (most int64, renewed, alive int) {
 	return most, renewed, alive
 }
 
+// fullRounds counts the rounds that renewed every live hold.
+func fullRounds(w *watchdogResult) int {
+	n := 0
+	for _, r := range w.rounds {
+		if r.alive > 0 && r.renewed == r.alive {
+			n++
+		}
+	}
+	return n
+}
+
 // overBy says by how much x exceeds a ceiling.
 func overBy(x, ceiling float64) string {
 	if math.IsNaN(x) || x <= ceiling {
 		return ""
+	}
+	if p := 100 * (x/ceiling - 1); p < 1 {
+		return fmt.Sprintf(" by %.1f%%", p)
 	}
 	return fmt.Sprintf(" by %.0f%%", 100*(x/ceiling-1))
 }
@@ -309,7 +323,7 @@ func renderDoc(res *results, plots map[string]string) string {
 	w("\n")
 
 	w("## Contenders\n\n")
-	w("- **redlock**: `redlock.Dial` with default options (30 s watchdog lease, 250 ms node timeout, restart quarantine on); `Lock`/`Unlock`, `TryLock(ctx, 0, 0)` for one attempt.\n")
+	w("- **redlock**: `redlock.Dial` with default options (30 s watchdog lease, 250 ms node timeout, restart quarantine on, fencing off); `Lock`/`Unlock`, `TryLock(ctx, 0, 0)` for one attempt.\n")
 	w("- **redsync**: github.com/go-redsync/redsync/v4 at its default mutex options (8 s expiry, 32 tries 50–250 ms apart, waits for every node), over redigo pools at redigo's defaults (no connect, read or write timeout; unlimited active connections) with 64 idle connections kept like redlock's pools, and no `TestOnBorrow` (it would add a round trip per checkout). `LockContext` is called again when its 32 tries run out.\n")
 	w("- **redsync failfast**: the same with `WithFailFast(true)`: it returns as soon as a majority answered, its best case.\n")
 	w("- **redislock (1 node)**: github.com/bsm/redislock over go-redis v9 defaults on node 0 only: **not a quorum lock**, shown as the cost of one node. 8 s TTL; waiting polls every millisecond (`LinearBackoff(1ms)`).\n")
@@ -357,7 +371,7 @@ func renderDoc(res *results, plots map[string]string) string {
 	w("%s\n\n", faultParagraph(res))
 
 	w("## Dead majority\n\n")
-	w("Nodes 0, 1 and 2 killed (SIGKILL) after a warm-up, so the pools still hold connections to them; then one attempt (`TryLock(ctx, 0, 0)`, redsync's `TryLockContext`, redislock's `Obtain` without retry, the floor's single round), %d trials per contender, each bounded by %v. \"Names every dead node\" checks that the error text contains the address of each killed node (redislock: of node 0).\n\n", cfg.deadMajTrials, cfg.opTimeout)
+	w("Nodes 0, 1 and 2 killed (SIGKILL) after a warm-up, so the pools still hold connections to them; then one attempt (`TryLock(ctx, 0, 0)`, redsync's `TryLockContext`, redislock's `Obtain` without retry, the floor's single round), %d trials per contender, each bounded by a %v context (a contender that ignores it is abandoned and reported as timed out). \"Names every dead node\" checks that the error text contains the address of each killed node (redislock: of node 0).\n\n", cfg.deadMajTrials, cfg.deadMajTimeout)
 	w("%s\n", deadMajTable(res.deadMaj, nil))
 	w("%s\n\n", deadMajParagraph(res))
 

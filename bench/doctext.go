@@ -139,7 +139,7 @@ func deadMajParagraph(res *results) string {
 	s := fmt.Sprintf("redlock decides as soon as a majority can no longer answer (three failures of five) and returns `ErrNoQuorum` wrapping one `*NodeError` per failed node, each with the node's URL and address: %s. redsync names nodes by their index (`node #0`); only its dial errors carry an address, so the first trial after the kill, which fails on pooled connections with EOF, names no address: %s. ",
 		dmStatus(rl), dmStatus(rs))
 	if rk != nil && rk.trials > 0 {
-		s += fmt.Sprintf("redislock's single node is dead; go-redis retries a failed command on a new connection with backoff, so its `Obtain` ran until the per-op context ended: p50 %s, `%s`.", fmtDur(pct(rk.times, 50)), rk.errText)
+		s += fmt.Sprintf("redislock's single node is dead; go-redis retries a failed command (three retries with backoff by default, each on a new connection), until it gives up or the context ends: p50 %s, max %s, first trial's error `%s`.", fmtDur(pct(rk.times, 50)), fmtDur(pct(rk.times, 100)), rk.errText)
 	}
 	return s
 }
@@ -159,9 +159,16 @@ func wdParagraph(res *results) string {
 	fmt.Fprintf(&b, "Each node spent %s of server time in those scripts (`INFO commandstats` usec), the round took %s from the first request to the last reply, and %s of client CPU.",
 		fmtDur(time.Duration(avg(r.evalshaUsec))*time.Microsecond), fmtDur(r.wall), fmtDur(r.cpu))
 	_, renewed, alive := wdSummary(w)
-	if w.lostAcquire > 0 || renewed < alive || w.lostEnd > 0 {
-		fmt.Fprintf(&b, "\n\n**With the default node timeout the watchdog did not keep 10,000 holds on this machine.** %d of %d holds were already lost when the last `Lock` returned, the measured round(s) renewed %d of %d live holds, and %d holds were lost one lease later. A node's whole round, every hold at once, is bounded by one node timeout (250 ms); the node needs the server time above, the five nodes share two CPUs with the client, and a node whose reply comes late counts as failed for every hold at once. When that happens on three nodes no hold is renewed, and the holds' validity (lease 3 s minus drift) runs out after a few such rounds.",
-			w.lostAcquire, w.locks, renewed, alive, w.lostEnd)
+	failed := len(w.rounds) - fullRounds(w)
+	if w.lostAcquire > 0 || w.lostEnd > 0 {
+		fmt.Fprintf(&b, "\n\n**With the default node timeout the watchdog did not keep 10,000 holds on this machine.** %d of %d holds were already lost when the last `Lock` returned, %d of %d measured rounds failed to renew every live hold (%d of %d renewals), and %d holds were lost one lease after the measured rounds.",
+			w.lostAcquire, w.locks, failed, len(w.rounds), renewed, alive, w.lostEnd)
+	} else if failed > 0 {
+		fmt.Fprintf(&b, "\n\n**With the default node timeout, renewal at this scale is marginal on this machine:** %d of %d measured rounds renewed no hold, or not all of them (%d of %d renewals in all). No hold was lost this time, because the next round succeeded within the validity (lease 3 s minus drift, a round every second); two failed rounds in a row would lose every hold.",
+			failed, len(w.rounds), renewed, alive)
+	}
+	if failed > 0 || w.lostAcquire > 0 || w.lostEnd > 0 {
+		b.WriteString(" A node's whole round, every hold at once, is bounded by one node timeout (250 ms); the node needs the server time above (it grows when the five nodes and the client compete for two CPUs), and a node whose reply comes late counts as failed for every hold at once; when that happens on three nodes, no hold is renewed in that round.")
 		if len(w.warnings) > 0 {
 			fmt.Fprintf(&b, " redlock's own warnings during this pass: %s.", strings.Join(w.warnings, "; "))
 		}
@@ -170,7 +177,7 @@ func wdParagraph(res *results) string {
 		lm, lr, la := wdSummary(l)
 		lr0 := l.rounds[len(l.rounds)-1]
 		fmt.Fprintf(&b, "\n\nWith `WithNodeTimeout(%s)`: %d of %d holds lost while acquiring; the measured round(s) renewed %d of %d live holds with at most %d round trips per node (%s on node 0), %s of server time per node, %s wall, %s of client CPU; %d holds lost one lease later.",
-			fmtDur(l.nodeTimeout), l.lostAcquire, l.locks, lr, la, lm, lr0.cmds, fmtDur(time.Duration(avg(lr0.evalshaUsec))*time.Microsecond), fmtDur(lr0.wall), fmtDur(lr0.cpu), l.lostEnd)
+			l.nodeTimeout, l.lostAcquire, l.locks, lr, la, lm, lr0.cmds, fmtDur(time.Duration(avg(lr0.evalshaUsec))*time.Microsecond), fmtDur(lr0.wall), fmtDur(lr0.cpu), l.lostEnd)
 		if len(l.warnings) > 0 {
 			fmt.Fprintf(&b, " Warnings: %s.", strings.Join(l.warnings, "; "))
 		}
@@ -256,7 +263,7 @@ func missedNotes(res *results) string {
 			if u != nil {
 				base = u.ratioOf(kRedlock)
 			}
-			notes = append(notes, fmt.Sprintf("**%s** (p50 %s the floor, target 1.3×; healthy nodes in the same run: %s): the decision is at the third answer for both, so this is the same per-call client work as in the healthy case, plus what the faulty nodes leave behind: each op's calls to them stay in flight until they answer (slow) or time out (paused, 250 ms), each holding a goroutine, a context timer and a pool connection, and the connections that time out are closed, so later calls dial again and, for `Dial`'s pools, ask `INFO server` first. What would close it: the client-side changes above, and keeping a per-node connection to a node that is timing out instead of redialling it on every call.",
+			notes = append(notes, fmt.Sprintf("**%s** (p50 %s the floor, target 1.3×; healthy nodes in the same run: %s): both decide at the third answer, so the gap is the healthy case's per-call client work plus the calls left in flight to the faulty nodes: every redlock node call holds two goroutines (its own and redigo's `DoContext` one), a context with its timer and a pool connection until the node answers or the 250 ms node timeout fires, where the floor's holds one goroutine and a connection; on paused nodes each timed-out connection is closed and the next call dials again. What would close it: the same per-call changes as for the uncontended case (a read deadline instead of a context and a goroutine per command).",
 				f.name, fmtRatio(r), fmtRatio(base)))
 		}
 	}
@@ -274,7 +281,7 @@ func missedNotes(res *results) string {
 			renewed, alive = renewed+r.renewed, alive+r.alive
 		}
 		if renewed < alive || w.lostAcquire > 0 || w.lostEnd > 0 {
-			notes = append(notes, "**Watchdog at scale**: the round trips per node are within the target, but one node timeout bounds a node's whole round, all holds at once; at 10,000 holds a node's reply came after it and holds were lost (see the watchdog section). What would close it: a deadline per 1,000-hold batch rather than per round (or a round deadline that grows with the batches, bounded by the lease/3 period), counting each batch's holds as soon as its reply is read; and a cheaper renew.lua (`PEXPIRE key ms GT` would replace the PTTL-then-PEXPIRE pair).")
+			notes = append(notes, fmt.Sprintf("**Watchdog at scale**: the round trips per node are within the target, but one node timeout bounds a node's whole round, all holds at once; at 10,000 holds nodes' replies came after it: %d of %d measured rounds did not renew every hold, %d holds lost while acquiring, %d one lease after the rounds (see the watchdog section).", len(w.rounds)-fullRounds(w), len(w.rounds), w.lostAcquire, w.lostEnd)+" What would close it: a deadline per 1,000-hold batch rather than per round (or a round deadline that grows with the batches, bounded by the lease/3 period), counting each batch's holds as soon as its reply is read; and a cheaper renew.lua (`PEXPIRE key ms GT` would replace the PTTL-then-PEXPIRE pair).")
 		}
 	}
 	if len(notes) == 0 {

@@ -39,6 +39,7 @@ type config struct {
 	faultBudget         time.Duration
 	opTimeout           time.Duration
 	deadMajTrials       int
+	deadMajTimeout      time.Duration // per-attempt bound in the dead-majority scenario
 	wdLocks, wdRounds   int
 	wdDefaultOnly       bool // skip the pass with the longest node timeout
 	herdRounds          int
@@ -82,6 +83,7 @@ var fullCfg = config{
 
 func (c *config) fill() {
 	c.crit = time.Millisecond
+	c.deadMajTimeout = time.Second
 	c.slowLatency = 20 * time.Millisecond
 	c.wdLease = 3 * time.Second
 	c.restartRenewLease = 3 * time.Second
@@ -185,7 +187,7 @@ func main() {
 		logf("dead majority")
 		err := withCluster(func(cl *redlocktest.Cluster) error {
 			var err error
-			res.deadMaj, err = runDeadMajority(cl, allKinds, cfg.deadMajTrials, cfg.opTimeout, logf)
+			res.deadMaj, err = runDeadMajority(cl, allKinds, cfg.deadMajTrials, cfg.deadMajTimeout, logf)
 			return err
 		})
 		if err != nil {

@@ -34,7 +34,7 @@ var (
 
 	acquireScript  = newScript(3, acquireLua)
 	rollbackScript = newScript(2, rollbackLua)
-	releaseScript  = newScript(1, releaseLua)
+	releaseScript  = newScript(2, releaseLua)
 	forceScript    = newScript(1, forceLua)
 	inspectScript  = newScript(1, inspectLua)
 	renewScript    = newScript(-1, renewLua) // the key count is the first argument
@@ -117,8 +117,14 @@ func (n *Node) observe(info string, at time.Time) error {
 	}
 	n.restarted = n.runID != ""
 	n.runID = runID
-	// uptime is rounded down: the process started at most this long ago.
-	n.started = at.Add(-time.Duration(uptime) * time.Second)
+	// Redis computes uptime as the difference of two whole-second clock
+	// readings, so the process may have started up to a second later than
+	// at - uptime: take the latest start it allows (never after at), so the
+	// quarantine is never cut short.
+	n.started = at.Add(time.Second - time.Duration(uptime)*time.Second)
+	if n.started.After(at) {
+		n.started = at
+	}
 	return nil
 }
 

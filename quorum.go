@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -57,6 +58,7 @@ func (b *ballot) certain() bool { return b.won() || b.denied() || b.unreachable(
 // unwinnable: a majority of yes can no longer be reached.
 func (b *ballot) unwinnable() bool { return b.n-b.no-b.failed < b.need }
 
+
 // round is one script call fanned out to every node at once.
 type round struct {
 	c       *Client
@@ -65,6 +67,10 @@ type round struct {
 	errs    []error       // by node; nil until failed
 	votes   []vote
 	got     []bool // answered (or failed) before the decision
+
+	// running counts the node goroutines still at work; a hold granted by
+	// this round may still get late answers while it is above zero.
+	running atomic.Int32
 
 	// Set when the round was started with an undo: the node goroutines wait
 	// on decided, then undo their effect when failed is set.
@@ -78,18 +84,25 @@ type round struct {
 // it is never sent ahead of the call it undoes.
 type undoFunc func(ctx context.Context, n *Node) error
 
-// fanout sends one script call to every node at once, each bounded by the
-// node timeout, and returns as soon as stop says the outcome is certain. It
-// never waits for a straggler after that, nor after ctx is done. classify turns a node's reply into
-// its vote. With undo, the round must be settled with settle.
-func (c *Client) fanout(ctx context.Context, s script, args []interface{}, classify func(interface{}) vote, stop func(*ballot) bool, undo undoFunc) *round {
-	return c.fanoutQ(ctx, s, args, classify, stop, undo, false)
+// acquisition is how fanout treats an acquisition round: undo rolls back a
+// node's effect when the round fails; the answers of nodes in restart
+// quarantine count as failures (a restarted node may have forgotten a hold
+// and must not help grant the lock again); and once another owner has been
+// met, the round stops waiting for nodes far slower than the others.
+type acquisition struct {
+	undo undoFunc
 }
 
-// fanoutQ is fanout; with quarantine, the answers of nodes in restart
-// quarantine count as failures (acquisitions: a restarted node may have
-// forgotten a hold and must not help grant the lock again).
-func (c *Client) fanoutQ(ctx context.Context, s script, args []interface{}, classify func(interface{}) vote, stop func(*ballot) bool, undo undoFunc, quarantine bool) *round {
+// fanout sends one script call to every node at once, each bounded by the
+// node timeout, and returns as soon as stop says the outcome is certain. It
+// never waits for a straggler after that, nor after ctx is done. classify
+// turns a node's reply into its vote. With acq the round is an acquisition
+// (see acquisition) and must be settled with settle.
+func (c *Client) fanout(ctx context.Context, s script, args []interface{}, classify func(interface{}) vote, stop func(*ballot) bool, acq *acquisition) *round {
+	var undo undoFunc
+	if acq != nil {
+		undo = acq.undo
+	}
 	n := len(c.nodes)
 	r := &round{
 		c:       c,
@@ -125,7 +138,7 @@ func (c *Client) fanoutQ(ctx context.Context, s script, args []interface{}, clas
 	// on a slow node, a rollback) still lands when the caller cancels ctx on
 	// return. The last node goroutine to finish releases the deadline.
 	nctx, deadline, release := detached(ctx, c.opts.nodeTimeout)
-	var running atomic.Int32
+	running := &r.running
 	running.Store(int32(n))
 	prepared := s.call(args...)
 	for i, node := range c.nodes {
@@ -155,10 +168,31 @@ func (c *Client) fanoutQ(ctx context.Context, s script, args []interface{}, clas
 			}
 		}(i, node)
 	}
+	start := now()
+	var impatient *time.Timer // armed once another owner is met (acquisitions)
+	var giveUp <-chan time.Time
+	defer func() {
+		if impatient != nil {
+			impatient.Stop()
+		}
+	}()
 	for !stop(&r.ballot) {
 		var a answer
 		select {
 		case a = <-answers:
+		case <-giveUp:
+			// Success needs a node far slower than the others while another
+			// owner holds some: failing now is safe (only success must be
+			// certain), and it frees our partial keys at once instead of a
+			// node timeout later, which a paused minority would otherwise
+			// turn into a livelock of contenders.
+			for i, node := range c.nodes {
+				if !r.got[i] {
+					r.errs[i] = node.fail(fmt.Errorf("%w: gave up after %v, the other nodes had answered", context.DeadlineExceeded, since(start).Round(time.Microsecond)))
+					r.ballot.add(voteFailed)
+				}
+			}
+			return r
 		case <-ctx.Done():
 			// The caller gave up: every node not heard from counts as
 			// failed with ctx's error; they finish in the background.
@@ -173,7 +207,7 @@ func (c *Client) fanoutQ(ctx context.Context, s script, args []interface{}, clas
 		v := voteFailed
 		if a.err == nil {
 			v = classify(a.reply)
-			if qerr := c.quarantined(c.nodes[a.node]); quarantine && qerr != nil {
+			if qerr := c.quarantined(c.nodes[a.node]); acq != nil && qerr != nil {
 				v, a.err = voteFailed, c.nodes[a.node].fail(qerr)
 			}
 		} else if !c.nodes[a.node].owned {
@@ -181,6 +215,18 @@ func (c *Client) fanoutQ(ctx context.Context, s script, args []interface{}, clas
 		}
 		r.replies[a.node], r.errs[a.node], r.votes[a.node], r.got[a.node] = a.reply, a.err, v, true
 		r.ballot.add(v)
+		if acq != nil && r.ballot.no > 0 && !r.ballot.won() {
+			// Patience: four times as long as the answers so far took, and
+			// at least a quarter of the node timeout (a node that is merely
+			// dialling a new connection is not a straggler).
+			d := max(4*since(start)+time.Millisecond, c.opts.nodeTimeout/4)
+			if impatient == nil {
+				impatient = time.NewTimer(d)
+				giveUp = impatient.C
+			} else {
+				impatient.Reset(d)
+			}
+		}
 	}
 	return r
 }

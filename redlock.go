@@ -35,6 +35,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -519,6 +520,9 @@ func parseURL(raw string) (endpoint, error) {
 		if host == "" {
 			return endpoint{}, invalid("node URL %q: no host", redact(raw))
 		}
+		if strings.Contains(host, ":") && !strings.HasPrefix(u.Host, "[") || !validHost(host) {
+			return endpoint{}, invalid("node URL %q: bad host %q (an IPv6 address needs brackets: [::1]:6379)", redact(raw), host)
+		}
 		if port == "" {
 			if strings.HasSuffix(u.Host, ":") {
 				return endpoint{}, invalid("node URL %q: empty port", redact(raw))
@@ -562,21 +566,45 @@ func parseURL(raw string) (endpoint, error) {
 	return ep, nil
 }
 
-// redact hides the password of a URL for messages.
+// redact hides the password of a URL for messages. When the URL does not
+// parse into a user and password, everything before the last "@" (after a
+// leading scheme) is hidden, whatever it is.
 func redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		if i := strings.LastIndex(raw, "@"); i >= 0 {
-			if j := strings.Index(raw, "://"); j >= 0 && j < i {
-				return raw[:j+3] + "xxxxx" + raw[i:]
-			}
+	if u, err := url.Parse(raw); err == nil && u.User != nil && u.Scheme != "" && u.Opaque == "" {
+		if _, has := u.User.Password(); has {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
 		}
+		return u.String()
+	}
+	at := strings.LastIndex(raw, "@")
+	if at < 0 {
 		return raw
 	}
-	if _, has := u.User.Password(); has {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	prefix := ""
+	if m := urlSchemePrefix.FindString(raw[:at]); m != "" {
+		prefix = m
 	}
-	return u.String()
+	return prefix + "xxxxx" + raw[at:]
+}
+
+// urlSchemePrefix matches a URL scheme and "//" at the start of a string.
+var urlSchemePrefix = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://`)
+
+// validHost reports whether host (brackets removed) is an IP address or a
+// DNS name: letters, digits, '-', '_' and '.'.
+func validHost(host string) bool {
+	if net.ParseIP(host) != nil {
+		return true
+	}
+	if host == "" {
+		return false
+	}
+	for _, r := range host {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return false
+		}
+	}
+	return true
 }
 
 // pool builds the connection pool Dial uses for one node: every dial, read
@@ -650,7 +678,7 @@ func (c *Client) releaseHolds(ctx context.Context, ms []*Mutex) *multierror.Erro
 			continue
 		}
 		c.wd.remove(h)
-		rs = append(rs, &rel{m: m, h: h, args: []interface{}{m.key, m.field, 0, m.seq.Add(1), m.channel}})
+		rs = append(rs, &rel{m: m, h: h, args: h.releaseArgs(0, m.seq.Add(1))})
 	}
 	if len(rs) == 0 {
 		return nil

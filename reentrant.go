@@ -47,11 +47,13 @@ type Mutex struct {
 // acquisition to its last release or its loss.
 type hold struct {
 	m     *Mutex
-	count int       // reentrant count, authoritative
-	seq   uint64    // sequence of the latest successful write
-	token int64     // fencing token of the outermost acquisition (WithFencing)
-	until time.Time // drift-adjusted end of validity
-	renew bool      // renewed by the watchdog
+	count int           // reentrant count, authoritative
+	seq   uint64        // sequence of the latest successful write
+	token int64         // fencing token of the outermost acquisition (WithFencing)
+	lease time.Duration // lease of the latest acquisition
+	late  *atomic.Int32 // node calls of the latest acquisition still running
+	until time.Time     // drift-adjusted end of validity
+	renew bool          // renewed by the watchdog
 	lost  chan struct{}
 	timer *time.Timer // declares the loss at until
 	ended bool        // lost or released; lost is closed
@@ -125,9 +127,11 @@ func (m *Mutex) TryLock(ctx context.Context, wait, lease time.Duration) (bool, e
 
 // attempt is what one acquisition round found.
 type attempt struct {
-	ok   bool
-	wait time.Duration // when not ok: until a majority is free, at the latest
-	err  error         // ErrNoQuorum, rollback errors, or ctx.Err()
+	ok    bool
+	wait  time.Duration // when not ok: until a majority is free, at the latest
+	err   error         // ErrNoQuorum, rollback errors, or ctx.Err()
+	split bool          // not ok, but some nodes said yes: contenders split the vote
+	took  time.Duration // how long the attempt took
 }
 
 // acquire takes the lock, waiting at most wait (negative: until ctx ends).
@@ -187,7 +191,7 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew bool) attemp
 		}
 		return err
 	}
-	r := c.fanoutQ(ctx, acquireScript, args, classifyAcquire, (*ballot).certain, undo, true)
+	r := c.fanout(ctx, acquireScript, args, classifyAcquire, (*ballot).certain, &acquisition{undo: undo})
 	ok := r.ballot.won() && validity(lease, since(start), dr) > 0
 	var token int64
 	var fenceErr error
@@ -198,11 +202,11 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew bool) attemp
 	elapsed := since(start)
 	undoErr := r.settle(!ok)
 	if ok {
-		m.granted(prev+1, seq, token, start.Add(lease-dr), renew)
+		m.granted(prev+1, seq, token, lease, &r.running, start.Add(lease-dr), renew)
 		return attempt{ok: true}
 	}
 
-	a := attempt{wait: m.freeIn(r, lease)}
+	a := attempt{wait: m.freeIn(r, lease), split: r.ballot.yes > 0, took: elapsed}
 	switch {
 	case ctx.Err() != nil:
 		a.err = ctx.Err()
@@ -302,7 +306,7 @@ func (m *Mutex) freeIn(r *round, lease time.Duration) time.Duration {
 }
 
 // granted records a successful acquisition of count holds.
-func (m *Mutex) granted(count int, seq uint64, token int64, until time.Time, renew bool) {
+func (m *Mutex) granted(count int, seq uint64, token int64, lease time.Duration, late *atomic.Int32, until time.Time, renew bool) {
 	m.mu.Lock()
 	h := m.h
 	if h == nil || h.ended {
@@ -310,7 +314,7 @@ func (m *Mutex) granted(count int, seq uint64, token int64, until time.Time, ren
 		m.h = h
 		m.c.track(m, true)
 	}
-	h.count, h.seq = count, seq
+	h.count, h.seq, h.lease, h.late = count, seq, lease, late
 	if until.After(h.until) {
 		h.until = until
 	}
@@ -432,7 +436,7 @@ func (m *Mutex) release(ctx context.Context, all bool) error {
 		}
 		return voteNo
 	}
-	r := c.fanout(ctx, releaseScript, []interface{}{m.key, m.field, target, seq, m.channel}, classify, (*ballot).certain, nil)
+	r := c.fanout(ctx, releaseScript, h.releaseArgs(target, seq), classify, (*ballot).certain, nil)
 	if target == 0 {
 		c.wakeLocal(m.name)
 	}
@@ -483,6 +487,20 @@ func (m *Mutex) release(ctx context.Context, all bool) error {
 		return fmt.Errorf("%w: %w", ctx.Err(), err)
 	}
 	return err
+}
+
+// releaseArgs are release.lua's keys and arguments for setting the hold's
+// count to target with sequence seq. Under m.op, like every release.
+func (h *hold) releaseArgs(target int, seq uint64) []interface{} {
+	m := h.m
+	m.mu.Lock()
+	mark := 0
+	if h.late != nil && h.late.Load() > 0 {
+		mark = 1 // a straggler of the acquisition may land after this release
+	}
+	lease := h.lease
+	m.mu.Unlock()
+	return []interface{}{m.key, m.marks, m.field, target, seq, m.channel, mark, lease.Milliseconds()}
 }
 
 // ForceUnlock deletes the lock whoever holds it and wakes its waiters. It

@@ -105,10 +105,16 @@ func (m *Mutex) wait(ctx context.Context, wait, lease time.Duration, renew bool,
 	retry := time.NewTimer(time.Hour)
 	retry.Stop()
 	defer retry.Stop()
+	pausing := false // after a split vote: wake-ups wait for the retry timer
+	splits := 0      // split votes in a row
 	for {
 		select {
 		case <-w.wake:
+			if pausing {
+				continue
+			}
 		case <-retry.C:
+			pausing = false
 		case <-ctx.Done():
 			if a.err != nil && a.err != ctx.Err() {
 				return false, fmt.Errorf("redlock: lock %q: %w; last attempt: %w", m.name, ctx.Err(), a.err)
@@ -134,7 +140,21 @@ func (m *Mutex) wait(ctx context.Context, wait, lease time.Duration, renew bool,
 			a = next
 		}
 		d := a.wait + jitter(time.Millisecond)
-		if a.err != nil {
+		if !next.split {
+			splits = 0
+		}
+		switch {
+		case next.split:
+			// Contenders split the nodes and all rolled back; retrying at the
+			// next wake-up would keep them in lockstep (each rollback wakes
+			// the others). As Redlock prescribes, pause for a random time
+			// that wake-ups do not cut short, scaled by how long an attempt
+			// takes (sub-millisecond on a healthy cluster, longer when slow
+			// nodes keep attempts open), doubled with every split in a row
+			// so that many contenders spread out.
+			d, pausing = jitter((2*next.took+time.Millisecond)<<min(splits, 6)), true
+			splits++
+		case a.err != nil:
 			d = c.retryAfterError()
 		}
 		retry.Reset(d)

@@ -1,9 +1,13 @@
 -- release: set the owner's hold count; at zero delete the lock and wake waiters.
 -- KEYS[1]  the lock hash
+-- KEYS[2]  the owners' rollback marks (see rollback.lua)
 -- ARGV[1]  owner field
 -- ARGV[2]  hold count after the release (0: the last hold, delete the lock)
 -- ARGV[3]  sequence number of this release
 -- ARGV[4]  unlock channel
+-- ARGV[5]  '1': an acquisition of this hold may still arrive late; when the
+--          lock is deleted, mark the release so that it is refused
+-- ARGV[6]  how long to keep the mark, milliseconds (the lease)
 -- Returns  1 the owner held the lock here (now updated or deleted);
 --          0 the key is absent; -1 another owner holds it.
 -- Setting an absolute count makes a retried release harmless; comparing
@@ -27,5 +31,9 @@ if tonumber(ARGV[2]) > 0 then
 else
   redis.call('del', KEYS[1])
   redis.call('publish', ARGV[4], 'u')
+end
+if ARGV[5] == '1' and tonumber(ARGV[2]) == 0 then
+  redis.call('hset', KEYS[2], ARGV[1], ARGV[3])
+  redis.call('pexpire', KEYS[2], ARGV[6])
 end
 return 1

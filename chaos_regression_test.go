@@ -1,4 +1,4 @@
-//go:build pendingfix && unix
+//go:build unix
 
 package redlock_test
 
@@ -19,11 +19,10 @@ import (
 	"github.com/redlock-go/redlock/redlocktest"
 )
 
-// Tests of library bugs the safety suite found, failing today; they run with
-// `go test -tags pendingfix`. Each says what it expects, what happens, and
-// where in the code. When a fix lands, move the test into the default files.
+// Regression tests of library bugs the safety suite found. Each says what
+// it expects, what happened before the fix, and where in the code.
 
-// TestPendingFixLiveUnderContentionWithPausedMinority: the lock must stay
+// TestRegressionLiveUnderContentionWithPausedMinority: the lock must stay
 // live while a minority of nodes is paused (DESIGN: "stays safe and live
 // while a minority ... is dead, slow or restarting").
 //
@@ -41,7 +40,7 @@ import (
 // random delay after a failed attempt to desynchronize clients; with a
 // random pause of up to 4 node timeouts after a failed attempt that wake-ups
 // do not cut short, the same run gets 117 acquisitions in 2 seconds.
-func TestPendingFixLiveUnderContentionWithPausedMinority(t *testing.T) {
+func TestRegressionLiveUnderContentionWithPausedMinority(t *testing.T) {
 	const clients = 6
 	cl := redlocktest.Start(t, 5)
 	require.NoError(t, cl.Pause(0))
@@ -82,7 +81,7 @@ func TestPendingFixLiveUnderContentionWithPausedMinority(t *testing.T) {
 	}
 }
 
-// TestPendingFixAcquireDecidesWithoutTheStraggler: DESIGN, "one acquisition,
+// TestRegressionAcquireDecidesWithoutTheStraggler: DESIGN, "one acquisition,
 // step 3": decide "failure as soon as a majority can no longer be reached. Do
 // not wait for the slowest node when the answer is known."
 //
@@ -95,7 +94,7 @@ func TestPendingFixLiveUnderContentionWithPausedMinority(t *testing.T) {
 // mix of no and failed answers waits for the straggler. With a partitioned or
 // paused minority, every contended attempt keeps its partial key that long
 // (see the livelock above).
-func TestPendingFixAcquireDecidesWithoutTheStraggler(t *testing.T) {
+func TestRegressionAcquireDecidesWithoutTheStraggler(t *testing.T) {
 	const nodeTimeout = 5 * time.Second
 	cl := redlocktest.Start(t, 5)
 	for _, i := range []int{2, 3} {
@@ -130,7 +129,7 @@ func TestPendingFixAcquireDecidesWithoutTheStraggler(t *testing.T) {
 	}
 }
 
-// TestPendingFixDialErrorHidesPasswordWithoutScheme: parseURL promises
+// TestRegressionDialErrorHidesPasswordWithoutScheme: parseURL promises
 // "errors wrap ErrInvalid and never echo a password". A URL whose scheme is
 // missing is echoed whole: redact only hides a password that url.Parse finds
 // in the userinfo, or, when url.Parse fails, the text between the first
@@ -138,7 +137,7 @@ func TestPendingFixAcquireDecidesWithoutTheStraggler(t *testing.T) {
 // "alice" with an opaque part (no userinfo), ":s3cret@localhost:6379" does
 // not parse and has no "://", and in "//:s3cret@h%zz#x://y@z" the first
 // "://" comes after the password. Found by FuzzParseURL (see schemeless).
-func TestPendingFixDialErrorHidesPasswordWithoutScheme(t *testing.T) {
+func TestRegressionDialErrorHidesPasswordWithoutScheme(t *testing.T) {
 	for _, raw := range []string{
 		"alice:s3cret@localhost:6379",
 		":s3cret@localhost:6379",
@@ -156,13 +155,13 @@ func TestPendingFixDialErrorHidesPasswordWithoutScheme(t *testing.T) {
 	}
 }
 
-// TestPendingFixDialRejectsBadHosts: Dial documents that bad URLs return an
+// TestRegressionDialRejectsBadHosts: Dial documents that bad URLs return an
 // error wrapping ErrInvalid. parseURL does not check the host: it accepts
 // "redis://::1" (an IPv6 address without brackets; url.Parse splits it into
 // host ":" and port "1", so the node's address becomes "[:]:1") and
 // "redis://]0" (address "]0:6379"); the mistake shows only when the client
 // first connects, as a no-quorum error. Found by FuzzParseURL (see oddHost).
-func TestPendingFixDialRejectsBadHosts(t *testing.T) {
+func TestRegressionDialRejectsBadHosts(t *testing.T) {
 	for _, raw := range []string{"redis://::1", "redis://]0", "redis://h:1@]0:6379"} {
 		t.Run(raw, func(t *testing.T) {
 			c, err := redlock.Dial([]string{raw})
@@ -174,7 +173,7 @@ func TestPendingFixDialRejectsBadHosts(t *testing.T) {
 	}
 }
 
-// TestPendingFixQuarantineLastsAFullPeriod: restart quarantine must keep a
+// TestRegressionQuarantineLastsAFullPeriod: restart quarantine must keep a
 // restarted node out of quorums for the whole period after its start (the
 // default period is the longest lease), or a hold it forgot can be handed
 // out again while its holder still trusts it.
@@ -195,7 +194,7 @@ func TestPendingFixDialRejectsBadHosts(t *testing.T) {
 // and 4 restart empty just before a wall-clock second boundary; B asks only
 // once their uptime reads 1. B gets the lock about 1.4s after the restarts,
 // while A's lease has half a second to run: two holders.
-func TestPendingFixQuarantineLastsAFullPeriod(t *testing.T) {
+func TestRegressionQuarantineLastsAFullPeriod(t *testing.T) {
 	const lease = 2 * time.Second
 	ctx := context.Background()
 	cl := redlocktest.Start(t, 5)

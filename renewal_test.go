@@ -386,8 +386,8 @@ func connectionsReceived(t *testing.T, cl *redlocktest.Cluster, i int) int {
 func TestIdlePubSubConnectionsStay(t *testing.T) {
 	cl := redlocktest.Start(t, 3)
 	ctx := context.Background()
-	const lease = 300 * time.Millisecond
-	c := dial(t, cl, redlock.WithLease(lease), redlock.WithNodeTimeout(80*time.Millisecond))
+	const lease = 600 * time.Millisecond
+	c := dial(t, cl, redlock.WithLease(lease), redlock.WithNodeTimeout(100*time.Millisecond))
 	holder := dial(t, cl).NewMutex("idle")
 	require.NoError(t, holder.Lock(ctx))
 	ok, err := c.NewMutex("idle").TryLock(ctx, 50*time.Millisecond, 0) // subscribes, then leaves
@@ -401,9 +401,12 @@ func TestIdlePubSubConnectionsStay(t *testing.T) {
 	for i := range before {
 		before[i] = connectionsReceived(t, cl, i)
 	}
-	time.Sleep(4 * lease) // a dozen watchdog ticks, each pinging pub/sub
+	time.Sleep(3 * lease) // nine watchdog ticks, each pinging pub/sub
 	for i := range before {
-		assert.LessOrEqual(t, connectionsReceived(t, cl, i)-before[i], 1, "node %d: pub/sub reconnecting every period", i)
+		// Before the heartbeat subscription every tick redialled (13-14 new
+		// connections per node over a dozen ticks); allow one stray redial
+		// of a busy machine.
+		assert.LessOrEqual(t, connectionsReceived(t, cl, i)-before[i], 2, "node %d: pub/sub reconnecting every period", i)
 	}
 	require.NoError(t, keep.Unlock(ctx))
 	require.NoError(t, holder.Unlock(ctx))

@@ -152,19 +152,42 @@ func targets(res *results) []target {
 		ts = append(ts, na("dead majority targets"))
 	}
 	if w := res.wd; w != nil && len(w.rounds) > 0 {
-		most, renewed, alive := wdSummary(w)
 		what := "watchdog: ≤ 2 round trips per node per renewal round, 10,000 locks"
-		if alive == w.locks*len(w.rounds) && renewed == alive && w.lostEnd == 0 {
-			ts = append(ts, target{what, fmt.Sprintf("at most %d, all %d holds renewed", most, w.locks), metMissed(most <= 2, ""), ""})
-		} else {
-			m := fmt.Sprintf("default node timeout: %d of %d measured rounds renewed every live hold (%d live holds per round on average, %d lost while acquiring), at most %d round trip(s) per node; %d of %d holds lost one lease later", fullRounds(w), len(w.rounds), alive/len(w.rounds), w.lostAcquire, most, w.lostEnd, w.locks)
-			verdict := "**missed**: the round trips are within the target, the renewal is not (see the note)"
-			if l := res.wdLong; l != nil && len(l.rounds) > 0 {
-				lm, lr, la := wdSummary(l)
-				m += fmt.Sprintf("; with `WithNodeTimeout(%s)`: %d of %d live holds renewed, at most %d round trip(s) per node, %d of %d lost one lease later", l.nodeTimeout, lr/len(l.rounds), la/len(l.rounds), lm, l.lostEnd, l.locks)
+		desc := func(w *watchdogResult) (string, bool) {
+			var most int64
+			n, full := 0, 0
+			for _, r := range w.rounds {
+				if r.alive != w.locks {
+					continue // not a round of every lock: the holds were lost before it
+				}
+				n++
+				if r.renewed == r.alive {
+					full++
+				}
+				for _, v := range r.rtPerNode {
+					most = max(most, v)
+				}
 			}
-			ts = append(ts, target{what, m, verdict, ""})
+			if n == 0 {
+				return fmt.Sprintf("no measured round carried all %d holds: %d were lost while acquiring and %d one lease after the measured rounds", w.locks, w.lostAcquire, w.lostEnd), false
+			}
+			ok := most <= 2 && full == n && w.lostEnd == 0 && w.lostAcquire == 0
+			return fmt.Sprintf("%d measured round(s) of all %d holds: at most %d round trip(s) per node; %d of them renewed every hold; %d holds lost while acquiring, %d one lease later", n, w.locks, most, full, w.lostAcquire, w.lostEnd), ok && most <= 2
 		}
+		m, ok := desc(w)
+		m = "default node timeout: " + m
+		verdict := metMissed(ok, "")
+		if !ok {
+			verdict += ": see the note"
+		}
+		if l := res.wdLong; l != nil && len(l.rounds) > 0 {
+			lm, lok := desc(l)
+			m += fmt.Sprintf("; with `WithNodeTimeout(%v)`: %s", l.nodeTimeout, lm)
+			if lok {
+				verdict += fmt.Sprintf("; met with `WithNodeTimeout(%v)`", l.nodeTimeout)
+			}
+		}
+		ts = append(ts, target{what, m, verdict, ""})
 	} else {
 		ts = append(ts, na("watchdog target"))
 	}

@@ -50,7 +50,16 @@ func uncParagraph(res *results) string {
 			rows = append(rows, []string{"`" + s.fn + "`", fmt.Sprintf("%.1f", s.perOp), fmt.Sprintf("%.0f", s.bytesOp)})
 		}
 		b.WriteString(table([]string{"allocating function", "objects/op", "bytes/op"}, rows))
-		b.WriteString("\nA Lock+Unlock is ten node calls (two fan-outs to five nodes). Each one goes through `node.eval`: `context.WithTimeout` (a context, its timer and its done channel), `Pool.GetContext` with that context, and redigo's `Script.DoContext`, whose `conn.DoContext` starts a goroutine with a result channel for every command; the owner's sequence number is a `uint64`, which redigo's `writeArg` has no case for, so it is formatted through `fmt.Fprint` into a fresh `bytes.Buffer` on every call. The floor bounds each command with `DoWithTimeout` (a read deadline on the connection: no context, no goroutine).")
+		b.WriteString("\nA Lock+Unlock is ten node calls (two fan-outs to five nodes), so 10 objects per op is one per node call.")
+		for i, s := range sites {
+			if i == 12 || s.perOp < 4 {
+				break
+			}
+			if n, ok := noteFor(s.fn); ok {
+				fmt.Fprintf(&b, " `%s` (%.0f/op): %s.", s.fn, s.perOp, n.what)
+			}
+		}
+		b.WriteString(" The floor bounds each command with `DoWithTimeout` (a read deadline on the connection) and passes only strings and ints.\n")
 	}
 	return b.String()
 }
@@ -152,7 +161,15 @@ func wdParagraph(res *results) string {
 	}
 	var b strings.Builder
 	r := w.rounds[len(w.rounds)-1]
-	fmt.Fprintf(&b, "A renewal round is one pipelined round trip per node carrying every live hold, 1,000 holds per renew.lua call: the %d live holds of the last measured round made %s on node 0. ", r.alive, r.cmds)
+	for _, x := range w.rounds {
+		if x.alive > 0 {
+			r = x // the last round that had holds to renew
+		}
+	}
+	if r.alive == 0 {
+		fmt.Fprintf(&b, "No measured round had a hold left to renew: every one of the %d holds was lost first. ", w.locks)
+	}
+	fmt.Fprintf(&b, "A renewal round is one pipelined round trip per node carrying every live hold, 1,000 holds per renew.lua call: the %d live holds of the round described here made %s on node 0. ", r.alive, r.cmds)
 	if strings.Contains(r.cmds, "INFO") {
 		b.WriteString("The `INFO` is the restart quarantine's check of which server process answers: redlock makes it every lease/3 on pools it did not open (this scenario hands its own counting pools to `redlock.New`); on `Dial`'s pools it runs once per new connection instead. ")
 	}
@@ -237,8 +254,27 @@ func missedNotes(res *results) string {
 		rl, rs := u.get(kRedlock), u.get(kRedsync)
 		r := rl.ratio
 		if r > 1.15 || rl.mallocs > rs.mallocs {
-			notes = append(notes, fmt.Sprintf("**Uncontended latency and allocations** (p50 %s the floor, %.0f allocations per op against redsync's %.0f): the round trips are the floor's; the difference is client work per node call (see the allocation table under Uncontended). What would close it: bound each node call with the connection's read deadline (`DoWithTimeout`, or one deadline for the whole round) instead of a `context.WithTimeout` and redigo's goroutine-per-command `DoContext`; pass the sequence number as `int64` so redigo writes it without `fmt`; build the argument slices once per round. Those three sites are %s objects per op in this run.",
-				fmtRatio(r), rl.mallocs, rs.mallocs, fmtNum(sumSites(res.allocSites[kRedlock], "context.", "(*conn).DoContext", "(*Pool).GetContext", "writeArg", "(*conn).writeCommand"))))
+			var fixes []string
+			seen := map[string]bool{}
+			covered := 0.0
+			for i, s := range res.allocSites[kRedlock] {
+				if i == 12 || s.perOp < 4 {
+					break
+				}
+				if n, ok := noteFor(s.fn); ok && n.fix != "" {
+					covered += s.perOp
+					if !seen[n.fix] {
+						seen[n.fix] = true
+						fixes = append(fixes, n.fix)
+					}
+				}
+			}
+			note := fmt.Sprintf("**Uncontended latency and allocations** (p50 %s the floor, %.0f allocations per op against redsync's %.0f): the round trips are the floor's; the difference is work per node call, in the client (see the allocation table under Uncontended) and in the scripts (server CPU per op: redlock %s, floor %s).",
+				fmtRatio(r), rl.mallocs, rs.mallocs, fmtDur(rl.srv), fmtDur(u.get(kFloor).srv))
+			if len(fixes) > 0 {
+				note += fmt.Sprintf(" What would close the allocation gap: %s; the sites these address are %.0f objects per op in this run.", strings.Join(fixes, "; "), covered)
+			}
+			notes = append(notes, note)
 		}
 	}
 	if res.handoff != nil {
@@ -263,7 +299,7 @@ func missedNotes(res *results) string {
 			if u != nil {
 				base = u.ratioOf(kRedlock)
 			}
-			notes = append(notes, fmt.Sprintf("**%s** (p50 %s the floor, target 1.3×; healthy nodes in the same run: %s): both decide at the third answer, so the gap is the healthy case's per-call client work plus the calls left in flight to the faulty nodes: every redlock node call holds two goroutines (its own and redigo's `DoContext` one), a context with its timer and a pool connection until the node answers or the 250 ms node timeout fires, where the floor's holds one goroutine and a connection; on paused nodes each timed-out connection is closed and the next call dials again. What would close it: the same per-call changes as for the uncontended case (a read deadline instead of a context and a goroutine per command).",
+			notes = append(notes, fmt.Sprintf("**%s** (p50 %s the floor, target 1.3×; healthy nodes in the same run: %s): both decide at the third answer, so the gap is the healthy case's per-call work plus the calls left in flight to the faulty nodes, each holding a goroutine and a pool connection until the node answers or the node timeout (250 ms) fires; on paused nodes each timed-out connection is closed and the next call dials again. What would close it: the same per-call changes as for the uncontended case.",
 				f.name, fmtRatio(r), fmtRatio(base)))
 		}
 	}
@@ -281,7 +317,7 @@ func missedNotes(res *results) string {
 			renewed, alive = renewed+r.renewed, alive+r.alive
 		}
 		if renewed < alive || w.lostAcquire > 0 || w.lostEnd > 0 {
-			notes = append(notes, fmt.Sprintf("**Watchdog at scale**: the round trips per node are within the target, but one node timeout bounds a node's whole round, all holds at once; at 10,000 holds nodes' replies came after it: %d of %d measured rounds did not renew every hold, %d holds lost while acquiring, %d one lease after the rounds (see the watchdog section).", len(w.rounds)-fullRounds(w), len(w.rounds), w.lostAcquire, w.lostEnd)+" What would close it: a deadline per 1,000-hold batch rather than per round (or a round deadline that grows with the batches, bounded by the lease/3 period), counting each batch's holds as soon as its reply is read; and a cheaper renew.lua (`PEXPIRE key ms GT` would replace the PTTL-then-PEXPIRE pair).")
+			notes = append(notes, fmt.Sprintf("**Watchdog at scale**: one node timeout bounds a node's whole round, all holds at once; at 10,000 holds nodes' replies came after it: %d of %d measured rounds did not renew every hold, %d holds lost while acquiring, %d one lease after the rounds (see the watchdog section).", len(w.rounds)-fullRounds(w), len(w.rounds), w.lostAcquire, w.lostEnd)+" What would close it: a deadline per 1,000-hold batch rather than per round (or a round deadline that grows with the batches, bounded by the lease/3 period), counting each batch's holds as soon as its reply is read; and a cheaper renew.lua (`PEXPIRE key ms GT` would replace the PTTL-then-PEXPIRE pair).")
 		}
 	}
 	if len(notes) == 0 {

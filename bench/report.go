@@ -158,19 +158,25 @@ func ints(xs []int64) string {
 	s := make([]string, len(xs))
 	for i, x := range xs {
 		s[i] = fmt.Sprint(x)
+		if x < 0 {
+			s[i] = "?"
+		}
 	}
 	return strings.Join(s, " / ")
 }
 
+// avg is the mean of the known (non-negative) values.
 func avg(xs []int64) float64 {
-	if len(xs) == 0 {
+	var s, n int64
+	for _, x := range xs {
+		if x >= 0 {
+			s, n = s+x, n+1
+		}
+	}
+	if n == 0 {
 		return 0
 	}
-	var s int64
-	for _, x := range xs {
-		s += x
-	}
-	return float64(s) / float64(len(xs))
+	return float64(s) / float64(n)
 }
 
 // summaryTable is the one-screen result: medians and ratios of every scenario.

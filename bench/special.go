@@ -265,6 +265,9 @@ func runWatchdog(cl *redlocktest.Cluster, n int, lease, nodeTimeout time.Duratio
 		sort.Strings(parts)
 		w.cmds = strings.Join(parts, ", ")
 		for i := range rt0 {
+			if cs0[i] == nil || cs1[i] == nil { // INFO failed: unknown
+				ev[i] = cmdStat{-1, -1}
+			}
 			w.rtPerNode = append(w.rtPerNode, rt1[i]-rt0[i])
 			w.cmdPerNode = append(w.cmdPerNode, cm1[i]["EVALSHA renew"]-cm0[i]["EVALSHA renew"])
 			w.evalshaNode = append(w.evalshaNode, ev[i].calls)

@@ -102,7 +102,10 @@ func commandStats(c *redlocktest.Cluster, i int) (map[string]cmdStat, error) {
 func allCommandStats(c *redlocktest.Cluster) []map[string]cmdStat {
 	out := make([]map[string]cmdStat, c.N())
 	for i := range out {
-		out[i], _ = commandStats(c, i)
+		m, err := commandStats(c, i)
+		if err == nil {
+			out[i] = m
+		}
 	}
 	return out
 }

@@ -52,8 +52,8 @@ func profileAllocs(c *contender, prefix string, ops int) ([]allocSite, error) {
 			continue
 		}
 		fn := siteOf(r.Stack())
-		if strings.HasPrefix(fn, "main.") {
-			continue // the harness's own bookkeeping (this profile's snapshot)
+		if fn == "main.memProfile" || fn == "main.profileAllocs" {
+			continue // this profile's own snapshots
 		}
 		objs[fn] += d
 		bytes[fn] += r.AllocBytes - b.AllocBytes

@@ -59,7 +59,7 @@ func uncParagraph(res *results) string {
 				fmt.Fprintf(&b, " `%s` (%.0f/op): %s.", s.fn, s.perOp, n.what)
 			}
 		}
-		b.WriteString(" The floor bounds each command with `DoWithTimeout` (a read deadline on the connection) and passes only strings and ints.\n")
+		b.WriteString(" The floor bounds each command with `DoWithTimeout` (a read deadline on the connection) and passes only strings and ints; its own allocations are its per-attempt channels and one goroutine per node.\n")
 	}
 	return b.String()
 }

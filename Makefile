@@ -19,6 +19,9 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseURL$$' -fuzztime $(FUZZTIME) .
 	$(GO) test -run '^$$' -fuzz '^FuzzOptions$$' -fuzztime $(FUZZTIME) .
 
+soak: redis
+	REDLOCK_SOAK=$${REDLOCK_SOAK:-20} $(GO) test -race -count=1 -timeout 60m -run '^TestChaos' -v .
+
 bench:
 	@./.ci/ensure-redis
 	cd bench && $(GO) run . -quick

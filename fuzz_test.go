@@ -39,7 +39,7 @@ func FuzzParseURL(f *testing.F) {
 		checkParseURL(t, raw)
 		u, err := url.Parse(raw)
 		if err != nil {
-			return // unparsable: redact hides all between :// and @; unit tests check it
+			return // no password to be found; unit tests check redact on such URLs
 		}
 		user := ""
 		if u.User != nil {
@@ -77,7 +77,7 @@ func shown(raw string) string {
 // well for neutral, the same URL with another password (an error may quote a
 // port, a host or a path that happens to equal the password).
 func checkSecret(t *testing.T, raw, password, neutral string) {
-	if password == "" || schemeless(raw) {
+	if password == "" {
 		return
 	}
 	if s := shown(raw); strings.Contains(s, password) && !strings.Contains(shown(neutral), password) {
@@ -85,34 +85,7 @@ func checkSecret(t *testing.T, raw, password, neutral string) {
 	}
 }
 
-// schemeless reports whether raw does not start with "scheme://". Such URLs
-// are a known gap, left out here so that fuzzing finds other leaks: redact
-// hides a password only when url.Parse finds it, or, for a URL it cannot
-// parse, between the first "://" and the last "@"; parseURL echoes
-// "user:s3cret@host:6379" or "//user:s3cret@host%zz" whole in its error.
-// TestPendingFixDialErrorHidesPasswordWithoutScheme in
-// chaos_pendingfix_test.go shows it; drop this once that passes.
-func schemeless(raw string) bool {
-	return !schemePrefix.MatchString(raw)
-}
-
-var schemePrefix = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://`)
-
-// oddHost reports whether host is neither an IP address nor a name made of
-// letters, digits, dots, hyphens and underscores: the ":" that parseURL makes
-// of "redis://::1" (an IPv6 address without brackets, which url.Parse splits
-// as host ":" and port "1", giving the address "[:]:1"), or the "]0" of
-// "redis://]0". parseURL does not check hosts: it accepts these, and the
-// client fails only when it connects. A known gap, left out here so that
-// fuzzing finds others; TestPendingFixDialRejectsBadHosts in
-// chaos_pendingfix_test.go shows it; drop this once that passes.
-func oddHost(host string) bool {
-	if _, err := netip.ParseAddr(host); err == nil {
-		return false
-	}
-	return !hostName.MatchString(host)
-}
-
+// hostName is what a host that is not an IP address may look like.
 var hostName = regexp.MustCompile(`^[\p{L}\p{N}._-]+$`)
 
 // checkParseURL checks parseURL(raw): it does not panic; an error wraps
@@ -135,8 +108,8 @@ func checkParseURL(t *testing.T, raw string) {
 	var canon url.URL
 	switch ep.network {
 	case "tcp":
-		if oddHost(ep.host) {
-			return // a known gap, see oddHost
+		if _, err := netip.ParseAddr(ep.host); err != nil && !hostName.MatchString(ep.host) {
+			t.Errorf("parseURL(%q): host %q is neither an IP address nor a name", raw, ep.host)
 		}
 		host, port, err := net.SplitHostPort(ep.addr)
 		if err != nil {

@@ -341,6 +341,7 @@ func renderDoc(res *results, plots map[string]string) string {
 		{"Go", m.goVer + " " + m.goarch},
 		{"redis-server", m.redis},
 		{"redlock", "commit " + m.commit},
+		{"load average (1, 5, 15 min) at start / end", m.loadStart + " / " + m.loadEnd + " (other work on the machine, e.g. test suites, competes with the nodes and the client)"},
 		{"nodes", "5 redis-server processes on 127.0.0.1, sharing the CPUs with the client (and with the in-process latency proxy in the slow-minority scenario)"},
 	}))
 	w("\n")

@@ -210,6 +210,7 @@ func main() {
 		}
 	}
 	res.elapsed = time.Since(res.started)
+	res.machine.loadEnd = loadAvg()
 	logf("done in %v", res.elapsed.Round(time.Second))
 
 	summary := summaryTable(res)
@@ -399,6 +400,7 @@ type machineInfo struct {
 	commit  string
 	goarch  string
 	library string
+	loadStart, loadEnd string // /proc/loadavg: other work on the machine during the run
 }
 
 func readMachine(root string) machineInfo {
@@ -415,6 +417,20 @@ func readMachine(root string) machineInfo {
 		m.kernel = strings.TrimSpace(string(b))
 	}
 	m.redis = redisVersion()
+	m.loadStart = loadAvg()
 	m.commit = gitDescribe(root)
 	return m
+}
+
+// loadAvg is the 1, 5 and 15 minute load averages.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }

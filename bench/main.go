@@ -392,14 +392,14 @@ func runFaults(res *results, cfg config, logf func(string, ...any), fail func(st
 
 // machineInfo describes where the numbers come from.
 type machineInfo struct {
-	nproc   int
-	cpu     string
-	goVer   string
-	redis   string
-	kernel  string
-	commit  string
-	goarch  string
-	library string
+	nproc              int
+	cpu                string
+	goVer              string
+	redis              string
+	kernel             string
+	commit             string
+	goarch             string
+	library            string
 	loadStart, loadEnd string // /proc/loadavg: other work on the machine during the run
 }
 

@@ -418,6 +418,7 @@ type restartHazardCase struct {
 	optsB      []redlock.Option // of the second owner's client
 	warm       bool             // B's client talked to every node before the restarts
 	age        time.Duration    // how old the cluster is when the restarts begin
+	wait       time.Duration    // B's TryLock wait; default 200ms
 	twoHolders bool             // what happens today
 	why        string
 }
@@ -436,7 +437,8 @@ type restartHazardCase struct {
 // talks to the nodes after their restart, with the default options, still
 // gets the lock: the subtest "quarantine, fresh client" asserts that this
 // hazard happens today (docs/safety.md documents it); turn it around when
-// quarantine covers it.
+// quarantine covers it. So does a client whose own leases are shorter than
+// the holder's: its default quarantine is its own longest lease.
 func TestRestartHazard(t *testing.T) {
 	for _, tc := range []restartHazardCase{
 		{name: "plain Redlock", optsB: []redlock.Option{redlock.WithQuarantine(0)}, warm: true, twoHolders: true,
@@ -445,6 +447,9 @@ func TestRestartHazard(t *testing.T) {
 			why: "B saw the nodes' run_ids change and keeps them out of its quorum"},
 		{name: "quarantine, fresh client", twoHolders: true,
 			why: "B never saw the old run_ids: by default it cannot tell that the nodes restarted"},
+		{name: "quarantine shorter than the holder's lease", warm: true, wait: 2 * time.Second, twoHolders: true,
+			optsB: []redlock.Option{redlock.WithLease(time.Second), redlock.WithNodeTimeout(100 * time.Millisecond)},
+			why:   "B's default quarantine is its own 1s lease; A's hold has a 30s lease"},
 		// The period must cover A's lease to be safe; 1s only shows that
 		// young nodes are kept out (nodes 1 and 2 are older than it).
 		{name: "quarantine of young nodes, fresh client", age: 1500 * time.Millisecond,
@@ -495,7 +500,11 @@ func restartHazardRun(t *testing.T, tc restartHazardCase) {
 	b := clientB.NewMutex("hazard")
 	// A short wait: the first attempt may meet connections the restarts
 	// broke; the next ones reach the new processes.
-	ok, err := b.TryLock(ctx, 200*time.Millisecond, 0)
+	wait := tc.wait
+	if wait == 0 {
+		wait = 200 * time.Millisecond
+	}
+	ok, err := b.TryLock(ctx, wait, 0)
 	var spans []holdSpan
 	increments := 1
 	if ok {

@@ -18,6 +18,14 @@ type counters struct {
 	cmds    []map[string]int64 // commands by node: "SET", "EVALSHA acquire", ...
 	scripts map[string]string  // sha1 -> name
 	lastIO  atomic.Int64       // UnixNano of the latest reply read
+	firstTx atomic.Int64       // UnixNano of the first request since it was last reset to 0
+}
+
+// sent records the time of a request for firstTx.
+func (c *counters) sent() {
+	if c.firstTx.Load() == 0 {
+		c.firstTx.CompareAndSwap(0, time.Now().UnixNano())
+	}
 }
 
 func newCounters(n int, scripts map[string]string) *counters {
@@ -69,6 +77,7 @@ type countConn struct {
 }
 
 func (cc *countConn) do(cmd string, args []interface{}) {
+	cc.c.sent()
 	cc.c.mu.Lock()
 	if cmd != "" {
 		cc.c.command(cc.node, cmd, args)
@@ -105,6 +114,7 @@ func (cc *countConn) Receive() (interface{}, error) {
 }
 
 func (cc *countConn) Send(cmd string, args ...interface{}) error {
+	cc.c.sent()
 	cc.c.mu.Lock()
 	cc.c.command(cc.node, cmd, args)
 	cc.c.mu.Unlock()

@@ -175,6 +175,11 @@ func wdParagraph(res *results) string {
 	}
 	fmt.Fprintf(&b, "Each node spent %s of server time in those scripts (`INFO commandstats` usec), the round took %s from the first request to the last reply, and %s of client CPU.",
 		fmtDur(time.Duration(avg(r.evalshaUsec))*time.Microsecond), fmtDur(r.wall), fmtDur(r.cpu))
+	var slowest time.Duration
+	for _, x := range w.rounds {
+		slowest = max(slowest, x.wall)
+	}
+	fmt.Fprintf(&b, " The slowest measured round took %s from its first request to its last reply, %.0f%% of the 250 ms node timeout that bounds each node's whole round.", fmtDur(slowest), 100*slowest.Seconds()/0.25)
 	_, renewed, alive := wdSummary(w)
 	failed := len(w.rounds) - fullRounds(w)
 	if w.lostAcquire > 0 || w.lostEnd > 0 {

@@ -239,6 +239,7 @@ func runWatchdog(cl *redlocktest.Cluster, n int, lease, nodeTimeout time.Duratio
 		cs0 := allCommandStats(cl)
 		cpu0 := cpuTime()
 		_, until0 := alive()
+		cnt.firstTx.Store(0)
 		first, last, ok := waitRound()
 		if !ok {
 			return nil, fmt.Errorf("no renewal round seen within %v", 3*period)
@@ -246,8 +247,8 @@ func runWatchdog(cl *redlocktest.Cluster, n int, lease, nodeTimeout time.Duratio
 		cpu1 := cpuTime()
 		rt1, cm1 := cnt.snapshot()
 		cs1 := allCommandStats(cl)
-		_ = last
-		w := wdRound{cpu: cpu1 - cpu0, wall: time.Unix(0, cnt.lastIO.Load()).Sub(first)}
+		_, _ = first, last
+		w := wdRound{cpu: cpu1 - cpu0, wall: max(0, time.Duration(cnt.lastIO.Load()-cnt.firstTx.Load()))}
 		k, until1 := alive()
 		w.alive = k
 		for i := range until1 {

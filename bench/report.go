@@ -126,7 +126,7 @@ func wdTable(w *watchdogResult) string {
 	var rows [][]string
 	to := "250ms (default)"
 	if w.nodeTimeout > 0 {
-		to = fmtDur(w.nodeTimeout)
+		to = w.nodeTimeout.String()
 	}
 	for i, r := range w.rounds {
 		rows = append(rows, []string{to, fmt.Sprintf("%d (%d lost while acquiring, %d lost one lease after the round)", w.locks, w.lostAcquire, w.lostEnd), fmt.Sprint(i + 1), fmt.Sprint(r.alive), fmt.Sprint(r.renewed), ints(r.rtPerNode), r.cmds, ints(r.evalshaNode), fmtDur(time.Duration(avg(r.evalshaUsec)) * time.Microsecond), fmtDur(r.wall), fmtDur(r.cpu)})

@@ -78,6 +78,38 @@ type Node struct {
 	runID     string     // run_id of the server process last observed; "" before the first
 	started   time.Time  // estimated start of that process (observation time - uptime)
 	restarted bool       // its run_id differs from one observed before: a restart was seen
+	loaded    bool       // every script is loaded in the process with run_id loadedFor
+	loadedFor string
+}
+
+// scripts lists every script, for loading them all at once.
+var scripts = []script{acquireScript, rollbackScript, releaseScript, forceScript, inspectScript, renewScript, fenceScript}
+
+// ensureScripts loads every script on the node, pipelined in one round trip,
+// once per server process. A command that reaches a node late (a release or
+// a rollback to a node that was paused) must not meet NOSCRIPT: its sender
+// gave up waiting and cannot fall back to EVAL.
+func (n *Node) ensureScripts(conn redis.Conn, deadline time.Time) error {
+	n.mu.Lock()
+	ready, run := n.loaded && n.loadedFor == n.runID, n.runID
+	n.mu.Unlock()
+	if ready {
+		return nil
+	}
+	for _, s := range scripts {
+		if err := conn.Send("SCRIPT", "LOAD", s.src); err != nil {
+			return err
+		}
+	}
+	if _, err := doBefore(conn, deadline, "", nil); err != nil {
+		return err
+	}
+	n.mu.Lock()
+	if n.runID == run {
+		n.loaded, n.loadedFor = true, run
+	}
+	n.mu.Unlock()
+	return nil
 }
 
 // NewNode names a master reached through pool, for New. The pool belongs to
@@ -177,6 +209,11 @@ func (n *Node) eval(ctx context.Context, deadline time.Time, c call) (interface{
 		return nil, ne
 	}
 	defer conn.Close()
+	if err := n.ensureScripts(conn, deadline); err != nil {
+		ne := n.fail(err)
+		ne.unsent = true // the command itself was not sent
+		return nil, ne
+	}
 	reply, err := doBefore(conn, deadline, "EVALSHA", c.sha)
 	var re redis.Error
 	if errors.As(err, &re) && strings.HasPrefix(string(re), "NOSCRIPT ") {
@@ -217,6 +254,11 @@ func (n *Node) evalBatch(ctx context.Context, timeout time.Duration, s script, b
 		return nil, n.fail(err)
 	}
 	defer conn.Close()
+	if deadline, ok := ctx.Deadline(); ok {
+		if err := n.ensureScripts(conn, deadline); err != nil {
+			return nil, n.fail(err)
+		}
+	}
 	for attempt := 0; ; attempt++ {
 		for _, args := range batches {
 			if err := s.SendHash(conn, args...); err != nil {

@@ -240,7 +240,7 @@ func (s *subscriber) detach(conn redis.Conn) {
 	}
 	s.mu.Unlock()
 	for _, ch := range chans {
-		s.c.wakeLocal(ch)
+		s.c.wakeLocal(ch, "")
 	}
 }
 
@@ -251,7 +251,7 @@ func (s *subscriber) read(conn redis.Conn) {
 	for {
 		switch v := psc.ReceiveWithTimeout(silence).(type) {
 		case redis.Message:
-			s.c.wakeLocal(v.Channel)
+			s.c.wakeLocal(v.Channel, string(v.Data))
 		case redis.Subscription:
 			if v.Kind == "subscribe" {
 				s.confirm(v.Channel)

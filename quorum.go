@@ -58,7 +58,6 @@ func (b *ballot) certain() bool { return b.won() || b.denied() || b.unreachable(
 // unwinnable: a majority of yes can no longer be reached.
 func (b *ballot) unwinnable() bool { return b.n-b.no-b.failed < b.need }
 
-
 // round is one script call fanned out to every node at once.
 type round struct {
 	c       *Client
@@ -283,7 +282,7 @@ func (r *round) nodeErrors() *multierror.Error {
 
 // noQuorum is the ErrNoQuorum error of this round for op.
 func (r *round) noQuorum(op string) error {
-	return &quorumError{op: op, ok: r.ballot.yes + r.ballot.no, need: r.ballot.need, n: r.ballot.n, nodes: r.nodeErrors()}
+	return &quorumError{op: op, yes: r.ballot.yes, no: r.ballot.no, need: r.ballot.need, n: r.ballot.n, nodes: r.nodeErrors()}
 }
 
 // signalCheck asks the loop to observe caller-owned nodes soon: a failed

@@ -27,7 +27,7 @@ type Mutex struct {
 	channel string // the unlock channel on every node
 	field   string // this owner's hash field: "<client id>:<owner id>"
 
-	seq atomic.Uint64 // sequence of this owner's writes; see scripts/acquire.lua
+	seq atomic.Int64 // sequence of this owner's writes; see scripts/acquire.lua (int64: redigo formats uint64 through fmt)
 
 	// op serializes this owner's acquisitions and releases: one round at a
 	// time, so the hold count each round writes is the authoritative one.
@@ -48,7 +48,7 @@ type Mutex struct {
 type hold struct {
 	m     *Mutex
 	count int           // reentrant count, authoritative
-	seq   uint64        // sequence of the latest successful write
+	seq   int64         // sequence of the latest successful write
 	token int64         // fencing token of the outermost acquisition (WithFencing)
 	lease time.Duration // lease of the latest acquisition
 	late  *atomic.Int32 // node calls of the latest acquisition still running
@@ -306,7 +306,7 @@ func (m *Mutex) freeIn(r *round, lease time.Duration) time.Duration {
 }
 
 // granted records a successful acquisition of count holds.
-func (m *Mutex) granted(count int, seq uint64, token int64, lease time.Duration, late *atomic.Int32, until time.Time, renew bool) {
+func (m *Mutex) granted(count int, seq int64, token int64, lease time.Duration, late *atomic.Int32, until time.Time, renew bool) {
 	m.mu.Lock()
 	h := m.h
 	if h == nil || h.ended {
@@ -394,6 +394,9 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	}
 	m.op.Lock()
 	defer m.op.Unlock()
+	if err := m.c.checkOpen(); err != nil {
+		return err // Close released the hold while this call waited for it
+	}
 	return m.release(ctx, false)
 }
 
@@ -425,20 +428,24 @@ func (m *Mutex) release(ctx context.Context, all bool) error {
 		c.wd.remove(h)
 	}
 	seq := m.seq.Add(1)
-	pending := m.pendingRelease
+	// A retry of a final release that reached no quorum: the first try was
+	// sent while the hold was valid and may have released it on a majority,
+	// after which the key is gone or another owner has it. Either way the
+	// hold ended at the first try, so every answer counts as released.
+	retry := m.pendingRelease && target == 0
 	classify := func(reply interface{}) vote {
 		v, err := redis.Int64(reply, nil)
 		switch {
 		case err != nil:
 			return voteFailed
-		case v == 1, v == 0 && pending:
+		case v == 1, retry:
 			return voteYes
 		}
 		return voteNo
 	}
 	r := c.fanout(ctx, releaseScript, h.releaseArgs(target, seq), classify, (*ballot).certain, nil)
 	if target == 0 {
-		c.wakeLocal(m.name)
+		c.wakeLocal(m.channel, m.field+"/"+strconv.FormatInt(seq, 10))
 	}
 
 	switch {
@@ -491,7 +498,7 @@ func (m *Mutex) release(ctx context.Context, all bool) error {
 
 // releaseArgs are release.lua's keys and arguments for setting the hold's
 // count to target with sequence seq. Under m.op, like every release.
-func (h *hold) releaseArgs(target int, seq uint64) []interface{} {
+func (h *hold) releaseArgs(target int, seq int64) []interface{} {
 	m := h.m
 	m.mu.Lock()
 	mark := 0
@@ -523,7 +530,7 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 		return voteNo
 	}
 	r := m.c.fanout(ctx, forceScript, []interface{}{m.key, m.channel}, classify, (*ballot).done, nil)
-	m.c.wakeLocal(m.name)
+	m.c.wakeLocal(m.channel, "")
 	switch {
 	case r.ballot.won():
 		return true, nil

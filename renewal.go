@@ -148,7 +148,7 @@ func (c *Client) observeCallerNodes(ctx context.Context) {
 type renewal struct {
 	h      *hold
 	count  int
-	seq    uint64
+	seq    int64
 	key    string
 	field  string
 	yes    int    // nodes that extended it
@@ -187,7 +187,8 @@ func (wd *watchdog) renewAll(ctx context.Context) int {
 		wg.Add(1)
 		go func(i int, n *Node) {
 			defer wg.Done()
-			replies, err := n.evalBatch(ctx, c.opts.nodeTimeout, renewScript, wd.batches(rs, false))
+			batches := wd.batches(rs, false)
+			replies, err := n.evalBatch(ctx, wd.timeout(len(batches)), renewScript, batches)
 			if err != nil {
 				c.opts.logger.Warn("redlock: renewal failed on a node", "node", n.name, "holds", len(rs), "err", err)
 				return
@@ -233,7 +234,8 @@ func (wd *watchdog) renewAll(ctx context.Context) int {
 		wg.Add(1)
 		go func(i int, n *Node) {
 			defer wg.Done()
-			replies, err := n.evalBatch(ctx, c.opts.nodeTimeout, renewScript, wd.batches(fix, true))
+			batches := wd.batches(fix, true)
+			replies, err := n.evalBatch(ctx, wd.timeout(len(batches)), renewScript, batches)
 			if err != nil {
 				c.opts.logger.Warn("redlock: repair failed on a node", "node", n.name, "holds", len(fix), "err", err)
 				return
@@ -295,6 +297,14 @@ func (r *renewal) repairable(quarantined []bool, quorum int) bool {
 		}
 	}
 	return n >= quorum
+}
+
+// timeout bounds a node's pipelined round of n renew.lua calls: a node
+// timeout per call of up to renewBatch holds, since a large round costs the
+// node real time (10,000 holds took 60-200ms of server time per node in the
+// benchmark on a loaded 2-core machine).
+func (wd *watchdog) timeout(n int) time.Duration {
+	return wd.c.opts.nodeTimeout * time.Duration(max(n, 1))
 }
 
 // batches builds the renew.lua calls for rs, renewBatch holds per call.

@@ -15,6 +15,7 @@ type waiter struct {
 // Only the head contends with other processes; the others wait their turn.
 type waitQueue struct {
 	waiters []*waiter
+	last    string // the last release message: every node sends the same one
 }
 
 func (w *waiter) signal() {
@@ -66,10 +67,15 @@ func (c *Client) dequeue(channel string, w *waiter) {
 }
 
 // wakeLocal wakes the head waiter of channel in this Client: a release
-// message arrived, a local owner released, or pub/sub reconnected.
-func (c *Client) wakeLocal(channel string) {
+// message arrived, a local owner released, or pub/sub reconnected. msg names
+// the release ("<owner>/<sequence>"); the same release seen again (each node
+// sends it) wakes nobody. An empty msg always wakes.
+func (c *Client) wakeLocal(channel, msg string) {
 	c.mu.Lock()
-	if q := c.queues[channel]; q != nil {
+	if q := c.queues[channel]; q != nil && (msg == "" || msg != q.last) {
+		if msg != "" {
+			q.last = msg
+		}
 		q.waiters[0].signal()
 	}
 	c.mu.Unlock()

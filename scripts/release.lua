@@ -4,7 +4,8 @@
 -- ARGV[1]  owner field
 -- ARGV[2]  hold count after the release (0: the last hold, delete the lock)
 -- ARGV[3]  sequence number of this release
--- ARGV[4]  unlock channel
+-- ARGV[4]  unlock channel; the message is "<owner>/<sequence>", the same
+--          from every node, so a waiter wakes once per release
 -- ARGV[5]  '1': an acquisition of this hold may still arrive late; when the
 --          lock is deleted, mark the release so that it is refused
 -- ARGV[6]  how long to keep the mark, milliseconds (the lease)
@@ -30,7 +31,7 @@ if tonumber(ARGV[2]) > 0 then
   redis.call('hset', KEYS[1], ARGV[1], ARGV[2], seqf, ARGV[3])
 else
   redis.call('del', KEYS[1])
-  redis.call('publish', ARGV[4], 'u')
+  redis.call('publish', ARGV[4], ARGV[1] .. '/' .. ARGV[3])
 end
 if ARGV[5] == '1' and tonumber(ARGV[2]) == 0 then
   redis.call('hset', KEYS[2], ARGV[1], ARGV[3])

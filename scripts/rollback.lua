@@ -5,7 +5,8 @@
 -- ARGV[1]  owner field
 -- ARGV[2]  sequence number of the attempt to undo
 -- ARGV[3]  hold count before the attempt (0: the owner held nothing)
--- ARGV[4]  unlock channel, published to when the key is deleted
+-- ARGV[4]  unlock channel, published to ("<owner>/<sequence>") when the key
+--          is deleted
 -- ARGV[5]  how long to keep a mark, milliseconds (the lease)
 -- Returns  1 when the attempt's write was undone; 0 when this node has no
 --          write of that attempt: then, unless a later write of the owner is
@@ -17,7 +18,7 @@ local seq = redis.call('hget', KEYS[1], seqf)
 if seq == ARGV[2] then
   if tonumber(ARGV[3]) == 0 then
     redis.call('del', KEYS[1])
-    redis.call('publish', ARGV[4], 'r')
+    redis.call('publish', ARGV[4], ARGV[1] .. '/' .. ARGV[2])
   else
     redis.call('hset', KEYS[1], ARGV[1], ARGV[3])
   end

@@ -52,8 +52,10 @@ var (
 	// on a quorum of nodes: it never locked it, already released it, or the
 	// hold was lost (see Mutex.Lost).
 	ErrNotHeld = errors.New("redlock: lock not held")
-	// ErrNoQuorum is returned when fewer than N/2+1 nodes answered usefully.
-	// The error wraps a *NodeError for every node that failed.
+	// ErrNoQuorum is returned when too few nodes answered to decide: the
+	// answers that came could not make or rule out a majority (N/2+1). The
+	// error says how many said yes, no, or failed, and wraps a *NodeError
+	// for every node that failed.
 	ErrNoQuorum = errors.New("redlock: no quorum")
 	// ErrClosed is returned by every call made after Client.Close.
 	ErrClosed = errors.New("redlock: client closed")
@@ -96,15 +98,15 @@ func formatNodeErrors(es []error) string {
 
 // quorumError is ErrNoQuorum with the story of every node that failed.
 type quorumError struct {
-	op         string
-	ok, need   int
-	n          int
-	nodes      *multierror.Error
-	quarantine string // set when nodes were left out of the quorum on purpose
+	op      string
+	yes, no int // nodes that answered yes and no
+	need    int // yes answers needed
+	n       int
+	nodes   *multierror.Error
 }
 
 func (e *quorumError) Error() string {
-	s := fmt.Sprintf("redlock: no quorum for %s: %d of %d nodes answered usefully, %d needed", e.op, e.ok, e.n, e.need)
+	s := fmt.Sprintf("redlock: no quorum for %s: %d of %d nodes said yes, %d said no, %d failed; %d yes needed", e.op, e.yes, e.n, e.no, e.n-e.yes-e.no, e.need)
 	if err := e.nodes.ErrorOrNil(); err != nil {
 		s += ": " + err.Error()
 	}
@@ -719,7 +721,7 @@ func (c *Client) releaseHolds(ctx context.Context, ms []*Mutex) *multierror.Erro
 		c.track(r.m, false)
 		if r.done < c.quorum {
 			r.nodes.ErrorFormat = formatNodeErrors
-			errs = multierror.Append(errs, &quorumError{op: "release " + strconv.Quote(r.m.name) + " on close", ok: r.done, need: c.quorum, n: len(c.nodes), nodes: r.nodes})
+			errs = multierror.Append(errs, &quorumError{op: "release " + strconv.Quote(r.m.name) + " on close", yes: r.done, need: c.quorum, n: len(c.nodes), nodes: r.nodes})
 		}
 	}
 	return errs

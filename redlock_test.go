@@ -484,11 +484,14 @@ func TestLockTooSlowForItsLeaseIsRolledBack(t *testing.T) {
 
 func TestUnlockRetriedAfterNoQuorumReleasesOnce(t *testing.T) {
 	cl := redlocktest.Start(t, 5)
-	c := dial(t, cl)
+	// A short lease: a node the acquisitions never reached (a dial that
+	// timed out on a busy machine) gets the hold from the watchdog soon.
+	c := dial(t, cl, redlock.WithLease(1500*time.Millisecond))
 	ctx := context.Background()
 	m := c.NewMutex("retry")
 	require.NoError(t, m.Lock(ctx))
 	require.NoError(t, m.Lock(ctx))
+	eventuallyCounts(t, cl, "retry", repeat("2", 5))
 
 	for _, i := range []int{0, 1, 2} {
 		require.NoError(t, cl.Pause(i))
@@ -688,6 +691,7 @@ func TestLateReleaseDoesNotTouchANewerHold(t *testing.T) {
 	ctx := context.Background()
 	m := dial(t, cl).NewMutex("late-release")
 	require.NoError(t, m.Lock(ctx))
+	eventuallyCounts(t, cl, "late-release", repeat("1", 3))
 	field := holderField(t, cl, "late-release")
 	oldSeq, err := redis.Int64(cl.Do(0, "HGET", keyOf("late-release"), field+"#"))
 	require.NoError(t, err)
@@ -709,4 +713,32 @@ func TestLateReleaseDoesNotTouchANewerHold(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, ok, "two holders")
 	require.NoError(t, m.Unlock(ctx))
+}
+
+// TestRetriedReleaseAfterTheLockMovedOn: a final release that reached no
+// quorum in time was still applied by the slow nodes, and another owner took
+// the lock before the retry. The hold ended at the first try, so the retry
+// reports success, not ErrNotHeld (found by the CLI demo under load).
+func TestRetriedReleaseAfterTheLockMovedOn(t *testing.T) {
+	cl := redlocktest.Start(t, 5)
+	ctx := context.Background()
+	m := dial(t, cl).NewMutex("moved-on")
+	require.NoError(t, m.Lock(ctx))
+	eventuallyCounts(t, cl, "moved-on", repeat("1", 5))
+	for _, i := range []int{0, 1, 2} {
+		require.NoError(t, cl.Pause(i))
+	}
+	require.ErrorIs(t, m.Unlock(ctx), redlock.ErrNoQuorum)
+	for _, i := range []int{0, 1, 2} {
+		require.NoError(t, cl.Resume(i))
+	}
+	eventuallyFree(t, cl, "moved-on") // the paused nodes ran the release
+	other := dial(t, cl).NewMutex("moved-on")
+	require.NoError(t, other.Lock(ctx))
+	require.NoError(t, m.Unlock(ctx), "the retry of a release that happened")
+	held, err := other.IsHeld(ctx)
+	require.NoError(t, err)
+	assert.True(t, held, "the retry must not touch the new owner's hold")
+	require.ErrorIs(t, m.Unlock(ctx), redlock.ErrNotHeld)
+	require.NoError(t, other.Unlock(ctx))
 }

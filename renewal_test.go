@@ -293,8 +293,8 @@ func commandCalls(t *testing.T, cl *redlocktest.Cluster, i int) int {
 
 func TestThousandHoldsCostOneRoundTripPerNodePerRound(t *testing.T) {
 	cl := redlocktest.Start(t, 3)
-	const lease = 1500 * time.Millisecond
-	c := dial(t, cl, redlock.WithLease(lease), redlock.WithNodeTimeout(100*time.Millisecond))
+	const lease = 3 * time.Second
+	c := dial(t, cl, redlock.WithLease(lease), redlock.WithNodeTimeout(300*time.Millisecond))
 	ctx := context.Background()
 	ms := make([]*redlock.Mutex, 1000)
 	for i := range ms {
@@ -459,4 +459,49 @@ func TestForcedAwayHoldIsNotRepaired(t *testing.T) {
 	}
 	time.Sleep(lease / 2)
 	eventuallyFree(t, cl, "forced")
+}
+
+type dataPath struct{}
+
+// TestLocalUnlockWakesLocalWaiter: an Unlock wakes a waiter of the same
+// Client directly, not only through pub/sub. The pools here refuse every
+// connection that does not carry the caller's context value, so the pub/sub
+// connections (dialled on the Client's own context) never come up; the
+// waiter must still take the lock long before the holder's 30s lease ends.
+func TestLocalUnlockWakesLocalWaiter(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	var nodes []*redlock.Node
+	for _, addr := range cl.Addrs() {
+		addr := addr
+		p := &redis.Pool{MaxIdle: 8, DialContext: func(ctx context.Context) (redis.Conn, error) {
+			if ctx.Value(dataPath{}) == nil {
+				return nil, errors.New("no pub/sub in this test")
+			}
+			return redis.DialContext(ctx, "tcp", addr)
+		}}
+		t.Cleanup(func() { p.Close() })
+		nodes = append(nodes, redlock.NewNode(addr, p))
+	}
+	c, err := redlock.New(nodes, redlock.WithQuarantine(0))
+	require.NoError(t, err)
+	defer c.Close()
+	ctx := context.WithValue(context.Background(), dataPath{}, true)
+	holder, waiter := c.NewMutex("local"), c.NewMutex("local")
+	require.NoError(t, holder.Lock(ctx))
+	got := make(chan time.Time, 1)
+	go func() {
+		if waiter.Lock(ctx) == nil {
+			got <- time.Now()
+		}
+	}()
+	time.Sleep(400 * time.Millisecond) // subscribed as far as it can be, waiting
+	released := time.Now()
+	require.NoError(t, holder.Unlock(ctx))
+	select {
+	case at := <-got:
+		t.Logf("local handoff in %v", at.Sub(released))
+	case <-time.After(5 * time.Second):
+		t.Fatal("the local waiter was not woken by the local Unlock")
+	}
+	require.NoError(t, waiter.Unlock(ctx))
 }

@@ -804,7 +804,7 @@ func TestUnitQuorumError(t *testing.T) {
 			votes:   []vote{voteYes, voteFailed, voteFailed},
 			errs:    []error{nil, nodes[1].fail(context.DeadlineExceeded), nodes[2].fail(io.EOF)},
 			is:      []error{ErrNoQuorum, context.DeadlineExceeded, io.EOF},
-			msgHas:  []string{"no quorum", "unit op", "1 of 3", "2 needed", "n2", "n3", "deadline exceeded", "EOF"},
+			msgHas:  []string{"no quorum", "unit op", "1 of 3 nodes said yes", "2 failed", "2 yes needed", "n2", "n3", "deadline exceeded", "EOF"},
 			nodeErr: 2,
 		},
 		{
@@ -820,7 +820,7 @@ func TestUnitQuorumError(t *testing.T) {
 			votes:  []vote{voteYes, voteNo},
 			errs:   []error{nil, nil, nil},
 			is:     []error{ErrNoQuorum},
-			msgHas: []string{"2 of 3"},
+			msgHas: []string{"1 of 3 nodes said yes", "1 said no", "1 failed"},
 		},
 	}
 	for _, tt := range tests {
@@ -855,9 +855,9 @@ func TestUnitQuorumError(t *testing.T) {
 
 	// The aggregate of a nil multierror stays nil: no typed-nil error.
 	var none *multierror.Error
-	qe := &quorumError{op: "x", ok: 0, need: 2, n: 3, nodes: none}
+	qe := &quorumError{op: "x", yes: 0, need: 2, n: 3, nodes: none}
 	assert.Equal(t, []error{ErrNoQuorum}, qe.Unwrap())
-	assert.Equal(t, "redlock: no quorum for x: 0 of 3 nodes answered usefully, 2 needed", qe.Error())
+	assert.Equal(t, "redlock: no quorum for x: 0 of 3 nodes said yes, 0 said no, 3 failed; 2 yes needed", qe.Error())
 }
 
 func TestUnitClassifyAcquire(t *testing.T) {

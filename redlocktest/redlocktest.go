@@ -15,7 +15,7 @@ import (
 )
 
 // readyTimeout bounds how long a started node may take to answer.
-const readyTimeout = 5 * time.Second
+const readyTimeout = 15 * time.Second
 
 // errNotFound is returned by Launch when no redis-server can be found.
 var errNotFound = errors.New("redis-server not found: install it (Debian/Ubuntu: apt-get install redis-server; macOS: brew install redis) or set REDIS_SERVER_BIN, or run a Docker engine")

@@ -181,24 +181,28 @@ func (wd *watchdog) renewAll(ctx context.Context) int {
 	}
 
 	start := now()
-	var mu sync.Mutex // protects the counters in rs
+	// A node in quarantine is written to but not counted.
+	quarantined := make([]bool, len(c.nodes))
+	for i, n := range c.nodes {
+		quarantined[i] = c.quarantined(n) != nil
+	}
+	batches := wd.batches(rs, false) // the same calls for every node, shared read-only
+	var mu sync.Mutex                // protects the counters in rs
 	var wg sync.WaitGroup
 	for i, n := range c.nodes {
 		wg.Add(1)
 		go func(i int, n *Node) {
 			defer wg.Done()
-			batches := wd.batches(rs, false)
 			replies, err := n.evalBatch(ctx, wd.timeout(len(batches)), renewScript, batches)
 			if err != nil {
 				c.opts.logger.Warn("redlock: renewal failed on a node", "node", n.name, "holds", len(rs), "err", err)
 				return
 			}
-			quarantined := c.quarantined(n) != nil // written to, not counted
 			mu.Lock()
 			defer mu.Unlock()
 			wd.count(rs, replies, func(r *renewal, v int64) {
 				switch {
-				case v == 1 && quarantined:
+				case v == 1 && quarantined[i]:
 				case v == 1:
 					r.yes++
 				case v == 0:
@@ -217,10 +221,6 @@ func (wd *watchdog) renewAll(ctx context.Context) int {
 	// absent, to make a majority; and at least one node still holding it, so
 	// a lock forced away everywhere (ForceUnlock) stays away. Repaired nodes
 	// count toward this round's quorum unless they are in quarantine.
-	quarantined := make([]bool, len(c.nodes))
-	for i, n := range c.nodes {
-		quarantined[i] = c.quarantined(n) != nil
-	}
 	for i, n := range c.nodes {
 		var fix []*renewal
 		for _, r := range rs {
@@ -234,8 +234,8 @@ func (wd *watchdog) renewAll(ctx context.Context) int {
 		wg.Add(1)
 		go func(i int, n *Node) {
 			defer wg.Done()
-			batches := wd.batches(fix, true)
-			replies, err := n.evalBatch(ctx, wd.timeout(len(batches)), renewScript, batches)
+			fixes := wd.batches(fix, true) // differs per node
+			replies, err := n.evalBatch(ctx, wd.timeout(len(fixes)), renewScript, fixes)
 			if err != nil {
 				c.opts.logger.Warn("redlock: repair failed on a node", "node", n.name, "holds", len(fix), "err", err)
 				return

@@ -86,13 +86,6 @@ func (wd *watchdog) stop() {
 	}
 }
 
-// size is the number of holds under renewal.
-func (wd *watchdog) size() int {
-	wd.mu.Lock()
-	defer wd.mu.Unlock()
-	return len(wd.holds)
-}
-
 func (wd *watchdog) run() {
 	defer wd.c.bg.Done()
 	defer close(wd.done)

@@ -742,3 +742,42 @@ func TestRetriedReleaseAfterTheLockMovedOn(t *testing.T) {
 	require.ErrorIs(t, m.Unlock(ctx), redlock.ErrNotHeld)
 	require.NoError(t, other.Unlock(ctx))
 }
+
+// An acquisition decided at the majority leaves a straggler on a slow node.
+// A re-entrant acquisition that completes everywhere must not make the last
+// release forget that straggler: when it lands after the release, it must
+// be refused, not re-create the lock for a lease (CI saw this through Close).
+func TestReleaseAfterReentryRefusesAnEarlierStraggler(t *testing.T) {
+	for _, viaClose := range []bool{false, true} {
+		t.Run(fmt.Sprintf("close=%v", viaClose), func(t *testing.T) {
+			cl := redlocktest.Start(t, 3, redlocktest.WithProxy())
+			c, err := redlock.Dial(cl.URLs(), redlock.WithNodeTimeout(time.Second))
+			require.NoError(t, err)
+			defer c.Close()
+			ctx := context.Background()
+			m := c.NewMutex("straggler")
+			// Warm each pool: one idle connection, past its INFO and with
+			// the scripts loaded, so the first Lock's call to node 2 is one
+			// command that the proxy delays.
+			require.NoError(t, m.Lock(ctx))
+			require.NoError(t, m.Unlock(ctx))
+			const delay = 300 * time.Millisecond
+			require.NoError(t, cl.SetLatency(2, delay))
+			start := time.Now()
+			require.NoError(t, m.Lock(ctx)) // decided by nodes 0 and 1
+			require.NoError(t, cl.Heal(2))  // the first call to node 2 is still on its way
+			require.NoError(t, m.Lock(ctx)) // a fresh connection to node 2: on time
+			require.Equal(t, repeat("2", 3), counts(t, cl, "straggler"))
+			if viaClose {
+				require.Less(t, time.Since(start), delay, "the machine is too slow for this test's timing")
+				require.NoError(t, c.Close()) // waits for the straggler's goroutine
+			} else {
+				require.NoError(t, m.Unlock(ctx))
+				require.NoError(t, m.Unlock(ctx))
+				require.Less(t, time.Since(start), delay, "the machine is too slow for this test's timing")
+			}
+			time.Sleep(time.Until(start.Add(2 * delay))) // the straggler has landed
+			assert.Equal(t, repeat("", 3), counts(t, cl, "straggler"))
+		})
+	}
+}

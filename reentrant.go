@@ -51,7 +51,7 @@ type hold struct {
 	seq   int64         // sequence of the latest successful write
 	token int64         // fencing token of the outermost acquisition (WithFencing)
 	lease time.Duration // lease of the latest acquisition
-	late  *atomic.Int32 // node calls of the latest acquisition still running
+	late  []*atomic.Int32 // per acquisition of this hold: node calls still running
 	until time.Time     // drift-adjusted end of validity
 	renew bool          // renewed by the watchdog
 	lost  chan struct{}
@@ -314,7 +314,8 @@ func (m *Mutex) granted(count int, seq int64, token int64, lease time.Duration, 
 		m.h = h
 		m.c.track(m, true)
 	}
-	h.count, h.seq, h.lease, h.late = count, seq, lease, late
+	h.count, h.seq, h.lease = count, seq, lease
+	h.addLateLocked(late)
 	if until.After(h.until) {
 		h.until = until
 	}
@@ -496,14 +497,42 @@ func (m *Mutex) release(ctx context.Context, all bool) error {
 	return err
 }
 
+// addLateLocked records the in-flight counter of one more acquisition of h,
+// dropping those whose calls have all finished. Every acquisition counts,
+// not only the latest: a re-entrant acquisition that is answered everywhere
+// does not make an earlier one's straggler harmless. Under m.mu.
+func (h *hold) addLateLocked(late *atomic.Int32) {
+	kept := h.late[:0]
+	for _, l := range h.late {
+		if l.Load() > 0 {
+			kept = append(kept, l)
+		}
+	}
+	if late != nil && late.Load() > 0 {
+		kept = append(kept, late)
+	}
+	h.late = kept
+}
+
+// stragglingLocked reports whether a node call of any acquisition of h may
+// still land. Under m.mu.
+func (h *hold) stragglingLocked() bool {
+	for _, l := range h.late {
+		if l.Load() > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // releaseArgs are release.lua's keys and arguments for setting the hold's
 // count to target with sequence seq. Under m.op, like every release.
 func (h *hold) releaseArgs(target int, seq int64) []interface{} {
 	m := h.m
 	m.mu.Lock()
 	mark := 0
-	if h.late != nil && h.late.Load() > 0 {
-		mark = 1 // a straggler of the acquisition may land after this release
+	if h.stragglingLocked() {
+		mark = 1 // a straggler of an acquisition may land after this release
 	}
 	lease := h.lease
 	m.mu.Unlock()

@@ -47,13 +47,13 @@ type Mutex struct {
 // acquisition to its last release or its loss.
 type hold struct {
 	m     *Mutex
-	count int           // reentrant count, authoritative
-	seq   int64         // sequence of the latest successful write
-	token int64         // fencing token of the outermost acquisition (WithFencing)
-	lease time.Duration // lease of the latest acquisition
+	count int             // reentrant count, authoritative
+	seq   int64           // sequence of the latest successful write
+	token int64           // fencing token of the outermost acquisition (WithFencing)
+	lease time.Duration   // lease of the latest acquisition
 	late  []*atomic.Int32 // per acquisition of this hold: node calls still running
-	until time.Time     // drift-adjusted end of validity
-	renew bool          // renewed by the watchdog
+	until time.Time       // drift-adjusted end of validity
+	renew bool            // renewed by the watchdog
 	lost  chan struct{}
 	timer *time.Timer // declares the loss at until
 	ended bool        // lost or released; lost is closed

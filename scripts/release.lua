@@ -6,14 +6,27 @@
 -- ARGV[3]  sequence number of this release
 -- ARGV[4]  unlock channel; the message is "<owner>/<sequence>", the same
 --          from every node, so a waiter wakes once per release
--- ARGV[5]  '1': an acquisition of this hold may still arrive late; when the
---          lock is deleted, mark the release so that it is refused
+-- ARGV[5]  '1': an acquisition of this hold may still arrive late; a final
+--          release (ARGV[2] = 0) then marks its sequence so that such an
+--          acquisition is refused, also where the key is absent or another
+--          owner's (the straggler may land after that key is gone)
 -- ARGV[6]  how long to keep the mark, milliseconds (the lease)
 -- Returns  1 the owner held the lock here (now updated or deleted);
 --          0 the key is absent; -1 another owner holds it.
 -- Setting an absolute count makes a retried release harmless; comparing
 -- sequence numbers makes a late one harmless.
 local seqf = ARGV[1] .. '#'
+if ARGV[5] == '1' and tonumber(ARGV[2]) == 0 then
+  -- Marks only grow, and their hash only lives longer: a release overtaken
+  -- by a later attempt's rollback must not lower that rollback's mark.
+  local mark = redis.call('hget', KEYS[2], ARGV[1])
+  if not mark or tonumber(mark) < tonumber(ARGV[3]) then
+    redis.call('hset', KEYS[2], ARGV[1], ARGV[3])
+  end
+  if redis.call('pttl', KEYS[2]) < tonumber(ARGV[6]) then
+    redis.call('pexpire', KEYS[2], ARGV[6])
+  end
+end
 local seq = redis.call('hget', KEYS[1], seqf)
 if not seq then
   if redis.call('exists', KEYS[1]) == 0 then
@@ -24,7 +37,8 @@ end
 if tonumber(seq) > tonumber(ARGV[3]) then
   -- A later write of this owner is here: this release is late (it was
   -- decided at the majority and reached this node after the owner locked
-  -- again) and must not touch the newer hold.
+  -- again) and must not touch the newer hold. (The mark above refuses only
+  -- attempts older than this release, never that newer one.)
   return 1
 end
 if tonumber(ARGV[2]) > 0 then
@@ -32,9 +46,5 @@ if tonumber(ARGV[2]) > 0 then
 else
   redis.call('del', KEYS[1])
   redis.call('publish', ARGV[4], ARGV[1] .. '/' .. ARGV[3])
-end
-if ARGV[5] == '1' and tonumber(ARGV[2]) == 0 then
-  redis.call('hset', KEYS[2], ARGV[1], ARGV[3])
-  redis.call('pexpire', KEYS[2], ARGV[6])
 end
 return 1

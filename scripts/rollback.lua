@@ -29,6 +29,8 @@ if not seq or tonumber(seq) < tonumber(ARGV[2]) then
   if not mark or tonumber(mark) < tonumber(ARGV[2]) then
     redis.call('hset', KEYS[2], ARGV[1], ARGV[2])
   end
-  redis.call('pexpire', KEYS[2], ARGV[5])
+  if redis.call('pttl', KEYS[2]) < tonumber(ARGV[5]) then
+    redis.call('pexpire', KEYS[2], ARGV[5])
+  end
 end
 return 0

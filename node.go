@@ -215,8 +215,9 @@ func (n *Node) eval(ctx context.Context, deadline time.Time, c call) (interface{
 		return nil, ne
 	}
 	reply, err := doBefore(conn, deadline, "EVALSHA", c.sha)
-	var re redis.Error
-	if errors.As(err, &re) && strings.HasPrefix(string(re), "NOSCRIPT ") {
+	// redigo returns a server's error reply unwrapped; a type assertion,
+	// unlike errors.As, costs no allocation on every call.
+	if re, ok := err.(redis.Error); ok && strings.HasPrefix(string(re), "NOSCRIPT ") {
 		eval := make([]interface{}, 0, 2+len(c.args))
 		eval = append(eval, c.s.src, c.s.keyCount)
 		reply, err = doBefore(conn, deadline, "EVAL", append(eval, c.args...))

@@ -58,14 +58,19 @@ func (b *ballot) certain() bool { return b.won() || b.denied() || b.unreachable(
 // unwinnable: a majority of yes can no longer be reached.
 func (b *ballot) unwinnable() bool { return b.n-b.no-b.failed < b.need }
 
+// slot is what a round learned from one node.
+type slot struct {
+	reply interface{} // nil until answered
+	err   error       // nil until failed
+	vote  vote
+	got   bool // answered (or failed) before the decision
+}
+
 // round is one script call fanned out to every node at once.
 type round struct {
-	c       *Client
-	ballot  ballot
-	replies []interface{} // by node; nil until answered
-	errs    []error       // by node; nil until failed
-	votes   []vote
-	got     []bool // answered (or failed) before the decision
+	c      *Client
+	ballot ballot
+	nodes  []slot // by node, in the Client's order
 
 	// running counts the node goroutines still at work; a hold granted by
 	// this round may still get late answers while it is above zero.
@@ -104,12 +109,9 @@ func (c *Client) fanout(ctx context.Context, s script, args []interface{}, class
 	}
 	n := len(c.nodes)
 	r := &round{
-		c:       c,
-		ballot:  newBallot(n),
-		replies: make([]interface{}, n),
-		errs:    make([]error, n),
-		votes:   make([]vote, n),
-		got:     make([]bool, n),
+		c:      c,
+		ballot: newBallot(n),
+		nodes:  make([]slot, n),
 	}
 	if undo != nil {
 		r.decided = make(chan struct{})
@@ -123,8 +125,8 @@ func (c *Client) fanout(ctx context.Context, s script, args []interface{}, class
 	answers := make(chan answer, n)
 	if !c.goAdd(n) {
 		for i := range c.nodes {
-			r.errs[i] = c.nodes[i].fail(ErrClosed)
-			r.got[i] = true
+			r.nodes[i].err = c.nodes[i].fail(ErrClosed)
+			r.nodes[i].got = true
 			r.ballot.add(voteFailed)
 		}
 		if undo != nil {
@@ -141,7 +143,7 @@ func (c *Client) fanout(ctx context.Context, s script, args []interface{}, class
 	running.Store(int32(n))
 	prepared := s.call(args...)
 	for i, node := range c.nodes {
-		go func(i int, node *Node) {
+		go func() { // one closure per node: i and node are per iteration
 			defer c.bg.Done()
 			defer func() {
 				if running.Add(-1) == 0 {
@@ -158,14 +160,14 @@ func (c *Client) fanout(ctx context.Context, s script, args []interface{}, class
 				return
 			}
 			uerr := undo(context.WithoutCancel(ctx), node)
-			if r.got[i] && r.votes[i] == voteYes {
+			if sl := &r.nodes[i]; sl.got && sl.vote == voteYes {
 				r.undoErrs <- uerr // it said yes: a key of ours is left if this failed
 				return
 			}
 			if uerr != nil {
 				c.opts.logger.Warn("redlock: rollback failed where the outcome was unknown; a key left there expires with its lease", "node", node.name, "err", uerr)
 			}
-		}(i, node)
+		}()
 	}
 	start := now()
 	var impatient *time.Timer // armed once another owner is met (acquisitions)
@@ -186,8 +188,8 @@ func (c *Client) fanout(ctx context.Context, s script, args []interface{}, class
 			// node timeout later, which a paused minority would otherwise
 			// turn into a livelock of contenders.
 			for i, node := range c.nodes {
-				if !r.got[i] {
-					r.errs[i] = node.fail(fmt.Errorf("%w: gave up after %v, the other nodes had answered", context.DeadlineExceeded, since(start).Round(time.Microsecond)))
+				if !r.nodes[i].got {
+					r.nodes[i].err = node.fail(fmt.Errorf("%w: gave up after %v, the other nodes had answered", context.DeadlineExceeded, since(start).Round(time.Microsecond)))
 					r.ballot.add(voteFailed)
 				}
 			}
@@ -196,8 +198,8 @@ func (c *Client) fanout(ctx context.Context, s script, args []interface{}, class
 			// The caller gave up: every node not heard from counts as
 			// failed with ctx's error; they finish in the background.
 			for i, node := range c.nodes {
-				if !r.got[i] {
-					r.errs[i] = node.fail(ctx.Err())
+				if !r.nodes[i].got {
+					r.nodes[i].err = node.fail(ctx.Err())
 					r.ballot.add(voteFailed)
 				}
 			}
@@ -212,7 +214,7 @@ func (c *Client) fanout(ctx context.Context, s script, args []interface{}, class
 		} else if !c.nodes[a.node].owned {
 			c.signalCheck()
 		}
-		r.replies[a.node], r.errs[a.node], r.votes[a.node], r.got[a.node] = a.reply, a.err, v, true
+		r.nodes[a.node] = slot{reply: a.reply, err: a.err, vote: v, got: true}
 		r.ballot.add(v)
 		if acq != nil && r.ballot.no > 0 && !r.ballot.won() {
 			// Patience: four times as long as the answers so far took, and
@@ -253,8 +255,8 @@ func (r *round) settle(failed bool) error {
 		return nil
 	}
 	var errs *multierror.Error
-	for i, got := range r.got {
-		if got && r.votes[i] == voteYes {
+	for _, sl := range r.nodes {
+		if sl.got && sl.vote == voteYes {
 			if err := <-r.undoErrs; err != nil {
 				errs = multierror.Append(errs, err)
 			}
@@ -269,9 +271,9 @@ func (r *round) settle(failed bool) error {
 // nodeErrors aggregates the errors of the nodes that failed, or nil.
 func (r *round) nodeErrors() *multierror.Error {
 	var errs *multierror.Error
-	for _, err := range r.errs {
-		if err != nil {
-			errs = multierror.Append(errs, err)
+	for _, sl := range r.nodes {
+		if sl.err != nil {
+			errs = multierror.Append(errs, sl.err)
 		}
 	}
 	if errs != nil {

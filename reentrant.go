@@ -61,13 +61,19 @@ type hold struct {
 }
 
 func newMutex(c *Client, name string) *Mutex {
+	// The four key names are cut from one string: one allocation, not four.
+	p := c.opts.prefix
+	all := p + "lock:" + name + p + "rollback:" + name + p + "fence:" + name + p + "unlock:" + name
+	a := len(p) + len("lock:") + len(name)
+	b := a + len(p) + len("rollback:") + len(name)
+	d := b + len(p) + len("fence:") + len(name)
 	return &Mutex{
 		c:       c,
 		name:    name,
-		key:     c.opts.prefix + "lock:" + name,
-		marks:   c.opts.prefix + "rollback:" + name,
-		fence:   c.opts.prefix + "fence:" + name,
-		channel: c.opts.prefix + "unlock:" + name,
+		key:     all[:a],
+		marks:   all[a:b],
+		fence:   all[b:d],
+		channel: all[d:],
 		field:   c.id + ":" + strconv.FormatUint(c.owners.Add(1), 10),
 	}
 }
@@ -234,17 +240,17 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew bool) attemp
 // lies.
 func (m *Mutex) fenceToken(ctx context.Context, r *round) (int64, error) {
 	var token int64
-	for i, v := range r.votes {
-		if v == voteYes {
-			if vs, _ := redis.Int64s(r.replies[i], nil); len(vs) == 2 && vs[1] > token {
+	for _, sl := range r.nodes {
+		if sl.vote == voteYes {
+			if vs, _ := redis.Int64s(sl.reply, nil); len(vs) == 2 && vs[1] > token {
 				token = vs[1]
 			}
 		}
 	}
 	at, below := 0, 0
-	for i, v := range r.votes {
-		if v == voteYes {
-			if vs, _ := redis.Int64s(r.replies[i], nil); len(vs) == 2 && vs[1] == token {
+	for _, sl := range r.nodes {
+		if sl.vote == voteYes {
+			if vs, _ := redis.Int64s(sl.reply, nil); len(vs) == 2 && vs[1] == token {
 				at++
 			} else {
 				below++
@@ -282,16 +288,16 @@ func classifyAcquire(reply interface{}) vote {
 // freeIn is how long until a majority of nodes is free by the PTTLs seen in
 // r, the lease when that cannot be told (or a key has no expiry).
 func (m *Mutex) freeIn(r *round, lease time.Duration) time.Duration {
-	ttls := make([]time.Duration, 0, len(r.votes))
-	for i, v := range r.votes {
-		if !r.got[i] {
+	ttls := make([]time.Duration, 0, len(r.nodes))
+	for _, sl := range r.nodes {
+		if !sl.got {
 			continue
 		}
-		switch v {
+		switch sl.vote {
 		case voteYes:
 			ttls = append(ttls, 0)
 		case voteNo:
-			vs, _ := redis.Int64s(r.replies[i], nil)
+			vs, _ := redis.Int64s(sl.reply, nil)
 			if len(vs) == 2 && vs[1] >= 0 {
 				ttls = append(ttls, time.Duration(vs[1])*time.Millisecond)
 			} else {
@@ -299,7 +305,7 @@ func (m *Mutex) freeIn(r *round, lease time.Duration) time.Duration {
 			}
 		}
 	}
-	if d, ok := quorumTTL(ttls, len(r.votes)); ok {
+	if d, ok := quorumTTL(ttls, len(r.nodes)); ok {
 		return d
 	}
 	return lease

@@ -825,7 +825,10 @@ func TestUnitQuorumError(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := &round{ballot: newBallot(len(nodes)), errs: tt.errs}
+			r := &round{ballot: newBallot(len(nodes)), nodes: make([]slot, len(tt.errs))}
+			for i, err := range tt.errs {
+				r.nodes[i].err = err
+			}
 			for _, v := range tt.votes {
 				r.ballot.add(v)
 			}

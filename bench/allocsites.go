@@ -130,7 +130,7 @@ var siteNotes = []siteNote{
 	{"writeArg", "redigo's `writeArg` has no case for one of the arguments' types (the owner's sequence number is a `uint64`), so it formats it with `fmt.Fprint` into a fresh `bytes.Buffer` on every node call", "pass the sequence number as `int64` (or a string)"},
 	{"(*Script).args", "redigo's `Script` building a fresh EVALSHA argument list for every node call", "build the EVALSHA argument list once per round"},
 	{"fanoutQ", "the fan-out's own bookkeeping: per-round slices, channels and one goroutine closure per node", "reuse a round's buffers (a `sync.Pool` of rounds)"},
-	{"fanout", "the fan-out's own bookkeeping: per-round slices, channels and one goroutine closure per node", "reuse a round's buffers (a `sync.Pool` of rounds)"},
+	{"fanout", "the fan-out's own bookkeeping: the round with its per-node slots, its channels and one goroutine closure per node", "reuse a round's buffers (a `sync.Pool` of rounds)"},
 	{"(*Pool).GetContext", "redigo's pool checkout (one `activeConn` per checkout)", ""},
 	{"readReply", "redigo parsing the replies", ""},
 }

@@ -24,6 +24,24 @@ import (
 // BenchmarkLockUnlock is one owner taking and releasing a lock nobody else
 // wants, on a new key each time: NewMutex, Lock (watchdog lease), Unlock.
 func BenchmarkLockUnlock(b *testing.B) {
+	benchLockUnlock(b, nil)
+}
+
+// BenchmarkLockUnlockDeadMinority is BenchmarkLockUnlock with two of the
+// five nodes killed before the timer starts: each node call to them is
+// refused (or, within 20 ms of a refused dial, not dialled at all).
+func BenchmarkLockUnlockDeadMinority(b *testing.B) {
+	benchLockUnlock(b, func(cl *redlocktest.Cluster) error {
+		if err := cl.Kill(3); err != nil {
+			return err
+		}
+		return cl.Kill(4)
+	})
+}
+
+// benchLockUnlock runs the Lock+Unlock loop, after fault (if any) has been
+// applied to the warmed-up cluster.
+func benchLockUnlock(b *testing.B, fault func(*redlocktest.Cluster) error) {
 	cl := redlocktest.Start(b, 5)
 	c, err := redlock.Dial(cl.URLs())
 	if err != nil {
@@ -41,6 +59,11 @@ func BenchmarkLockUnlock(b *testing.B) {
 			b.Fatal(err)
 		}
 		if err := warm.Unlock(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if fault != nil {
+		if err := fault(cl); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -124,7 +124,7 @@ func (c *Client) observeCallerNodes(ctx context.Context) {
 			defer wg.Done()
 			cctx, cancel := context.WithTimeout(ctx, c.opts.nodeTimeout)
 			defer cancel()
-			conn, err := n.pool.GetContext(cctx)
+			conn, err := n.get(cctx)
 			if err == nil {
 				err = n.check(cctx, conn, c.opts.nodeTimeout)
 				conn.Close()

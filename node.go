@@ -76,7 +76,7 @@ type Node struct {
 	pool  *redis.Pool
 	owned bool // opened by Dial, closed by Client.Close
 
-	refused atomic.Pointer[refusal] // the last refused dial, if any
+	refused atomic.Pointer[refusal] // refused dials in a row, if any
 
 	mu        sync.Mutex // protects the fields below: what is known of the server process
 	runID     string     // run_id of the server process last observed; "" before the first
@@ -189,30 +189,45 @@ func (n *Node) process() (started time.Time, restarted, known bool) {
 	return n.started, n.restarted, n.runID != ""
 }
 
-// refusal is a dial that the node's host refused: nothing listens there.
+// refusal records refused dials of a node: nothing listens there.
 type refusal struct {
-	at  time.Time
-	err error
+	at    time.Time // the latest
+	err   error     // the latest's error
+	count int       // refused in a row, with no connection checked out since
 }
 
-// refusedPause is how long after a refused dial a call that would dial
-// again fails at once instead. A killed node then costs one refused dial
-// per pause, not one per call (which, with a minority down, was most of a
-// call's client CPU); a node that comes back is dialled within the pause.
-const refusedPause = 20 * time.Millisecond
+// After refusalsBeforePause dials refused in a row, a call that would dial
+// the node again within refusedPause of the latest refusal fails at once
+// instead. A dead node then costs one refused dial per pause, not one per
+// call (which, with a minority down, was most of a call's client CPU); a
+// node that comes back is dialled within the pause. The first refusals do
+// not pause anything, so a node that is restarted quickly (as tests do) is
+// used again at once.
+const (
+	refusalsBeforePause = 8
+	refusedPause        = 20 * time.Millisecond
+)
 
-// get checks out a connection for a call, bounded by ctx. Shortly after a
-// dial was refused, and with no idle connection to use, it fails without
-// dialling: the error wraps the refused dial's.
+// get checks out a connection for a call, bounded by ctx, or fails without
+// dialling during a pause after refused dials (see refusedPause); that
+// error wraps the latest refused dial's.
 func (n *Node) get(ctx context.Context) (redis.Conn, error) {
-	if r := n.refused.Load(); r != nil {
+	r := n.refused.Load()
+	if r != nil && r.count >= refusalsBeforePause {
 		if ago := since(r.at); ago < refusedPause && n.pool.IdleCount() == 0 {
-			return nil, fmt.Errorf("not dialled, a dial %v ago was refused: %w", ago.Round(time.Microsecond), r.err)
+			return nil, fmt.Errorf("not dialled, %d dials were refused in a row, the latest %v ago: %w", r.count, ago.Round(time.Microsecond), r.err)
 		}
 	}
 	conn, err := n.pool.GetContext(ctx)
-	if err != nil && (errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT)) {
-		n.refused.Store(&refusal{at: now(), err: err})
+	switch {
+	case err != nil && (errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT)):
+		count := 1
+		if r != nil {
+			count = r.count + 1
+		}
+		n.refused.Store(&refusal{at: now(), err: err, count: count})
+	case err == nil && r != nil:
+		n.refused.Store(nil)
 	}
 	return conn, err
 }

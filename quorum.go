@@ -49,10 +49,6 @@ func (b *ballot) denied() bool { return b.no > b.n-b.need }
 // unreachable: so many nodes failed that a majority of answers is impossible.
 func (b *ballot) unreachable() bool { return b.failed > b.n-b.need }
 
-// heard: a majority of nodes answered (yes or no), so the outcome is an
-// answer about the lock, not a failure to reach the nodes.
-func (b *ballot) heard() bool { return b.yes+b.no >= b.need }
-
 // done: every node has answered or failed.
 func (b *ballot) done() bool { return b.yes+b.no+b.failed == b.n }
 

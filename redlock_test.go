@@ -358,30 +358,6 @@ func TestTwoOfFiveDeadStillLocks(t *testing.T) {
 	assert.True(t, ok)
 }
 
-// With two of five nodes dead, another owner's key on two of the three live
-// nodes and the third free, a TryLock hears from a majority (one yes, two
-// no) yet cannot win: the lock is busy, (false, nil), not ErrNoQuorum,
-// which is for too few nodes answering. Its yes is rolled back.
-func TestTryLockOnASplitOfTheLiveNodesIsBusyNotNoQuorum(t *testing.T) {
-	cl := redlocktest.Start(t, 5)
-	ctx := context.Background()
-	a := dial(t, cl).NewMutex("split-live")
-	require.NoError(t, a.Lock(ctx))
-	require.NoError(t, cl.Kill(3))
-	require.NoError(t, cl.Kill(4))
-	_, err := cl.Do(2, "DEL", "redlock:lock:split-live") // free on node 2 only
-	require.NoError(t, err)
-
-	b := dial(t, cl).NewMutex("split-live")
-	ok, err := b.TryLock(ctx, 0, 0)
-	require.NoError(t, err)
-	assert.False(t, ok)
-	ok, err = b.TryLock(ctx, 50*time.Millisecond, 0)
-	require.NoError(t, err, "the whole wait saw the lock busy")
-	assert.False(t, ok)
-	assert.Empty(t, holders(t, cl, 2, "split-live"), "b's yes on node 2 was rolled back")
-}
-
 func TestThreeOfFiveDeadIsNoQuorum(t *testing.T) {
 	cl := redlocktest.Start(t, 5)
 	c := dial(t, cl)

@@ -220,11 +220,7 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew bool) attemp
 		a.err = fenceErr
 	case r.ballot.won():
 		a.err = fmt.Errorf("redlock: lock %q: acquired too late: %v elapsed of a %v lease", m.name, elapsed.Round(time.Microsecond), lease)
-	case !r.ballot.heard():
-		// Too few nodes answered to tell. When a majority answered and
-		// some said no, the lock is held (or being taken) by another owner:
-		// not an error, even when the no's alone are not a majority
-		// because nodes are down and contenders split the live ones.
+	case !r.ballot.denied():
 		a.err = r.noQuorum("lock " + strconv.Quote(m.name))
 	}
 	if undoErr != nil {

@@ -358,6 +358,38 @@ func TestTwoOfFiveDeadStillLocks(t *testing.T) {
 	assert.True(t, ok)
 }
 
+// With two of five nodes dead, another owner's key on two of the three live
+// nodes and the third free, a TryLock gets one yes and two "taken". Had the
+// dead nodes answered yes, it would have won: the dead nodes decide, so the
+// outcome is ErrNoQuorum ("not enough nodes could be reached to decide"),
+// naming them, not (false, nil). Its yes is rolled back.
+func TestTryLockDecidedByDeadNodesIsNoQuorum(t *testing.T) {
+	cl := redlocktest.Start(t, 5)
+	ctx := context.Background()
+	a := dial(t, cl).NewMutex("split-live")
+	require.NoError(t, a.Lock(ctx))
+	require.NoError(t, cl.Kill(3))
+	require.NoError(t, cl.Kill(4))
+	_, err := cl.Do(2, "DEL", "redlock:lock:split-live") // free on node 2 only
+	require.NoError(t, err)
+
+	bc := dial(t, cl)
+	b := bc.NewMutex("split-live")
+	ok, err := b.TryLock(ctx, 0, 0)
+	assert.False(t, ok)
+	require.ErrorIs(t, err, redlock.ErrNoQuorum)
+	assert.Contains(t, err.Error(), "1 of 5 nodes said yes")
+	assert.Contains(t, err.Error(), cl.Addrs()[3])
+	assert.Contains(t, err.Error(), cl.Addrs()[4])
+	assert.Empty(t, holders(t, cl, 2, "split-live"), "b's yes on node 2 was rolled back")
+
+	// With a lock taken on all three live nodes, they alone decide: busy.
+	require.NoError(t, dial(t, cl).NewMutex("taken-live").Lock(ctx))
+	ok, err = bc.NewMutex("taken-live").TryLock(ctx, 0, 0)
+	require.NoError(t, err)
+	assert.False(t, ok)
+}
+
 func TestThreeOfFiveDeadIsNoQuorum(t *testing.T) {
 	cl := redlocktest.Start(t, 5)
 	c := dial(t, cl)

@@ -214,21 +214,26 @@ func (wd *watchdog) renewAll(ctx context.Context) int {
 	// absent, to make a majority; and at least one node still holding it, so
 	// a lock forced away everywhere (ForceUnlock) stays away. Repaired nodes
 	// count toward this round's quorum unless they are in quarantine.
-	for i, n := range c.nodes {
-		var fix []*renewal
+	// Every node's list is decided from the first round's answers before
+	// any repair runs: the repairs' answers change the counts.
+	fixes := make([][]*renewal, len(c.nodes))
+	for i := range c.nodes {
 		for _, r := range rs {
 			if r.absent[i] && r.repairable(quarantined, c.quorum) {
-				fix = append(fix, r)
+				fixes[i] = append(fixes[i], r)
 			}
 		}
+	}
+	for i, n := range c.nodes {
+		fix := fixes[i]
 		if len(fix) == 0 {
 			continue
 		}
 		wg.Add(1)
 		go func(i int, n *Node) {
 			defer wg.Done()
-			fixes := wd.batches(fix, true) // differs per node
-			replies, err := n.evalBatch(ctx, wd.timeout(len(fixes)), renewScript, fixes)
+			calls := wd.batches(fix, true) // differs per node
+			replies, err := n.evalBatch(ctx, wd.timeout(len(calls)), renewScript, calls)
 			if err != nil {
 				c.opts.logger.Warn("redlock: repair failed on a node", "node", n.name, "holds", len(fix), "err", err)
 				return

@@ -242,15 +242,15 @@ func (m *Mutex) fenceToken(ctx context.Context, r *round) (int64, error) {
 	var token int64
 	for _, sl := range r.nodes {
 		if sl.vote == voteYes {
-			if vs, _ := redis.Int64s(sl.reply, nil); len(vs) == 2 && vs[1] > token {
-				token = vs[1]
+			if a, ok := parseAcquire(sl.reply); ok && a.n > token {
+				token = a.n
 			}
 		}
 	}
 	at, below := 0, 0
 	for _, sl := range r.nodes {
 		if sl.vote == voteYes {
-			if vs, _ := redis.Int64s(sl.reply, nil); len(vs) == 2 && vs[1] == token {
+			if a, ok := parseAcquire(sl.reply); ok && a.n == token {
 				at++
 			} else {
 				below++
@@ -273,13 +273,36 @@ func (m *Mutex) fenceToken(ctx context.Context, r *round) (int64, error) {
 	return token, nil
 }
 
-// classifyAcquire reads acquire.lua's reply: {1, 0} yes, {0, pttl} no.
-func classifyAcquire(reply interface{}) vote {
-	vs, err := redis.Int64s(reply, nil)
+// acquireReply is acquire.lua's reply: {1, counter} yes; {0, pttl} or
+// {0, 0} no. Parsing it allocates nothing (redis.Int64s would).
+type acquireReply struct {
+	yes bool
+	n   int64 // yes: the fencing counter; no: the key's PTTL
+}
+
+func parseAcquire(reply interface{}) (acquireReply, bool) {
+	vs, err := redis.Values(reply, nil)
 	if err != nil || len(vs) != 2 {
-		return voteFailed
+		return acquireReply{}, false
 	}
-	if vs[0] == 1 {
+	code, err := redis.Int64(vs[0], nil)
+	if err != nil {
+		return acquireReply{}, false
+	}
+	n, err := redis.Int64(vs[1], nil)
+	if err != nil {
+		return acquireReply{}, false
+	}
+	return acquireReply{yes: code == 1, n: n}, true
+}
+
+// classifyAcquire reads acquire.lua's reply as a vote.
+func classifyAcquire(reply interface{}) vote {
+	a, ok := parseAcquire(reply)
+	switch {
+	case !ok:
+		return voteFailed
+	case a.yes:
 		return voteYes
 	}
 	return voteNo
@@ -297,9 +320,8 @@ func (m *Mutex) freeIn(r *round, lease time.Duration) time.Duration {
 		case voteYes:
 			ttls = append(ttls, 0)
 		case voteNo:
-			vs, _ := redis.Int64s(sl.reply, nil)
-			if len(vs) == 2 && vs[1] >= 0 {
-				ttls = append(ttls, time.Duration(vs[1])*time.Millisecond)
+			if a, _ := parseAcquire(sl.reply); a.n >= 0 {
+				ttls = append(ttls, time.Duration(a.n)*time.Millisecond)
 			} else {
 				ttls = append(ttls, lease)
 			}
@@ -564,7 +586,8 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 		}
 		return voteNo
 	}
-	r := m.c.fanout(ctx, forceScript, []interface{}{m.key, m.channel}, classify, (*ballot).done, nil)
+	msg := "force:" + m.field + "/" + strconv.FormatInt(m.seq.Add(1), 10)
+	r := m.c.fanout(ctx, forceScript, []interface{}{m.key, m.channel, msg}, classify, (*ballot).done, nil)
 	m.c.wakeLocal(m.channel, "")
 	switch {
 	case r.ballot.won():

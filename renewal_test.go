@@ -69,6 +69,40 @@ func TestWaiterWakesOnForceUnlock(t *testing.T) {
 	assert.Less(t, gap, 5*time.Second)
 }
 
+// A waiter wakes once per release: it drops a message equal to the last one
+// (every node sends the same). So every ForceUnlock must send a message of
+// its own; with one fixed message, a second ForceUnlock after a failed
+// wake-up (the lock taken again by another owner meanwhile) woke nobody,
+// and the waiter slept until the PTTL.
+func TestEveryForceUnlockSendsItsOwnMessage(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	ctx := context.Background()
+	c := dial(t, cl)
+	psc := redis.PubSubConn{Conn: func() redis.Conn {
+		conn, err := redis.Dial("tcp", cl.Addrs()[0])
+		require.NoError(t, err)
+		return conn
+	}()}
+	defer psc.Close()
+	require.NoError(t, psc.Subscribe("redlock:unlock:forced"))
+	_, ok := psc.Receive().(redis.Subscription)
+	require.True(t, ok)
+
+	forcer := c.NewMutex("forced")
+	var msgs []string
+	for i := 0; i < 2; i++ {
+		require.NoError(t, c.NewMutex("forced").LockLease(ctx, time.Minute))
+		forced, err := forcer.ForceUnlock(ctx)
+		require.NoError(t, err)
+		require.True(t, forced)
+		m, ok := psc.Receive().(redis.Message)
+		require.True(t, ok)
+		msgs = append(msgs, string(m.Data))
+	}
+	t.Logf("messages %q", msgs)
+	assert.NotEqual(t, msgs[0], msgs[1])
+}
+
 func TestWaiterWakesWithOneNodeDead(t *testing.T) {
 	cl := redlocktest.Start(t, 5)
 	require.NoError(t, cl.Kill(2))

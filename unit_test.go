@@ -876,6 +876,8 @@ func TestUnitClassifyAcquire(t *testing.T) {
 		{"nil", nil, voteFailed},
 		{"short", []interface{}{int64(1)}, voteFailed},
 		{"long", []interface{}{int64(1), int64(0), int64(0)}, voteFailed},
+		{"bulk strings", []interface{}{[]byte("1"), []byte("0")}, voteYes},
+		{"not a number", []interface{}{[]byte("x"), int64(0)}, voteFailed},
 		{"string", "OK", voteFailed},
 		{"integer", int64(1), voteFailed},
 		{"error reply", redis.Error("ERR boom"), voteFailed},

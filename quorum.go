@@ -284,7 +284,8 @@ func (r *round) nodeErrors() *multierror.Error {
 
 // noQuorum is the ErrNoQuorum error of this round for op.
 func (r *round) noQuorum(op string) error {
-	return &quorumError{op: op, yes: r.ballot.yes, no: r.ballot.no, need: r.ballot.need, n: r.ballot.n, nodes: r.nodeErrors()}
+	b := r.ballot
+	return &quorumError{op: op, yes: b.yes, no: b.no, unheard: b.n - b.yes - b.no - b.failed, need: b.need, n: b.n, nodes: r.nodeErrors()}
 }
 
 // signalCheck asks the loop to observe caller-owned nodes soon: a failed

@@ -100,13 +100,18 @@ func formatNodeErrors(es []error) string {
 type quorumError struct {
 	op      string
 	yes, no int // nodes that answered yes and no
+	unheard int // nodes not waited for once the outcome was certain
 	need    int // yes answers needed
 	n       int
 	nodes   *multierror.Error
 }
 
 func (e *quorumError) Error() string {
-	s := fmt.Sprintf("redlock: no quorum for %s: %d of %d nodes said yes, %d said no, %d failed; %d yes needed", e.op, e.yes, e.n, e.no, e.n-e.yes-e.no, e.need)
+	failed := fmt.Sprintf("%d failed", e.n-e.yes-e.no-e.unheard)
+	if e.unheard > 0 {
+		failed += fmt.Sprintf(", %d not waited for", e.unheard)
+	}
+	s := fmt.Sprintf("redlock: no quorum for %s: %d of %d nodes said yes, %d said no, %s; %d yes needed", e.op, e.yes, e.n, e.no, failed, e.need)
 	if err := e.nodes.ErrorOrNil(); err != nil {
 		s += ": " + err.Error()
 	}

@@ -820,7 +820,7 @@ func TestUnitQuorumError(t *testing.T) {
 			votes:  []vote{voteYes, voteNo},
 			errs:   []error{nil, nil, nil},
 			is:     []error{ErrNoQuorum},
-			msgHas: []string{"1 of 3 nodes said yes", "1 said no", "1 failed"},
+			msgHas: []string{"1 of 3 nodes said yes", "1 said no", "0 failed, 1 not waited for"},
 		},
 	}
 	for _, tt := range tests {
@@ -861,6 +861,8 @@ func TestUnitQuorumError(t *testing.T) {
 	qe := &quorumError{op: "x", yes: 0, need: 2, n: 3, nodes: none}
 	assert.Equal(t, []error{ErrNoQuorum}, qe.Unwrap())
 	assert.Equal(t, "redlock: no quorum for x: 0 of 3 nodes said yes, 0 said no, 3 failed; 2 yes needed", qe.Error())
+	qe = &quorumError{op: "x", yes: 0, unheard: 2, need: 3, n: 5, nodes: none}
+	assert.Equal(t, "redlock: no quorum for x: 0 of 5 nodes said yes, 0 said no, 3 failed, 2 not waited for; 3 yes needed", qe.Error())
 }
 
 func TestUnitClassifyAcquire(t *testing.T) {

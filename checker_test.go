@@ -3,6 +3,7 @@
 package redlock_test
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"testing"
@@ -85,16 +86,7 @@ type exclusionVerdict struct {
 // checkExclusion finds every pair of overlapping spans of different owners.
 // It sweeps the spans by start time, keeping those still open.
 func checkExclusion(ivs []holdSpan) exclusionVerdict {
-	s := slices.Clone(ivs)
-	slices.SortFunc(s, func(a, b holdSpan) int {
-		switch {
-		case a.Start < b.Start:
-			return -1
-		case a.Start > b.Start:
-			return 1
-		}
-		return 0
-	})
+	s := sortedByStart(ivs)
 	var v exclusionVerdict
 	var open []holdSpan
 	for _, b := range s {
@@ -131,16 +123,7 @@ func (g lockGap) Len() time.Duration { return time.Duration(g.To - g.From) }
 // longestGap is the longest time within [from, to] when no span was
 // open: how long the lock was unavailable to owners that kept asking for it.
 func longestGap(ivs []holdSpan, from, to int64) lockGap {
-	s := slices.Clone(ivs)
-	slices.SortFunc(s, func(a, b holdSpan) int {
-		switch {
-		case a.Start < b.Start:
-			return -1
-		case a.Start > b.Start:
-			return 1
-		}
-		return 0
-	})
+	s := sortedByStart(ivs)
 	best := lockGap{from, from}
 	cursor := from
 	for _, iv := range s {
@@ -217,4 +200,11 @@ func TestCheckerLongestGap(t *testing.T) {
 			assert.Equal(t, tt.want, longestGap(tt.ivs, tt.from, tt.to))
 		})
 	}
+}
+
+// sortedByStart returns a copy of ivs sorted by start time.
+func sortedByStart(ivs []holdSpan) []holdSpan {
+	s := slices.Clone(ivs)
+	slices.SortFunc(s, func(a, b holdSpan) int { return cmp.Compare(a.Start, b.Start) })
+	return s
 }

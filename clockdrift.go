@@ -1,11 +1,25 @@
 package redlock
 
-import "time"
+import (
+	"math/rand/v2"
+	"time"
+)
 
 // now is the clock of every validity computation. Times it returns carry
 // Go's monotonic reading, so elapsed times do not jump with the wall clock.
 // Tests replace it.
 var now = time.Now
+
+// since is the time elapsed from start on the monotonic clock.
+func since(start time.Time) time.Duration { return now().Sub(start) }
+
+// jitter returns a random duration in [0, d).
+func jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return rand.N(d)
+}
 
 // drift is the allowance for clock-rate differences between this process and
 // the Redis nodes over one lease: lease*factor plus 2 ms for timer resolution.

@@ -2,72 +2,17 @@ package redlock
 
 import (
 	"context"
-	_ "embed"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
-	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
 )
-
-// The Lua scripts, one per file in scripts/; each file's header says what it
-// takes and returns.
-var (
-	//go:embed scripts/acquire.lua
-	acquireLua string
-	//go:embed scripts/rollback.lua
-	rollbackLua string
-	//go:embed scripts/release.lua
-	releaseLua string
-	//go:embed scripts/force.lua
-	forceLua string
-	//go:embed scripts/inspect.lua
-	inspectLua string
-	//go:embed scripts/renew.lua
-	renewLua string
-	//go:embed scripts/fence.lua
-	fenceLua string
-
-	acquireScript  = newScript(3, acquireLua)
-	rollbackScript = newScript(2, rollbackLua)
-	releaseScript  = newScript(2, releaseLua)
-	forceScript    = newScript(1, forceLua)
-	inspectScript  = newScript(1, inspectLua)
-	renewScript    = newScript(-1, renewLua) // the key count is the first argument
-	fenceScript    = newScript(1, fenceLua)
-)
-
-// script is a Lua script with its source, which a pipelined batch loads
-// by SCRIPT LOAD when a node answers NOSCRIPT.
-type script struct {
-	*redis.Script
-	src      string
-	keyCount int
-}
-
-func newScript(keyCount int, src string) script {
-	return script{redis.NewScript(keyCount, src), src, keyCount}
-}
-
-// call is one script call prepared once for every node of a round: the
-// EVALSHA arguments are built once and shared, read-only.
-type call struct {
-	s    script
-	sha  []interface{} // hash, key count, keys and arguments
-	args []interface{} // keys and arguments
-}
-
-func (s script) call(keysAndArgs ...interface{}) call {
-	sha := make([]interface{}, 0, 2+len(keysAndArgs))
-	sha = append(sha, s.Hash(), s.keyCount)
-	return call{s: s, sha: append(sha, keysAndArgs...), args: keysAndArgs}
-}
 
 // Node is one independent Redis master, reached through a redigo pool.
 type Node struct {
@@ -77,43 +22,11 @@ type Node struct {
 	owned bool // opened by Dial, closed by Client.Close
 
 	refused atomic.Pointer[refusal] // refused dials in a row, if any
+	process serverProcess           // the server process behind the node (restart.go)
 
-	mu        sync.Mutex // protects the fields below: what is known of the server process
-	runID     string     // run_id of the server process last observed; "" before the first
-	started   time.Time  // estimated start of that process (observation time - uptime)
-	restarted bool       // its run_id differs from one observed before: a restart was seen
-	loaded    bool       // every script is loaded in the process with run_id loadedFor
-	loadedFor string
-}
-
-// scripts lists every script, for loading them all at once.
-var scripts = []script{acquireScript, rollbackScript, releaseScript, forceScript, inspectScript, renewScript, fenceScript}
-
-// ensureScripts loads every script on the node, pipelined in one round trip,
-// once per server process. A command that reaches a node late (a release or
-// a rollback to a node that was paused) must not meet NOSCRIPT: its sender
-// gave up waiting and cannot fall back to EVAL.
-func (n *Node) ensureScripts(conn redis.Conn, deadline time.Time) error {
-	n.mu.Lock()
-	ready, run := n.loaded && n.loadedFor == n.runID, n.runID
-	n.mu.Unlock()
-	if ready {
-		return nil
-	}
-	for _, s := range scripts {
-		if err := conn.Send("SCRIPT", "LOAD", s.src); err != nil {
-			return err
-		}
-	}
-	if _, err := doBefore(conn, deadline, "", nil); err != nil {
-		return err
-	}
-	n.mu.Lock()
-	if n.runID == run {
-		n.loaded, n.loadedFor = true, run
-	}
-	n.mu.Unlock()
-	return nil
+	// scriptsFor is the run_id of the server process in which every script
+	// was loaded; a process that is not known has the run_id "".
+	scriptsFor atomic.Pointer[string]
 }
 
 // NewNode names a master reached through pool, for New. The pool belongs to
@@ -129,64 +42,54 @@ func NewNode(name string, pool *redis.Pool) *Node {
 // Name returns the node's name.
 func (n *Node) Name() string { return n.name }
 
-// observe records what INFO server says of the node's process, read at
-// time at. A run_id that differs from the one seen before is a restart.
-func (n *Node) observe(info string, at time.Time) error {
-	runID, uptime := "", int64(-1)
-	for _, line := range strings.Split(info, "\n") {
-		line = strings.TrimSpace(line)
-		if v, ok := strings.CutPrefix(line, "run_id:"); ok {
-			runID = v
-		} else if v, ok := strings.CutPrefix(line, "uptime_in_seconds:"); ok {
-			if u, err := strconv.ParseInt(v, 10, 64); err == nil {
-				uptime = u
-			}
+// dialNode builds the node Dial opens for ep: its pool bounds every dial,
+// read and write by the node timeout, and holds up to 512 connections, 64
+// idle. Unless quarantine is off, every new connection first asks which
+// server process it reached (INFO server), so no answer of a restarted node
+// is counted before its restart is known.
+func dialNode(ep endpoint, o options) *Node {
+	n := &Node{name: ep.name, addr: ep.addr, owned: true}
+	dopts := []redis.DialOption{
+		redis.DialConnectTimeout(o.nodeTimeout),
+		redis.DialReadTimeout(o.nodeTimeout),
+		redis.DialWriteTimeout(o.nodeTimeout),
+		redis.DialDatabase(ep.db),
+	}
+	if ep.user != "" {
+		dopts = append(dopts, redis.DialUsername(ep.user))
+	}
+	if ep.password != "" {
+		dopts = append(dopts, redis.DialPassword(ep.password))
+	}
+	if ep.tls {
+		cfg := o.tls
+		if cfg == nil {
+			cfg = &tls.Config{}
 		}
+		if cfg.ServerName == "" && !cfg.InsecureSkipVerify {
+			cfg = cfg.Clone()
+			cfg.ServerName = ep.host
+		}
+		dopts = append(dopts, redis.DialUseTLS(true), redis.DialTLSConfig(cfg))
 	}
-	if runID == "" || uptime < 0 {
-		return errors.New("INFO server has no run_id or uptime_in_seconds")
+	n.pool = &redis.Pool{
+		MaxIdle:     64,
+		MaxActive:   512,
+		Wait:        true, // bounded by the node timeout through GetContext
+		IdleTimeout: 5 * time.Minute,
+		DialContext: func(ctx context.Context) (redis.Conn, error) {
+			conn, err := redis.DialContext(ctx, ep.network, ep.addr, dopts...)
+			if err != nil || o.quarantine == 0 {
+				return conn, err
+			}
+			if err := n.observeServer(ctx, conn, o.nodeTimeout); err != nil {
+				conn.Close()
+				return nil, fmt.Errorf("checking the server process: %w", err)
+			}
+			return conn, nil
+		},
 	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if runID == n.runID {
-		return nil
-	}
-	n.restarted = n.runID != ""
-	n.runID = runID
-	// Redis computes uptime as the difference of two whole-second clock
-	// readings, so the process may have started up to a second later than
-	// at - uptime: take the latest start it allows (never after at), so the
-	// quarantine is never cut short.
-	n.started = at.Add(time.Second - time.Duration(uptime)*time.Second)
-	if n.started.After(at) {
-		n.started = at
-	}
-	return nil
-}
-
-// check asks the node which server process answers it (INFO server).
-func (n *Node) check(ctx context.Context, conn redis.Conn, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	at := now()
-	info, err := redis.String(redis.DoContext(conn, ctx, "INFO", "server"))
-	var re redis.Error
-	if errors.As(err, &re) {
-		return nil // a server without INFO server: its restarts cannot be seen
-	}
-	if err != nil {
-		return err
-	}
-	// Likewise a server whose answer has no run_id or uptime: not a failure.
-	_ = n.observe(info, at)
-	return nil
-}
-
-// process returns what is known of the node's server process.
-func (n *Node) process() (started time.Time, restarted, known bool) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.started, n.restarted, n.runID != ""
+	return n
 }
 
 // refusal records refused dials of a node: nothing listens there.
@@ -243,31 +146,73 @@ func (n *Node) fail(err error) *NodeError {
 	return &NodeError{Node: n.name, Addr: n.addr, Err: err}
 }
 
+// failUnsent is fail for an error met before the command was sent: the
+// call had no effect on the node.
+func (n *Node) failUnsent(err error) *NodeError {
+	ne := n.fail(err)
+	ne.unsent = true
+	return ne
+}
+
+// connect checks out a connection with every script loaded, bounded by ctx
+// (which carries deadline).
+func (n *Node) connect(ctx context.Context, deadline time.Time) (redis.Conn, error) {
+	conn, err := n.get(ctx)
+	if err != nil {
+		return nil, n.failUnsent(err)
+	}
+	if err := n.ensureScripts(conn, deadline); err != nil {
+		conn.Close()
+		return nil, n.failUnsent(err)
+	}
+	return conn, nil
+}
+
+// ensureScripts loads every script on the node, pipelined in one round trip,
+// once per server process. A command that reaches a node late (a release or
+// a rollback to a node that was paused) must not meet NOSCRIPT: its sender
+// gave up waiting and cannot fall back to EVAL.
+func (n *Node) ensureScripts(conn redis.Conn, deadline time.Time) error {
+	run := n.process.id()
+	if p := n.scriptsFor.Load(); p != nil && *p == run {
+		return nil
+	}
+	for _, s := range scripts {
+		if err := conn.Send("SCRIPT", "LOAD", s.src); err != nil {
+			return err
+		}
+	}
+	if _, err := doBefore(conn, deadline, "", nil); err != nil {
+		return err
+	}
+	if n.process.id() == run {
+		n.scriptsFor.Store(&run)
+	}
+	return nil
+}
+
+// noScript reports whether err is the server's NOSCRIPT answer. redigo
+// returns a server's error reply unwrapped; a type assertion, unlike
+// errors.As, costs no allocation on every call.
+func noScript(err error) bool {
+	re, ok := err.(redis.Error)
+	return ok && strings.HasPrefix(string(re), "NOSCRIPT ")
+}
+
 // eval runs a prepared script call on the node before deadline: getting a
 // connection (bounded by ctx, which must carry the deadline), sending
 // EVALSHA (EVAL on NOSCRIPT) and reading the reply. It uses the connection's
 // own read deadline rather than redigo's DoContext, which starts a goroutine
 // per command; node calls never need cancelling before their deadline.
 func (n *Node) eval(ctx context.Context, deadline time.Time, c call) (interface{}, error) {
-	conn, err := n.get(ctx)
+	conn, err := n.connect(ctx, deadline)
 	if err != nil {
-		ne := n.fail(err)
-		ne.unsent = true
-		return nil, ne
+		return nil, err
 	}
 	defer conn.Close()
-	if err := n.ensureScripts(conn, deadline); err != nil {
-		ne := n.fail(err)
-		ne.unsent = true // the command itself was not sent
-		return nil, ne
-	}
 	reply, err := doBefore(conn, deadline, "EVALSHA", c.sha)
-	// redigo returns a server's error reply unwrapped; a type assertion,
-	// unlike errors.As, costs no allocation on every call.
-	if re, ok := err.(redis.Error); ok && strings.HasPrefix(string(re), "NOSCRIPT ") {
-		eval := make([]interface{}, 0, 2+len(c.args))
-		eval = append(eval, c.s.src, c.s.keyCount)
-		reply, err = doBefore(conn, deadline, "EVAL", append(eval, c.args...))
+	if noScript(err) {
+		reply, err = doBefore(conn, deadline, "EVAL", c.evalArgs())
 	}
 	if err != nil {
 		return nil, n.fail(err)
@@ -292,58 +237,68 @@ func doBefore(conn redis.Conn, deadline time.Time, cmd string, args []interface{
 	return redis.DoWithTimeout(conn, left, cmd, args...)
 }
 
-// evalBatch runs one script once per argument list, pipelined in a single
-// round trip bounded by timeout, and returns the replies in order.
-func (n *Node) evalBatch(ctx context.Context, timeout time.Duration, s script, batches [][]interface{}) ([]interface{}, error) {
+// evalBatch runs calls pipelined in one round trip bounded by timeout and
+// returns their replies in order. A call the server refused (a script
+// error) has its redis.Error as its reply; the error return is for the node
+// as a whole (no connection, a broken one, the deadline). Calls answered
+// NOSCRIPT are sent once more after every script is loaded again.
+func (n *Node) evalBatch(ctx context.Context, timeout time.Duration, calls []call) ([]interface{}, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	conn, err := n.get(ctx)
+	deadline, _ := ctx.Deadline()
+	conn, err := n.connect(ctx, deadline)
 	if err != nil {
-		return nil, n.fail(err)
+		return nil, err
 	}
 	defer conn.Close()
-	if deadline, ok := ctx.Deadline(); ok {
-		if err := n.ensureScripts(conn, deadline); err != nil {
+	replies := make([]interface{}, len(calls))
+	todo := make([]int, len(calls))
+	for i := range todo {
+		todo[i] = i
+	}
+	for attempt := 0; len(todo) > 0 && attempt < 2; attempt++ {
+		if attempt > 0 {
+			n.scriptsFor.Store(nil) // the server forgot them: load them again
+			if err := n.ensureScripts(conn, deadline); err != nil {
+				return nil, n.fail(err)
+			}
+		}
+		if todo, err = pipeline(conn, deadline, calls, todo, replies); err != nil {
 			return nil, n.fail(err)
 		}
 	}
-	for attempt := 0; ; attempt++ {
-		for _, args := range batches {
-			if err := s.SendHash(conn, args...); err != nil {
-				return nil, n.fail(err)
-			}
+	return replies, nil
+}
+
+// pipeline sends the calls numbered todo in one write, reads their replies
+// into replies, and returns the numbers of those answered NOSCRIPT.
+func pipeline(conn redis.Conn, deadline time.Time, calls []call, todo []int, replies []interface{}) ([]int, error) {
+	for _, i := range todo {
+		if err := conn.Send("EVALSHA", calls[i].sha...); err != nil {
+			return nil, err
 		}
-		if err := conn.Flush(); err != nil {
-			return nil, n.fail(err)
+	}
+	if err := conn.Flush(); err != nil {
+		return nil, err
+	}
+	var again []int
+	for _, i := range todo {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return nil, context.DeadlineExceeded
 		}
-		replies := make([]interface{}, len(batches))
-		var first error
-		noScript := false
-		for i := range batches {
-			r, err := redis.ReceiveContext(conn, ctx)
-			var re redis.Error
-			switch {
-			case errors.As(err, &re) && strings.HasPrefix(string(re), "NOSCRIPT "):
-				noScript = true
-			case err != nil && first == nil:
-				first = err
+		r, err := redis.ReceiveWithTimeout(conn, left)
+		if re, refused := err.(redis.Error); refused {
+			if noScript(re) {
+				again = append(again, i)
 			}
-			if err != nil {
-				if _, isReply := err.(redis.Error); !isReply {
-					return nil, n.fail(err) // the connection is broken
-				}
-			}
-			replies[i] = r
-		}
-		if noScript && attempt == 0 {
-			if _, err := redis.DoContext(conn, ctx, "SCRIPT", "LOAD", s.src); err != nil {
-				return nil, n.fail(err)
-			}
+			replies[i] = re
 			continue
 		}
-		if first != nil {
-			return nil, n.fail(first)
+		if err != nil {
+			return nil, err // the connection is broken
 		}
-		return replies, nil
+		replies[i] = r
 	}
+	return again, nil
 }

@@ -23,9 +23,9 @@ type subscriber struct {
 	inflight  map[string]int           // SUBSCRIBE commands sent, not yet confirmed
 	confirmed map[string]bool          // subscription active on the node
 	pending   map[string][]chan<- bool // told when the channel is confirmed
-	started   bool
 	stopped   bool
-	done      chan struct{} // closed when the reader has exited
+
+	reader worker
 }
 
 func newSubscriber(c *Client, n *Node) *subscriber {
@@ -35,7 +35,6 @@ func newSubscriber(c *Client, n *Node) *subscriber {
 		inflight:  make(map[string]int),
 		confirmed: make(map[string]bool),
 		pending:   make(map[string][]chan<- bool),
-		done:      make(chan struct{}),
 	}
 }
 
@@ -86,10 +85,7 @@ func (s *subscriber) add(channel string, ok chan<- bool) {
 	if s.refs[channel] == 1 && s.conn != nil {
 		s.sendLocked("SUBSCRIBE", channel)
 	}
-	if !s.started && s.c.goAdd(1) {
-		s.started = true
-		go s.run()
-	}
+	s.reader.start(s.c, s.run)
 }
 
 // remove counts one waiter of channel less, unsubscribing after the last.
@@ -146,22 +142,17 @@ func (s *subscriber) ping() {
 func (s *subscriber) stop() {
 	s.mu.Lock()
 	s.stopped = true
-	started := s.started
 	if s.conn != nil {
 		s.conn.Close()
 	}
 	s.mu.Unlock()
-	if started {
-		<-s.done
-	}
+	s.reader.wait()
 }
 
 // run is the reader: connect, subscribe to every channel with waiters, hand
 // messages to the waiters, and reconnect with backoff when the connection
 // fails, until Close.
 func (s *subscriber) run() {
-	defer s.c.bg.Done()
-	defer close(s.done)
 	backoff := 10 * time.Millisecond
 	for s.c.ctx.Err() == nil {
 		conn, err := s.dial()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -55,9 +56,6 @@ func (b *ballot) done() bool { return b.yes+b.no+b.failed == b.n }
 // certain: the outcome can no longer change, or nothing more will come.
 func (b *ballot) certain() bool { return b.won() || b.denied() || b.unreachable() || b.done() }
 
-// unwinnable: a majority of yes can no longer be reached.
-func (b *ballot) unwinnable() bool { return b.n-b.no-b.failed < b.need }
-
 // slot is what a round learned from one node.
 type slot struct {
 	reply interface{} // nil until answered
@@ -66,71 +64,77 @@ type slot struct {
 	got   bool // answered (or failed) before the decision
 }
 
-// round is one script call fanned out to every node at once.
+// answer is one node's reply to a round's call, sent by its goroutine.
+type answer struct {
+	node  int
+	reply interface{}
+	err   error
+}
+
+// undoFunc takes back one node's effect of an acquisition that failed. It
+// runs in that node's goroutine after the node's own call returned or timed
+// out, so it is never sent ahead of the call it undoes.
+type undoFunc func(ctx context.Context, n *Node) error
+
+// round is one script call fanned out to every node at once. A round with
+// an undo is an acquisition: the answers of nodes in restart quarantine
+// count as failures (a restarted node may have forgotten a hold and must not
+// help grant the lock again), once another owner has been met the round
+// stops waiting for nodes far slower than the others, and it must be
+// settled.
 type round struct {
-	c      *Client
-	ballot ballot
-	nodes  []slot // by node, in the Client's order
+	c        *Client
+	ballot   ballot
+	nodes    []slot // by node, in the Client's order
+	classify func(interface{}) vote
+	answers  chan answer // from the node goroutines to collect
+	start    time.Time
 
-	// running counts the node goroutines still at work; a hold granted by
-	// this round may still get late answers while it is above zero.
-	running atomic.Int32
+	// inflight counts the node calls still at work; a hold granted by this
+	// round may still get late answers while it is above zero.
+	inflight atomic.Int32
 
-	// Set when the round was started with an undo: the node goroutines wait
-	// on decided, then undo their effect when failed is set.
+	// With an undo, the node goroutines wait on decided, then undo their
+	// effect when failed is set.
+	undo     undoFunc
 	decided  chan struct{}
 	failed   bool
 	undoErrs chan error
 }
 
-// undoFunc takes back one node's effect of a round that failed. It runs in
-// that node's goroutine after the node's own call returned or timed out, so
-// it is never sent ahead of the call it undoes.
-type undoFunc func(ctx context.Context, n *Node) error
-
-// acquisition is how fanout treats an acquisition round: undo rolls back a
-// node's effect when the round fails; the answers of nodes in restart
-// quarantine count as failures (a restarted node may have forgotten a hold
-// and must not help grant the lock again); and once another owner has been
-// met, the round stops waiting for nodes far slower than the others.
-type acquisition struct {
-	undo undoFunc
-}
-
 // fanout sends one script call to every node at once, each bounded by the
 // node timeout, and returns as soon as stop says the outcome is certain. It
 // never waits for a straggler after that, nor after ctx is done. classify
-// turns a node's reply into its vote. With acq the round is an acquisition
-// (see acquisition) and must be settled with settle.
-func (c *Client) fanout(ctx context.Context, s script, args []interface{}, classify func(interface{}) vote, stop func(*ballot) bool, acq *acquisition) *round {
-	var undo undoFunc
-	if acq != nil {
-		undo = acq.undo
-	}
+// turns a node's reply into its vote. With an undo the round is an
+// acquisition (see round) and must be settled with settle.
+func (c *Client) fanout(ctx context.Context, s script, args []interface{}, classify func(interface{}) vote, stop func(*ballot) bool, undo undoFunc) *round {
+	r := c.launch(ctx, s.call(args...), classify, undo)
+	r.collect(ctx, stop)
+	return r
+}
+
+// launch starts one goroutine per node that sends cl. Once Close has begun
+// waiting for the Client's goroutines, it starts none and every node fails
+// with ErrClosed.
+func (c *Client) launch(ctx context.Context, cl call, classify func(interface{}) vote, undo undoFunc) *round {
 	n := len(c.nodes)
 	r := &round{
-		c:      c,
-		ballot: newBallot(n),
-		nodes:  make([]slot, n),
+		c:        c,
+		ballot:   newBallot(n),
+		nodes:    make([]slot, n),
+		classify: classify,
+		answers:  make(chan answer, n),
+		start:    now(),
+		undo:     undo,
 	}
 	if undo != nil {
 		r.decided = make(chan struct{})
 		r.undoErrs = make(chan error, n)
 	}
-	type answer struct {
-		node  int
-		reply interface{}
-		err   error
-	}
-	answers := make(chan answer, n)
 	if !c.goAdd(n) {
-		for i := range c.nodes {
-			r.nodes[i].err = c.nodes[i].fail(ErrClosed)
-			r.nodes[i].got = true
+		for i, node := range c.nodes {
+			r.nodes[i] = slot{err: node.fail(ErrClosed), got: true}
 			r.ballot.add(voteFailed)
-		}
-		if undo != nil {
-			close(r.decided)
 		}
 		return r
 	}
@@ -139,97 +143,109 @@ func (c *Client) fanout(ctx context.Context, s script, args []interface{}, class
 	// on a slow node, a rollback) still lands when the caller cancels ctx on
 	// return. The last node goroutine to finish releases the deadline.
 	nctx, deadline, release := detached(ctx, c.opts.nodeTimeout)
-	running := &r.running
-	running.Store(int32(n))
-	prepared := s.call(args...)
+	r.inflight.Store(int32(n))
 	for i, node := range c.nodes {
-		go func() { // one closure per node: i and node are per iteration
-			defer c.bg.Done()
-			defer func() {
-				if running.Add(-1) == 0 {
-					release()
-				}
-			}()
-			reply, err := node.eval(nctx, deadline, prepared)
-			answers <- answer{i, reply, err}
-			if undo == nil {
-				return
-			}
-			<-r.decided
-			if !r.failed || !mayHaveApplied(reply, err, classify) {
-				return
-			}
-			uerr := undo(context.WithoutCancel(ctx), node)
-			if sl := &r.nodes[i]; sl.got && sl.vote == voteYes {
-				r.undoErrs <- uerr // it said yes: a key of ours is left if this failed
-				return
-			}
-			if uerr != nil {
-				c.opts.logger.Warn("redlock: rollback failed where the outcome was unknown; a key left there expires with its lease", "node", node.name, "err", uerr)
-			}
-		}()
+		go r.callNode(ctx, nctx, deadline, release, i, node, cl)
 	}
-	start := now()
-	var impatient *time.Timer // armed once another owner is met (acquisitions)
+	return r
+}
+
+// callNode is node i's part of the round: send the call, hand the answer to
+// collect, and in a failed acquisition roll the node back.
+func (r *round) callNode(ctx, nctx context.Context, deadline time.Time, release context.CancelFunc, i int, node *Node, cl call) {
+	defer r.c.bg.Done()
+	defer func() {
+		if r.inflight.Add(-1) == 0 {
+			release()
+		}
+	}()
+	reply, err := node.eval(nctx, deadline, cl)
+	r.answers <- answer{i, reply, err}
+	if r.undo == nil {
+		return
+	}
+	<-r.decided
+	if !r.failed || !mayHaveApplied(reply, err, r.classify) {
+		return
+	}
+	uerr := r.undo(context.WithoutCancel(ctx), node)
+	if sl := &r.nodes[i]; sl.got && sl.vote == voteYes {
+		r.undoErrs <- uerr // it said yes: a key of ours is left if this failed
+		return
+	}
+	if uerr != nil {
+		r.c.opts.logger.Warn("redlock: rollback failed where the outcome was unknown; a key left there expires with its lease", "node", node.name, "err", uerr)
+	}
+}
+
+// collect reads answers until stop says the outcome is certain. When ctx
+// ends first, or an acquisition gives up on its slowest nodes, the nodes
+// not heard from count as failed and finish in the background.
+func (r *round) collect(ctx context.Context, stop func(*ballot) bool) {
+	var patience *time.Timer // armed once an acquisition met another owner
 	var giveUp <-chan time.Time
 	defer func() {
-		if impatient != nil {
-			impatient.Stop()
+		if patience != nil {
+			patience.Stop()
 		}
 	}()
 	for !stop(&r.ballot) {
-		var a answer
 		select {
-		case a = <-answers:
+		case a := <-r.answers:
+			r.record(a)
 		case <-giveUp:
 			// Success needs a node far slower than the others while another
 			// owner holds some: failing now is safe (only success must be
 			// certain), and it frees our partial keys at once instead of a
 			// node timeout later, which a paused minority would otherwise
 			// turn into a livelock of contenders.
-			for i, node := range c.nodes {
-				if !r.nodes[i].got {
-					r.nodes[i].err = node.fail(fmt.Errorf("%w: gave up after %v, the other nodes had answered", context.DeadlineExceeded, since(start).Round(time.Microsecond)))
-					r.ballot.add(voteFailed)
-				}
-			}
-			return r
+			r.abandon(fmt.Errorf("%w: gave up after %v, the other nodes had answered", context.DeadlineExceeded, since(r.start).Round(time.Microsecond)))
+			return
 		case <-ctx.Done():
-			// The caller gave up: every node not heard from counts as
-			// failed with ctx's error; they finish in the background.
-			for i, node := range c.nodes {
-				if !r.nodes[i].got {
-					r.nodes[i].err = node.fail(ctx.Err())
-					r.ballot.add(voteFailed)
-				}
-			}
-			return r
+			r.abandon(ctx.Err())
+			return
 		}
-		v := voteFailed
-		if a.err == nil {
-			v = classify(a.reply)
-			if qerr := c.quarantined(c.nodes[a.node]); acq != nil && qerr != nil {
-				v, a.err = voteFailed, c.nodes[a.node].fail(qerr)
-			}
-		} else if !c.nodes[a.node].owned {
-			c.signalCheck()
-		}
-		r.nodes[a.node] = slot{reply: a.reply, err: a.err, vote: v, got: true}
-		r.ballot.add(v)
-		if acq != nil && r.ballot.no > 0 && !r.ballot.won() {
+		if r.undo != nil && r.ballot.no > 0 && !r.ballot.won() {
 			// Patience: four times as long as the answers so far took, and
 			// at least a quarter of the node timeout (a node that is merely
 			// dialling a new connection is not a straggler).
-			d := max(4*since(start)+time.Millisecond, c.opts.nodeTimeout/4)
-			if impatient == nil {
-				impatient = time.NewTimer(d)
-				giveUp = impatient.C
+			d := max(4*since(r.start)+time.Millisecond, r.c.opts.nodeTimeout/4)
+			if patience == nil {
+				patience = time.NewTimer(d)
+				giveUp = patience.C
 			} else {
-				impatient.Reset(d)
+				patience.Reset(d)
 			}
 		}
 	}
-	return r
+}
+
+// record counts one node's answer.
+func (r *round) record(a answer) {
+	c, node := r.c, r.c.nodes[a.node]
+	v := voteFailed
+	if a.err == nil {
+		v = r.classify(a.reply)
+		if r.undo != nil {
+			if qerr := c.quarantined(node); qerr != nil {
+				v, a.err = voteFailed, node.fail(qerr)
+			}
+		}
+	} else if !node.owned {
+		c.observeSoon()
+	}
+	r.nodes[a.node] = slot{reply: a.reply, err: a.err, vote: v, got: true}
+	r.ballot.add(v)
+}
+
+// abandon counts every node not heard from as failed with err.
+func (r *round) abandon(err error) {
+	for i, node := range r.c.nodes {
+		if !r.nodes[i].got {
+			r.nodes[i].err = node.fail(err)
+			r.ballot.add(voteFailed)
+		}
+	}
 }
 
 // mayHaveApplied reports whether a node's call may have changed its state:
@@ -258,12 +274,9 @@ func (r *round) settle(failed bool) error {
 	for _, sl := range r.nodes {
 		if sl.got && sl.vote == voteYes {
 			if err := <-r.undoErrs; err != nil {
-				errs = multierror.Append(errs, err)
+				errs = appendError(errs, err)
 			}
 		}
-	}
-	if errs != nil {
-		errs.ErrorFormat = formatNodeErrors
 	}
 	return errs.ErrorOrNil()
 }
@@ -273,11 +286,8 @@ func (r *round) nodeErrors() *multierror.Error {
 	var errs *multierror.Error
 	for _, sl := range r.nodes {
 		if sl.err != nil {
-			errs = multierror.Append(errs, sl.err)
+			errs = appendError(errs, sl.err)
 		}
-	}
-	if errs != nil {
-		errs.ErrorFormat = formatNodeErrors
 	}
 	return errs
 }
@@ -288,26 +298,43 @@ func (r *round) noQuorum(op string) error {
 	return &quorumError{op: op, yes: b.yes, no: b.no, unheard: b.n - b.yes - b.no - b.failed, need: b.need, n: b.n, nodes: r.nodeErrors()}
 }
 
-// signalCheck asks the loop to observe caller-owned nodes soon: a failed
-// call is often the first sign of a restart.
-func (c *Client) signalCheck() {
-	select {
-	case c.checkNow <- struct{}{}:
-	default:
+// eachNode runs f for every node at once and returns when all have
+// returned.
+func (c *Client) eachNode(f func(i int, n *Node)) {
+	var wg sync.WaitGroup
+	wg.Add(len(c.nodes))
+	for i, n := range c.nodes {
+		go func() {
+			defer wg.Done()
+			f(i, n)
+		}()
 	}
-	c.wd.start()
+	wg.Wait()
 }
 
-// goAdd registers n background goroutines with the Client, or reports false
-// once Close has begun waiting for them.
-func (c *Client) goAdd(n int) bool {
-	c.bgMu.RLock()
-	defer c.bgMu.RUnlock()
-	if c.bgClosed {
-		return false
-	}
-	c.bg.Add(n)
-	return true
+// batchResult is what one node answered to a broadcast.
+type batchResult struct {
+	replies []interface{} // one per call; a call the node refused has its redis.Error
+	err     error         // the node failed as a whole: no reply came
+	counted bool          // not in restart quarantine: its answers count toward a quorum
+}
+
+// broadcast sends node i the calls that calls(i) gives (none: the node is
+// skipped), pipelined in one round trip, to every node at once, each bounded
+// by timeout, and returns every node's result once all have answered or
+// failed.
+func (c *Client) broadcast(ctx context.Context, timeout time.Duration, calls func(i int) []call) []batchResult {
+	out := make([]batchResult, len(c.nodes))
+	c.eachNode(func(i int, n *Node) {
+		cs := calls(i)
+		if len(cs) == 0 {
+			return
+		}
+		res := &out[i]
+		res.replies, res.err = n.evalBatch(ctx, timeout, cs)
+		res.counted = c.quarantined(n) == nil
+	})
+	return out
 }
 
 // detached returns a context that keeps ctx's values but not its
@@ -317,6 +344,3 @@ func detached(ctx context.Context, timeout time.Duration) (context.Context, time
 	deadline, _ := nctx.Deadline()
 	return nctx, deadline, release
 }
-
-// since is the time elapsed from start on the monotonic clock.
-func since(start time.Time) time.Duration { return now().Sub(start) }

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/hashicorp/go-multierror"
 )
 
 // Mutex is one owner of a named lock. Lock it again while it holds it and
@@ -22,7 +22,7 @@ type Mutex struct {
 	c       *Client
 	name    string
 	key     string // the lock hash on every node
-	marks   string // rollback marks of the lock's owners (scripts/rollback.lua)
+	marks   string // rollback marks of the lock's owners (scripts/mark.lua)
 	fence   string // the lock's fencing counter (WithFencing)
 	channel string // the unlock channel on every node
 	field   string // this owner's hash field: "<client id>:<owner id>"
@@ -33,31 +33,10 @@ type Mutex struct {
 	// time, so the hold count each round writes is the authoritative one.
 	op sync.Mutex
 
-	// mu protects h, which the watchdog and the loss timer also touch.
+	// mu protects h, and the hold's fields (see hold.go), which the
+	// watchdog and the loss timer also change.
 	mu sync.Mutex
-	h  *hold // the current hold; nil when none
-
-	// pendingRelease is set when a release of the current count reached no
-	// quorum: a retry then counts nodes where the key is already gone as
-	// released (by the first try). Protected by op.
-	pendingRelease bool
-}
-
-// hold is one continuous holding of the lock by a Mutex, from its first
-// acquisition to its last release or its loss.
-type hold struct {
-	m     *Mutex
-	count int             // reentrant count, authoritative
-	seq   int64           // sequence of the latest successful write
-	token int64           // fencing token of the outermost acquisition (WithFencing)
-	lease time.Duration   // lease of the latest acquisition
-	late  []*atomic.Int32 // per acquisition of this hold: node calls still running
-	until time.Time       // drift-adjusted end of validity
-	renew bool            // renewed by the watchdog
-	lost  chan struct{}
-	timer *time.Timer // declares the loss at until
-	ended bool        // lost or released; lost is closed
-	owed  bool        // ended by a loss: an Unlock still owes the nodes a delete
+	h  *hold // the latest hold; nil before the first
 }
 
 func newMutex(c *Client, name string) *Mutex {
@@ -81,8 +60,10 @@ func newMutex(c *Client, name string) *Mutex {
 // Name returns the lock's name.
 func (m *Mutex) Name() string { return m.name }
 
-func (m *Mutex) check() error {
-	if err := m.c.checkOpen(); err != nil {
+// ensureUsable returns ErrClosed after Close, and an error wrapping
+// ErrInvalid for a Mutex without a name.
+func (m *Mutex) ensureUsable() error {
+	if err := m.c.ensureOpen(); err != nil {
 		return err
 	}
 	if m.name == "" {
@@ -133,17 +114,18 @@ func (m *Mutex) TryLock(ctx context.Context, wait, lease time.Duration) (bool, e
 
 // attempt is what one acquisition round found.
 type attempt struct {
-	ok    bool
-	wait  time.Duration // when not ok: until a majority is free, at the latest
-	err   error         // ErrNoQuorum, rollback errors, or ctx.Err()
-	split bool          // not ok, but some nodes said yes: contenders split the vote
-	took  time.Duration // how long the attempt took
+	ok     bool
+	freeIn time.Duration // when not ok: until a majority is free, at the latest
+	err    error         // ErrNoQuorum, rollback errors, or ctx.Err()
+	split  bool          // not ok, but some nodes said yes: contenders split the vote
+	took   time.Duration // how long the attempt took
+	ended  bool          // err is only ctx.Err(): it tells nothing of the nodes
 }
 
-// acquire takes the lock, waiting at most wait (negative: until ctx ends).
-// lease 0 means the watchdog lease with renewal.
-func (m *Mutex) acquire(ctx context.Context, wait, lease time.Duration) (bool, error) {
-	if err := m.check(); err != nil {
+// acquire takes the lock, waiting at most maxWait (negative: until ctx
+// ends). lease 0 means the watchdog lease with renewal.
+func (m *Mutex) acquire(ctx context.Context, maxWait, lease time.Duration) (bool, error) {
+	if err := m.ensureUsable(); err != nil {
 		return false, err
 	}
 	renew := lease == 0
@@ -153,31 +135,25 @@ func (m *Mutex) acquire(ctx context.Context, wait, lease time.Duration) (bool, e
 		return false, invalid("lease %v must exceed the clock drift allowance %v", lease, d)
 	}
 	a := m.try(ctx, lease, renew)
-	if a.ok || wait == 0 {
+	if a.ok || maxWait == 0 {
 		return a.ok, a.err
 	}
-	return m.wait(ctx, wait, lease, renew, a)
+	return m.await(ctx, maxWait, lease, renew, a)
 }
 
 // try makes one acquisition round.
 func (m *Mutex) try(ctx context.Context, lease time.Duration, renew bool) attempt {
 	if err := ctx.Err(); err != nil {
-		return attempt{err: err}
+		return attempt{err: err, ended: true}
 	}
-	if err := m.c.checkOpen(); err != nil {
+	if err := m.c.ensureOpen(); err != nil {
 		return attempt{err: err}
 	}
 	m.op.Lock()
 	defer m.op.Unlock()
 
-	m.mu.Lock()
-	prev := 0
-	if m.h != nil && !m.h.ended {
-		prev = m.h.count
-	}
-	m.mu.Unlock()
-
 	c := m.c
+	prev := m.heldCount()
 	seq := m.seq.Add(1)
 	dr := drift(lease, c.opts.driftFactor)
 	start := now()
@@ -187,17 +163,7 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew bool) attemp
 		fencing = 1
 	}
 	args := []interface{}{m.key, m.marks, m.fence, m.field, prev + 1, lease.Milliseconds(), seq, fencing}
-	undo := func(ctx context.Context, n *Node) error {
-		_, err := n.evalWithin(ctx, c.opts.nodeTimeout, rollbackScript.call(m.key, m.marks, m.field, seq, prev, m.channel, lease.Milliseconds()))
-		if err != nil {
-			var ne *NodeError
-			if errors.As(err, &ne) {
-				return &NodeError{Node: ne.Node, Addr: ne.Addr, Err: fmt.Errorf("rollback: %w", ne.Err)}
-			}
-		}
-		return err
-	}
-	r := c.fanout(ctx, acquireScript, args, classifyAcquire, (*ballot).certain, &acquisition{undo: undo})
+	r := c.fanout(ctx, acquireScript, args, classifyAcquire, (*ballot).certain, m.rollback(seq, prev, lease))
 	ok := r.ballot.won() && validity(lease, since(start), dr) > 0
 	var token int64
 	var fenceErr error
@@ -208,14 +174,13 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew bool) attemp
 	elapsed := since(start)
 	undoErr := r.settle(!ok)
 	if ok {
-		m.granted(prev+1, seq, token, lease, &r.running, start.Add(lease-dr), renew)
+		m.grant(prev+1, seq, token, lease, &r.inflight, start.Add(lease-dr), renew)
 		return attempt{ok: true}
 	}
-
-	a := attempt{wait: m.freeIn(r, lease), split: r.ballot.yes > 0, took: elapsed}
+	a := attempt{freeIn: m.freeIn(r, lease), split: r.ballot.yes > 0, took: elapsed}
 	switch {
 	case ctx.Err() != nil:
-		a.err = ctx.Err()
+		a.err, a.ended = ctx.Err(), undoErr == nil
 	case fenceErr != nil:
 		a.err = fenceErr
 	case r.ballot.won():
@@ -224,13 +189,30 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew bool) attemp
 		a.err = r.noQuorum("lock " + strconv.Quote(m.name))
 	}
 	if undoErr != nil {
-		if a.err == nil {
-			a.err = fmt.Errorf("redlock: lock %q: rollback of a failed attempt: %w", m.name, undoErr)
-		} else {
-			a.err = fmt.Errorf("%w; rollback: %w", a.err, undoErr)
-		}
+		a.err = joinRollback(m.name, a.err, undoErr)
 	}
 	return a
+}
+
+// rollback is the undo of the acquisition with sequence seq that followed
+// prev holds: it restores prev on one node.
+func (m *Mutex) rollback(seq int64, prev int, lease time.Duration) undoFunc {
+	c := m.c
+	return func(ctx context.Context, n *Node) error {
+		_, err := n.evalWithin(ctx, c.opts.nodeTimeout, rollbackScript.call(m.key, m.marks, m.field, seq, prev, m.channel, lease.Milliseconds()))
+		if ne, ok := err.(*NodeError); ok {
+			return &NodeError{Node: ne.Node, Addr: ne.Addr, Err: fmt.Errorf("rollback: %w", ne.Err)}
+		}
+		return err
+	}
+}
+
+// joinRollback adds the rollback errors of a failed attempt to its error.
+func joinRollback(name string, err, undoErr error) error {
+	if err == nil {
+		return fmt.Errorf("redlock: lock %q: rollback of a failed attempt: %w", name, undoErr)
+	}
+	return fmt.Errorf("%w; rollback: %w", err, undoErr)
 }
 
 // fenceToken returns the fencing token of a won acquisition round: the
@@ -241,32 +223,25 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew bool) attemp
 func (m *Mutex) fenceToken(ctx context.Context, r *round) (int64, error) {
 	var token int64
 	for _, sl := range r.nodes {
-		if sl.vote == voteYes {
-			if a, ok := parseAcquire(sl.reply); ok && a.n > token {
-				token = a.n
-			}
+		if a, ok := parseAcquire(sl.reply); ok && sl.vote == voteYes && a.n > token {
+			token = a.n
 		}
 	}
 	at, below := 0, 0
 	for _, sl := range r.nodes {
-		if sl.vote == voteYes {
-			if a, ok := parseAcquire(sl.reply); ok && a.n == token {
-				at++
-			} else {
-				below++
-			}
+		if sl.vote != voteYes {
+			continue
+		}
+		if a, ok := parseAcquire(sl.reply); ok && a.n == token {
+			at++
+		} else {
+			below++
 		}
 	}
 	if at >= m.c.quorum && below == 0 {
 		return token, nil
 	}
-	yes := func(reply interface{}) vote {
-		if v, err := redis.Int64(reply, nil); err == nil && v == 1 {
-			return voteYes
-		}
-		return voteFailed
-	}
-	wb := m.c.fanout(ctx, fenceScript, []interface{}{m.fence, token}, yes, (*ballot).certain, nil)
+	wb := m.c.fanout(ctx, fenceScript, []interface{}{m.fence, token}, classifyOne, (*ballot).certain, nil)
 	if !wb.ballot.won() {
 		return 0, wb.noQuorum("fencing token write-back for " + strconv.Quote(m.name))
 	}
@@ -308,6 +283,26 @@ func classifyAcquire(reply interface{}) vote {
 	return voteNo
 }
 
+// classifyOne reads an integer reply as a vote: 1 yes, any other no.
+func classifyOne(reply interface{}) vote {
+	v, err := redis.Int64(reply, nil)
+	switch {
+	case err != nil:
+		return voteFailed
+	case v == 1:
+		return voteYes
+	}
+	return voteNo
+}
+
+// classifyAnyInt reads any integer reply as yes.
+func classifyAnyInt(reply interface{}) vote {
+	if _, err := redis.Int64(reply, nil); err != nil {
+		return voteFailed
+	}
+	return voteYes
+}
+
 // freeIn is how long until a majority of nodes is free by the PTTLs seen in
 // r, the lease when that cannot be told (or a key has no expiry).
 func (m *Mutex) freeIn(r *round, lease time.Duration) time.Duration {
@@ -333,82 +328,105 @@ func (m *Mutex) freeIn(r *round, lease time.Duration) time.Duration {
 	return lease
 }
 
-// granted records a successful acquisition of count holds.
-func (m *Mutex) granted(count int, seq int64, token int64, lease time.Duration, late *atomic.Int32, until time.Time, renew bool) {
-	m.mu.Lock()
-	h := m.h
-	if h == nil || h.ended {
-		h = &hold{m: m, lost: make(chan struct{}), token: token}
-		m.h = h
-		m.c.track(m, true)
+// retryAfterError is how long a waiter waits after an attempt that failed
+// for want of a quorum before it tries again.
+func (c *Client) retryAfterError() time.Duration {
+	d := min(c.opts.nodeTimeout, 50*time.Millisecond)
+	return d + jitter(d)
+}
+
+// await is the waiting part of an acquisition whose first attempt a failed:
+// subscribe to the unlock channel on every node, join this Client's queue
+// for the lock, and, when at its head, try again at once and then whenever
+// an unlock message arrives or the quorum's PTTL runs out.
+func (m *Mutex) await(ctx context.Context, maxWait, lease time.Duration, renew bool, a attempt) (bool, error) {
+	c := m.c
+	var expired <-chan time.Time
+	if maxWait > 0 {
+		t := time.NewTimer(maxWait)
+		defer t.Stop()
+		expired = t.C
 	}
-	h.count, h.seq, h.lease = count, seq, lease
-	h.addLateLocked(late)
-	if until.After(h.until) {
-		h.until = until
-	}
-	startRenewal := renew && !h.renew
-	h.renew = h.renew || renew
-	h.armLocked()
-	m.pendingRelease = false
-	m.mu.Unlock()
-	if startRenewal {
-		m.c.wd.add(h)
+	c.subscribe(ctx, m.channel)
+	defer c.unsubscribe(m.channel)
+	w := c.enqueue(m.channel)
+	defer c.dequeue(m.channel, w)
+
+	again := time.NewTimer(time.Hour)
+	again.Stop()
+	defer again.Stop()
+	var p pacing
+	for {
+		select {
+		case <-w.wake:
+			if p.pausing {
+				continue
+			}
+		case <-again.C:
+			p.pausing = false
+		case <-ctx.Done():
+			return false, m.waitEnded(ctx, a)
+		case <-expired:
+			return false, a.err
+		case <-c.done:
+			return false, ErrClosed
+		}
+		select { // a wake-up that came before this attempt is answered by it
+		case <-w.wake:
+		default:
+		}
+		next := m.try(ctx, lease, renew)
+		if next.ok {
+			return true, nil
+		}
+		if errors.Is(next.err, ErrClosed) {
+			return false, ErrClosed
+		}
+		if !next.ended || a.err == nil {
+			a = next // an attempt that only saw ctx end keeps the one before
+		}
+		again.Reset(p.next(c, a, next))
 	}
 }
 
-// armLocked sets the loss timer to fire at h.until. m.mu must be held.
-func (h *hold) armLocked() {
-	d := h.until.Sub(now())
-	if h.timer == nil {
-		h.timer = time.AfterFunc(d, h.expire)
-		return
+// waitEnded is the error of a wait that ctx ended: ctx.Err(), and the last
+// attempt's error when it was something else.
+func (m *Mutex) waitEnded(ctx context.Context, a attempt) error {
+	if a.err != nil && !a.ended {
+		return fmt.Errorf("redlock: lock %q: %w; last attempt: %w", m.name, ctx.Err(), a.err)
 	}
-	h.timer.Reset(d)
+	return fmt.Errorf("redlock: lock %q: %w", m.name, ctx.Err())
 }
 
-// expire runs when the loss timer fires: unless renewal moved until on, the
-// hold can no longer be trusted.
-func (h *hold) expire() {
-	m := h.m
-	m.mu.Lock()
-	if h.ended {
-		m.mu.Unlock()
-		return
-	}
-	if d := h.until.Sub(now()); d > 0 { // renewed meanwhile
-		h.timer.Reset(d)
-		m.mu.Unlock()
-		return
-	}
-	h.endLocked(true)
-	m.mu.Unlock()
-	m.c.opts.logger.Warn("redlock: lock lost: validity ended without renewal on a quorum", "lock", m.name)
-	m.c.wd.remove(h)
-	m.c.track(m, false)
+// pacing is when a waiter tries again after a failed attempt.
+type pacing struct {
+	pausing bool // after a split vote: wake-ups wait for the timer
+	splits  int  // split votes in a row
 }
 
-// endLocked ends the hold, closing its Lost channel. m.mu must be held.
-func (h *hold) endLocked(lost bool) {
-	if h.ended {
-		return
+// next returns how long to wait before the next attempt, given a, the
+// attempt that decides the wait, and next, the latest one.
+func (p *pacing) next(c *Client, a, next attempt) time.Duration {
+	if !next.split {
+		p.splits = 0
 	}
-	h.ended, h.owed = true, lost
-	if h.timer != nil {
-		h.timer.Stop()
+	switch {
+	case next.split:
+		// Contenders split the nodes and all rolled back; retrying at the
+		// next wake-up would keep them in lockstep (each rollback wakes the
+		// others). As Redlock prescribes, pause for a random time that
+		// wake-ups do not cut short, scaled by how long an attempt takes
+		// (sub-millisecond on a healthy cluster, longer when slow nodes
+		// keep attempts open), doubled with every split in a row so that
+		// many contenders spread out.
+		d := jitter((2*next.took + time.Millisecond) << min(p.splits, 6))
+		p.pausing = true
+		p.splits++
+		return d
+	case a.err != nil:
+		return c.retryAfterError()
 	}
-	close(h.lost)
-}
-
-// track records whether m holds a lock, for Close.
-func (c *Client) track(m *Mutex, held bool) {
-	c.mu.Lock()
-	if held {
-		c.holds[m] = struct{}{}
-	} else {
-		delete(c.holds, m)
-	}
-	c.mu.Unlock()
+	return a.freeIn + jitter(time.Millisecond)
 }
 
 // Unlock releases one hold: with a count above one it lowers the count on
@@ -418,176 +436,117 @@ func (c *Client) track(m *Mutex, held bool) {
 // ErrNoQuorum when too few nodes answered to tell; then the hold is kept and
 // Unlock may be retried: a retry never releases twice.
 func (m *Mutex) Unlock(ctx context.Context) error {
-	if err := m.check(); err != nil {
+	if err := m.ensureUsable(); err != nil {
 		return err
 	}
 	m.op.Lock()
 	defer m.op.Unlock()
-	if err := m.c.checkOpen(); err != nil {
+	if err := m.c.ensureOpen(); err != nil {
 		return err // Close released the hold while this call waited for it
 	}
-	return m.release(ctx, false)
-}
-
-// releaseAll releases every hold of m (Close).
-func (m *Mutex) releaseAll(ctx context.Context) error {
-	m.op.Lock()
-	defer m.op.Unlock()
-	return m.release(ctx, true)
+	return m.release(ctx)
 }
 
 // release sends one release round. m.op must be held.
-func (m *Mutex) release(ctx context.Context, all bool) error {
-	m.mu.Lock()
-	h := m.h
-	if h == nil || (h.ended && !h.owed) {
-		m.mu.Unlock()
+func (m *Mutex) release(ctx context.Context) error {
+	h, target, state := m.toRelease()
+	if h == nil {
 		return ErrNotHeld
 	}
-	lost := h.ended
-	target := h.count - 1
-	if all || lost {
-		target = 0
-	}
-	m.mu.Unlock()
-
 	c := m.c
 	if target == 0 {
 		// The watchdog must not re-create the key this release deletes.
-		c.wd.remove(h)
+		c.wd.withdraw(h)
 	}
 	seq := m.seq.Add(1)
 	// A retry of a final release that reached no quorum: the first try was
 	// sent while the hold was valid and may have released it on a majority,
 	// after which the key is gone or another owner has it. Either way the
 	// hold ended at the first try, so every answer counts as released.
-	retry := m.pendingRelease && target == 0
-	classify := func(reply interface{}) vote {
-		v, err := redis.Int64(reply, nil)
-		switch {
-		case err != nil:
-			return voteFailed
-		case v == 1, retry:
-			return voteYes
-		}
-		return voteNo
+	classify := classifyOne
+	if state == unsure && target == 0 {
+		classify = classifyAnyInt
 	}
 	r := c.fanout(ctx, releaseScript, h.releaseArgs(target, seq), classify, (*ballot).certain, nil)
 	if target == 0 {
 		c.wakeLocal(m.channel, m.field+"/"+strconv.FormatInt(seq, 10))
 	}
-
 	switch {
-	case lost:
-		// The hold was gone before this round; it only cleaned up.
-		m.mu.Lock()
-		h.owed = false
-		m.pendingRelease = false
-		m.mu.Unlock()
+	case state == owed:
+		h.paid() // the hold was gone before this round; it only cleaned up
 		return ErrNotHeld
+	case r.ballot.won() && target == 0:
+		h.end(endReleased)
+		return nil
 	case r.ballot.won():
-		m.mu.Lock()
-		if target == 0 {
-			h.endLocked(false)
-		} else {
-			h.count, h.seq = target, seq
-		}
-		m.pendingRelease = false
-		m.mu.Unlock()
-		if target == 0 {
-			c.track(m, false)
-		}
+		h.lower(target, seq)
 		return nil
 	case r.ballot.denied():
-		// Not ours on a majority: the hold was lost without us noticing.
-		m.mu.Lock()
-		h.endLocked(true)
-		h.owed = false
-		m.pendingRelease = false
-		m.mu.Unlock()
-		c.wd.remove(h)
-		c.track(m, false)
+		h.end(endDenied) // not ours on a majority: lost without us noticing
 		return ErrNotHeld
 	}
-	m.pendingRelease = true
 	if target == 0 {
-		m.mu.Lock()
-		renew := h.renew && !h.ended
-		m.mu.Unlock()
-		if renew {
-			c.wd.add(h) // still ours until a release reaches a quorum
-		}
+		h.doubt()
 	}
-	err := r.noQuorum("unlock " + strconv.Quote(m.name))
-	if ctx.Err() != nil {
-		return fmt.Errorf("%w: %w", ctx.Err(), err)
-	}
-	return err
+	return withCtx(ctx, r.noQuorum("unlock "+strconv.Quote(m.name)))
 }
 
-// addLateLocked records the in-flight counter of one more acquisition of h,
-// dropping those whose calls have all finished. Every acquisition counts,
-// not only the latest: a re-entrant acquisition that is answered everywhere
-// does not make an earlier one's straggler harmless. Under m.mu.
-func (h *hold) addLateLocked(late *atomic.Int32) {
-	kept := h.late[:0]
-	for _, l := range h.late {
-		if l.Load() > 0 {
-			kept = append(kept, l)
+// releaseHolds releases every hold of ms in one pipelined round trip per
+// node (Close), so a thousand holds cost a few round trips, not a thousand
+// fan-outs. It returns an error per hold that too few nodes confirmed.
+func (c *Client) releaseHolds(ctx context.Context, ms []*Mutex) *multierror.Error {
+	var hs []*hold
+	var calls []call
+	for _, m := range ms {
+		m.op.Lock()
+		defer m.op.Unlock()
+		h := m.current()
+		if h == nil {
+			continue
+		}
+		c.wd.withdraw(h)
+		hs = append(hs, h)
+		calls = append(calls, releaseScript.call(h.releaseArgs(0, m.seq.Add(1))...))
+	}
+	if len(hs) == 0 {
+		return nil
+	}
+	results := c.broadcast(ctx, c.closeTimeout(), func(int) []call { return calls })
+	var errs *multierror.Error
+	for j, h := range hs {
+		released := 0
+		var nodeErrs *multierror.Error
+		for i, res := range results {
+			err := res.err
+			if err == nil {
+				_, rerr := redis.Int64(res.replies[j], nil)
+				if rerr == nil {
+					released++ // released, already gone, or not ours
+					continue
+				}
+				err = c.nodes[i].fail(fmt.Errorf("release: %w", rerr))
+			}
+			nodeErrs = appendError(nodeErrs, err)
+		}
+		h.end(endReleased)
+		if released < c.quorum {
+			errs = appendError(errs, &quorumError{op: "release " + strconv.Quote(h.m.name) + " on close", yes: released, need: c.quorum, n: len(c.nodes), nodes: nodeErrs})
 		}
 	}
-	if late != nil && late.Load() > 0 {
-		kept = append(kept, late)
-	}
-	h.late = kept
-}
-
-// stragglingLocked reports whether a node call of any acquisition of h may
-// still land. Under m.mu.
-func (h *hold) stragglingLocked() bool {
-	for _, l := range h.late {
-		if l.Load() > 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// releaseArgs are release.lua's keys and arguments for setting the hold's
-// count to target with sequence seq. Under m.op, like every release.
-func (h *hold) releaseArgs(target int, seq int64) []interface{} {
-	m := h.m
-	m.mu.Lock()
-	mark := 0
-	if h.stragglingLocked() {
-		mark = 1 // a straggler of an acquisition may land after this release
-	}
-	lease := h.lease
-	m.mu.Unlock()
-	return []interface{}{m.key, m.marks, m.field, target, seq, m.channel, mark, lease.Milliseconds()}
+	return errs
 }
 
 // ForceUnlock deletes the lock whoever holds it and wakes its waiters. It
 // reports whether the lock was held on a quorum. When too few nodes answered
-// to tell, it returns ErrNoQuorum; the lock is deleted where they did. A hold
-// of this client's own Mutex values that is forced away is seen as lost at
-// the next renewal.
+// to tell, it returns ErrNoQuorum (wrapping ctx.Err() when ctx ended); the
+// lock is deleted where they did. A hold of this client's own Mutex values
+// that is forced away is seen as lost at the next renewal.
 func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
-	if err := m.check(); err != nil {
+	if err := m.ensureUsable(); err != nil {
 		return false, err
 	}
-	classify := func(reply interface{}) vote {
-		v, err := redis.Int64(reply, nil)
-		switch {
-		case err != nil:
-			return voteFailed
-		case v == 1:
-			return voteYes
-		}
-		return voteNo
-	}
 	msg := "force:" + m.field + "/" + strconv.FormatInt(m.seq.Add(1), 10)
-	r := m.c.fanout(ctx, forceScript, []interface{}{m.key, m.channel, msg}, classify, (*ballot).done, nil)
+	r := m.c.fanout(ctx, forceScript, []interface{}{m.key, m.channel, msg}, classifyOne, (*ballot).done, nil)
 	m.c.wakeLocal(m.channel, "")
 	switch {
 	case r.ballot.won():
@@ -595,14 +554,14 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 	case r.ballot.denied():
 		return false, nil
 	}
-	return false, r.noQuorum("force unlock " + strconv.Quote(m.name))
+	return false, withCtx(ctx, r.noQuorum("force unlock "+strconv.Quote(m.name)))
 }
 
 // inspect asks every node whether pred holds of its state and decides by
 // majority: true when a quorum says yes, false when enough say no that no
 // quorum can say yes, ErrNoQuorum otherwise.
 func (m *Mutex) inspect(ctx context.Context, op string, pred func(exists, count int64) bool) (bool, error) {
-	if err := m.check(); err != nil {
+	if err := m.ensureUsable(); err != nil {
 		return false, err
 	}
 	classify := func(reply interface{}) vote {
@@ -623,11 +582,7 @@ func (m *Mutex) inspect(ctx context.Context, op string, pred func(exists, count 
 	case r.ballot.denied():
 		return false, nil
 	}
-	err := r.noQuorum(op + " " + strconv.Quote(m.name))
-	if ctx.Err() != nil {
-		return false, fmt.Errorf("%w: %w", ctx.Err(), err)
-	}
-	return false, err
+	return false, withCtx(ctx, r.noQuorum(op+" "+strconv.Quote(m.name)))
 }
 
 // IsLocked reports whether any owner holds the lock on a quorum of nodes.
@@ -651,62 +606,68 @@ func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
 	if err != nil || !held {
 		return 0, err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.h == nil || m.h.ended {
-		return 0, nil
-	}
-	return m.h.count, nil
+	return m.heldCount(), nil
 }
 
-// closedChan is returned by Lost when the Mutex holds nothing.
-var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
-
-// Lost returns a channel that is closed when the current hold ends: when it
-// can no longer be trusted (renewal failed on a quorum until its validity
-// ran out, or a fixed lease reached Until) or when the last Unlock released
-// it. Each hold has its own channel; call Lost after Lock returns. When the
-// Mutex holds nothing the channel is already closed. redlock closes it; the
-// caller only receives from it.
-func (m *Mutex) Lost() <-chan struct{} {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.h == nil {
-		return closedChan
-	}
-	return m.h.lost
+// NodeLock is one node's view of a lock, as Client.Inspect reads it.
+type NodeLock struct {
+	Node    string           // the node's name, as in NodeError
+	Key     string           // the lock's key on the node
+	Err     error            // a *NodeError when the node could not be read; the fields below are then zero
+	Exists  bool             // the node has the lock's key
+	TTL     time.Duration    // the key's remaining time to live: -1 when it has no expiry, 0 when it does not exist
+	Holders map[string]int64 // owner ("<client id>:<owner id>") -> its hold count on the node (-1: not a number)
 }
 
-// Until returns the end of the current hold's validity by this process's
-// clock, drift already taken off; the watchdog moves it on with each
-// renewal. It returns the zero Time when the Mutex holds nothing.
-func (m *Mutex) Until() time.Time {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.h == nil || m.h.ended {
-		return time.Time{}
+// Inspect reads the lock called name on every node at once, each read
+// bounded by the node timeout, and returns what each node holds, in the
+// order of the nodes. It decides nothing by majority and takes no lock: it
+// is for tools and health checks (`redlock inspect` shows it). It returns
+// ErrClosed after Close and an error wrapping ErrInvalid for an empty name;
+// a node that could not be read has its error in its NodeLock.
+func (c *Client) Inspect(ctx context.Context, name string) ([]NodeLock, error) {
+	m := c.NewMutex(name)
+	if err := m.ensureUsable(); err != nil {
+		return nil, err
 	}
-	return m.h.until
+	read := []call{viewScript.call(m.key)}
+	results := c.broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return read })
+	out := make([]NodeLock, len(c.nodes))
+	for i, res := range results {
+		out[i] = viewOf(c.nodes[i], m.key, res)
+	}
+	return out, nil
 }
 
-// Token returns the fencing token of the current hold, or 0 when the Mutex
-// holds nothing or the Client was made without WithFencing. Tokens grow with
-// every new hold of the lock, whoever takes it; re-entrant acquisitions keep
-// the token of the outermost one. Pass it to the storage the lock protects
-// and have the storage reject a token lower than one it has seen.
-func (m *Mutex) Token() int64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.h == nil || m.h.ended {
-		return 0
+// viewOf reads view.lua's reply from one node.
+func viewOf(n *Node, key string, res batchResult) NodeLock {
+	v := NodeLock{Node: n.name, Key: key, Err: res.err}
+	if res.err != nil {
+		return v
 	}
-	return m.h.token
-}
-
-// jitter returns a random duration in [0, d).
-func jitter(d time.Duration) time.Duration {
-	if d <= 0 {
-		return 0
+	vs, err := redis.Values(res.replies[0], nil)
+	var pttl int64
+	if err == nil && len(vs)%2 == 1 {
+		pttl, err = redis.Int64(vs[0], nil)
+	} else if err == nil {
+		err = fmt.Errorf("unexpected view reply of %d values", len(vs))
 	}
-	return rand.N(d)
+	if err != nil {
+		v.Err = n.fail(err)
+		return v
+	}
+	v.Exists = pttl != -2
+	if v.Exists {
+		v.TTL = time.Duration(pttl) * time.Millisecond
+		if pttl < 0 {
+			v.TTL = -1
+		}
+	}
+	v.Holders = make(map[string]int64, len(vs)/2)
+	for i := 1; i+1 < len(vs); i += 2 {
+		owner, _ := redis.String(vs[i], nil)
+		count, _ := redis.Int64(vs[i+1], nil)
+		v.Holders[owner] = count
+	}
+	return v
 }

@@ -15,21 +15,19 @@ const renewBatch = 1000
 
 // watchdog is the Client's one renewal loop. Every lease/3 it renews every
 // watchdog hold in one round per node, all of that node's holds pipelined
-// into a single round trip.
+// into a single round trip. Between rounds it observes the nodes whose
+// pools the caller owns, for restart quarantine.
 type watchdog struct {
 	c      *Client
 	period time.Duration
+	loop   worker
 
 	mu    sync.Mutex         // protects holds
 	holds map[*hold]struct{} // holds renewed by the loop
 
-	// round is held for the whole of a renewal round. remove takes it after
-	// dropping a hold, so a release never races a round that would re-create
-	// the key it deletes.
+	// round is held for the whole of a renewal round, so that withdraw can
+	// wait for the round in flight.
 	round sync.Mutex
-
-	started bool
-	done    chan struct{} // closed when the loop has exited
 }
 
 func newWatchdog(c *Client) *watchdog {
@@ -37,104 +35,62 @@ func newWatchdog(c *Client) *watchdog {
 		c:      c,
 		period: c.opts.lease / 3,
 		holds:  make(map[*hold]struct{}),
-		done:   make(chan struct{}),
 	}
 }
 
 // add registers a hold for renewal, starting the loop on first use.
 func (wd *watchdog) add(h *hold) {
 	wd.mu.Lock()
-	defer wd.mu.Unlock()
 	wd.holds[h] = struct{}{}
-	wd.startLocked()
+	wd.mu.Unlock()
+	wd.start()
 }
 
-// start starts the loop if it is not running.
-func (wd *watchdog) start() {
+// drop stops renewing h, and reports whether it was renewed.
+func (wd *watchdog) drop(h *hold) bool {
 	wd.mu.Lock()
 	defer wd.mu.Unlock()
-	wd.startLocked()
-}
-
-func (wd *watchdog) startLocked() {
-	if !wd.started && wd.c.goAdd(1) {
-		wd.started = true
-		go wd.run()
-	}
-}
-
-// remove stops renewing h and waits for a round in flight to finish.
-func (wd *watchdog) remove(h *hold) {
-	wd.mu.Lock()
 	_, had := wd.holds[h]
 	delete(wd.holds, h)
-	wd.mu.Unlock()
-	if had {
+	return had
+}
+
+// withdraw stops renewing h and waits for a round in flight to finish, so a
+// release that follows never races a round that would re-create the key it
+// deletes.
+func (wd *watchdog) withdraw(h *hold) {
+	if wd.drop(h) {
 		wd.round.Lock()
 		//lint:ignore SA2001 an empty critical section: waiting for the round is the point
 		wd.round.Unlock()
 	}
 }
 
+// start starts the loop if it is not running.
+func (wd *watchdog) start() { wd.loop.start(wd.c, wd.run) }
+
 // stop waits for the loop to exit; Close cancels the client's context first.
-func (wd *watchdog) stop() {
-	wd.mu.Lock()
-	started := wd.started
-	wd.mu.Unlock()
-	if started {
-		<-wd.done
-	}
-}
+func (wd *watchdog) stop() { wd.loop.wait() }
 
 func (wd *watchdog) run() {
-	defer wd.c.bg.Done()
-	defer close(wd.done)
 	t := time.NewTicker(wd.period)
 	defer t.Stop()
+	c := wd.c
 	for {
 		select {
-		case <-wd.c.ctx.Done():
+		case <-c.ctx.Done():
 			return
-		case <-wd.c.checkNow:
-			wd.c.observeCallerNodes(wd.c.ctx)
+		case <-c.observeNow:
+			c.observeCallerNodes(c.ctx)
 			continue
 		case <-t.C:
 		}
-		wd.c.observeCallerNodes(wd.c.ctx)
-		wd.renewAll(wd.c.ctx)
-		for _, s := range wd.c.ps {
+		c.observeCallerNodes(c.ctx)
+		wd.renewAll(c.ctx)
+		for _, s := range c.ps {
 			s.ping()
 		}
 	}
-}
-
-// observeCallerNodes asks every node whose pool the caller owns which server
-// process answers it (pools opened by Dial check every new connection).
-func (c *Client) observeCallerNodes(ctx context.Context) {
-	if c.opts.quarantine == 0 {
-		return
-	}
-	var wg sync.WaitGroup
-	for _, n := range c.nodes {
-		if n.owned {
-			continue
-		}
-		wg.Add(1)
-		go func(n *Node) {
-			defer wg.Done()
-			cctx, cancel := context.WithTimeout(ctx, c.opts.nodeTimeout)
-			defer cancel()
-			conn, err := n.get(cctx)
-			if err == nil {
-				err = n.check(cctx, conn, c.opts.nodeTimeout)
-				conn.Close()
-			}
-			if err != nil {
-				c.opts.logger.Debug("redlock: node check failed", "node", n.name, "err", err)
-			}
-		}(n)
-	}
-	wg.Wait()
 }
 
 // renewal is one hold's progress through a round.
@@ -142,9 +98,7 @@ type renewal struct {
 	h      *hold
 	count  int
 	seq    int64
-	key    string
-	field  string
-	yes    int    // nodes that extended it
+	yes    int    // nodes that extended it and count
 	other  int    // nodes where another owner holds it
 	absent []bool // by node: the key was absent there
 }
@@ -156,132 +110,99 @@ type renewal struct {
 func (wd *watchdog) renewAll(ctx context.Context) int {
 	wd.round.Lock()
 	defer wd.round.Unlock()
-	c := wd.c
-	wd.mu.Lock()
-	rs := make([]*renewal, 0, len(wd.holds))
-	for h := range wd.holds {
-		rs = append(rs, &renewal{h: h, absent: make([]bool, len(c.nodes))})
-	}
-	wd.mu.Unlock()
+	rs := wd.renewals()
 	if len(rs) == 0 {
 		return 0
 	}
-	for _, r := range rs {
-		m := r.h.m
-		m.mu.Lock()
-		r.count, r.seq, r.key, r.field = r.h.count, r.h.seq, m.key, m.field
-		m.mu.Unlock()
-	}
-
+	c := wd.c
 	start := now()
+	calls := wd.calls(rs, false) // the same calls for every node, shared read-only
+	first := c.broadcast(ctx, wd.timeout(len(calls)), func(int) []call { return calls })
 	// A node in quarantine is written to but not counted.
-	quarantined := make([]bool, len(c.nodes))
-	for i, n := range c.nodes {
-		quarantined[i] = c.quarantined(n) != nil
-	}
-	batches := wd.batches(rs, false) // the same calls for every node, shared read-only
-	var mu sync.Mutex                // protects the counters in rs
-	var wg sync.WaitGroup
-	for i, n := range c.nodes {
-		wg.Add(1)
-		go func(i int, n *Node) {
-			defer wg.Done()
-			replies, err := n.evalBatch(ctx, wd.timeout(len(batches)), renewScript, batches)
-			if err != nil {
-				c.opts.logger.Warn("redlock: renewal failed on a node", "node", n.name, "holds", len(rs), "err", err)
-				return
+	counted := make([]bool, len(c.nodes))
+	for i, res := range first {
+		counted[i] = res.counted
+		wd.tally(i, rs, res, func(r *renewal, v int64) {
+			switch {
+			case v == 1 && !res.counted:
+			case v == 1:
+				r.yes++
+			case v == 0:
+				r.absent[i] = true
+			default:
+				r.other++
 			}
-			mu.Lock()
-			defer mu.Unlock()
-			wd.count(rs, replies, func(r *renewal, v int64) {
-				switch {
-				case v == 1 && quarantined[i]:
-				case v == 1:
-					r.yes++
-				case v == 0:
-					r.absent[i] = true
-				default:
-					r.other++
-				}
-			})
-		}(i, n)
+		})
 	}
-	wg.Wait()
-
-	// Repair: write the hold back on nodes that answered "absent" (restarted
-	// empty, or never reached by the acquisition). It is a fresh acquisition
-	// there, so it needs no other owner anywhere and enough nodes, held or
-	// absent, to make a majority; and at least one node still holding it, so
-	// a lock forced away everywhere (ForceUnlock) stays away. Repaired nodes
-	// count toward this round's quorum unless they are in quarantine.
-	// Every node's list is decided from the first round's answers before
-	// any repair runs: the repairs' answers change the counts.
-	fixes := make([][]*renewal, len(c.nodes))
-	for i := range c.nodes {
-		for _, r := range rs {
-			if r.absent[i] && r.repairable(quarantined, c.quorum) {
-				fixes[i] = append(fixes[i], r)
-			}
-		}
-	}
-	for i, n := range c.nodes {
-		fix := fixes[i]
-		if len(fix) == 0 {
-			continue
-		}
-		wg.Add(1)
-		go func(i int, n *Node) {
-			defer wg.Done()
-			calls := wd.batches(fix, true) // differs per node
-			replies, err := n.evalBatch(ctx, wd.timeout(len(calls)), renewScript, calls)
-			if err != nil {
-				c.opts.logger.Warn("redlock: repair failed on a node", "node", n.name, "holds", len(fix), "err", err)
-				return
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			wd.count(fix, replies, func(r *renewal, v int64) {
-				if v == 1 && !quarantined[i] {
-					r.yes++
-				}
-			})
-		}(i, n)
-	}
-	wg.Wait()
-
+	wd.repair(ctx, rs, counted)
 	until := start.Add(c.opts.lease - c.drift)
 	renewed := 0
 	for _, r := range rs {
-		if r.yes < c.quorum {
-			// Not renewed this round: the loss timer ends the hold at its
-			// current until unless a later round succeeds first. Gone from a
-			// majority (deleted, or taken by another owner) means lost now.
-			absent := 0
-			for _, a := range r.absent {
-				if a {
-					absent++
-				}
-			}
-			if r.other+absent > len(c.nodes)-c.quorum {
-				r.h.loseNow()
-			}
-			continue
+		switch {
+		case r.yes >= c.quorum:
+			renewed++
+			r.h.extend(until)
+		case r.gone(c.quorum):
+			r.h.end(endTaken)
 		}
-		renewed++
-		m := r.h.m
-		m.mu.Lock()
-		if !r.h.ended && until.After(r.h.until) {
-			r.h.until = until
-			r.h.armLocked()
-		}
-		m.mu.Unlock()
+		// Otherwise the loss timer ends the hold at its current until
+		// unless a later round succeeds first.
 	}
 	return renewed
 }
 
+// renewals lists the holds to renew with what each writes.
+func (wd *watchdog) renewals() []*renewal {
+	wd.mu.Lock()
+	rs := make([]*renewal, 0, len(wd.holds))
+	for h := range wd.holds {
+		rs = append(rs, &renewal{h: h, absent: make([]bool, len(wd.c.nodes))})
+	}
+	wd.mu.Unlock()
+	for _, r := range rs {
+		r.count, r.seq = r.h.renewal()
+	}
+	return rs
+}
+
+// repair writes holds back on nodes that answered "absent" (restarted
+// empty, or never reached by the acquisition). It is a fresh acquisition
+// there, so it needs no other owner anywhere and enough nodes, held or
+// absent, to make a majority; and at least one node still holding it, so a
+// lock forced away everywhere (ForceUnlock) stays away. Repaired nodes count
+// toward this round's quorum unless they are in quarantine. Every node's
+// list is decided from the first answers before any repair runs: the
+// repairs' answers change the counts.
+func (wd *watchdog) repair(ctx context.Context, rs []*renewal, counted []bool) {
+	c := wd.c
+	fixes := make([][]*renewal, len(c.nodes))
+	calls := make([][]call, len(c.nodes))
+	most := 0
+	for i := range c.nodes {
+		for _, r := range rs {
+			if r.absent[i] && r.repairable(counted, c.quorum) {
+				fixes[i] = append(fixes[i], r)
+			}
+		}
+		calls[i] = wd.calls(fixes[i], true) // differs per node
+		most = max(most, len(calls[i]))
+	}
+	if most == 0 {
+		return
+	}
+	second := c.broadcast(ctx, wd.timeout(most), func(i int) []call { return calls[i] })
+	for i, res := range second {
+		wd.tally(i, fixes[i], res, func(r *renewal, v int64) {
+			if v == 1 && counted[i] {
+				r.yes++
+			}
+		})
+	}
+}
+
 // repairable reports whether a hold may be written back on the nodes where
-// its key is absent (see renewAll).
-func (r *renewal) repairable(quarantined []bool, quorum int) bool {
+// its key is absent (see repair).
+func (r *renewal) repairable(counted []bool, quorum int) bool {
 	if r.yes >= quorum {
 		return true
 	}
@@ -290,11 +211,23 @@ func (r *renewal) repairable(quarantined []bool, quorum int) bool {
 	}
 	n := r.yes
 	for i, a := range r.absent {
-		if a && !quarantined[i] {
+		if a && counted[i] {
 			n++
 		}
 	}
 	return n >= quorum
+}
+
+// gone reports whether a hold that was not renewed is gone from a majority
+// (deleted, or taken by another owner): then it is lost now.
+func (r *renewal) gone(quorum int) bool {
+	absent := 0
+	for _, a := range r.absent {
+		if a {
+			absent++
+		}
+	}
+	return r.other+absent > len(r.absent)-quorum
 }
 
 // timeout bounds a node's pipelined round of n renew.lua calls: a node
@@ -305,58 +238,48 @@ func (wd *watchdog) timeout(n int) time.Duration {
 	return wd.c.opts.nodeTimeout * time.Duration(max(n, 1))
 }
 
-// batches builds the renew.lua calls for rs, renewBatch holds per call.
-func (wd *watchdog) batches(rs []*renewal, repair bool) [][]interface{} {
+// calls builds the renew.lua calls for rs, renewBatch holds per call.
+func (wd *watchdog) calls(rs []*renewal, repair bool) []call {
 	lease := wd.c.opts.lease.Milliseconds()
 	mode := 0
 	if repair {
 		mode = 1
 	}
-	var out [][]interface{}
+	var out []call
 	for i := 0; i < len(rs); i += renewBatch {
 		part := rs[i:min(i+renewBatch, len(rs))]
 		args := make([]interface{}, 0, 3+4*len(part))
 		args = append(args, len(part))
 		for _, r := range part {
-			args = append(args, r.key)
+			args = append(args, r.h.m.key)
 		}
 		args = append(args, lease, mode)
 		for _, r := range part {
-			args = append(args, r.field, r.count, r.seq)
+			args = append(args, r.h.m.field, r.count, r.seq)
 		}
-		out = append(out, args)
+		out = append(out, renewScript.call(args...))
 	}
 	return out
 }
 
-// count hands each hold's answer in replies (renew.lua's, batch by batch)
-// to f.
-func (wd *watchdog) count(rs []*renewal, replies []interface{}, f func(*renewal, int64)) {
-	for b, reply := range replies {
+// tally hands each hold's answer from node i (renew.lua's replies, call by
+// call) to f; a node that failed, or a call it refused, is logged.
+func (wd *watchdog) tally(i int, rs []*renewal, res batchResult, f func(*renewal, int64)) {
+	node := wd.c.nodes[i].name
+	if res.err != nil {
+		wd.c.opts.logger.Warn("redlock: renewal failed on a node", "node", node, "holds", len(rs), "err", res.err)
+		return
+	}
+	for b, reply := range res.replies {
 		vs, err := redis.Int64s(reply, nil)
 		if err != nil {
+			wd.c.opts.logger.Warn("redlock: renewal failed on a node", "node", node, "holds", min(renewBatch, len(rs)-b*renewBatch), "err", err)
 			continue
 		}
 		for j, v := range vs {
-			if i := b*renewBatch + j; i < len(rs) {
-				f(rs[i], v)
+			if k := b*renewBatch + j; k < len(rs) {
+				f(rs[k], v)
 			}
 		}
-	}
-}
-
-// loseNow ends a watchdog hold that another owner has taken over.
-func (h *hold) loseNow() {
-	m := h.m
-	m.mu.Lock()
-	was := h.ended
-	h.endLocked(true)
-	m.mu.Unlock()
-	if !was {
-		m.c.opts.logger.Warn("redlock: lock lost: held by another owner on a majority", "lock", m.name)
-		m.c.track(m, false)
-		m.c.wd.mu.Lock()
-		delete(m.c.wd.holds, h)
-		m.c.wd.mu.Unlock()
 	}
 }

@@ -166,7 +166,7 @@ func unitState(b *ballot) unitBallotState {
 		unreachable: b.unreachable(),
 		done:        b.done(),
 		certain:     b.certain(),
-		unwinnable:  b.unwinnable(),
+		unwinnable:  b.n-b.no-b.failed < b.need, // a majority of yes can no longer be reached
 	}
 }
 

@@ -426,12 +426,20 @@ func scriptNames(root string) (map[string]string, error) {
 	if err != nil || len(files) == 0 {
 		return nil, fmt.Errorf("redlock's scripts not found under %s/scripts: run from bench/ or pass -root", root)
 	}
+	// A script is its file, or its file after mark.lua, the function that
+	// release.lua and rollback.lua share (see the library's script.go).
+	prelude, err := os.ReadFile(filepath.Join(root, "scripts", "mark.lua"))
+	if err != nil {
+		return nil, err
+	}
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			return nil, err
 		}
-		m[redis.NewScript(0, string(b)).Hash()] = strings.TrimSuffix(filepath.Base(f), ".lua")
+		name := strings.TrimSuffix(filepath.Base(f), ".lua")
+		m[redis.NewScript(0, string(b)).Hash()] = name
+		m[redis.NewScript(0, string(prelude)+string(b)).Hash()] = name
 	}
 	return m, nil
 }

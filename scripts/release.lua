@@ -17,15 +17,7 @@
 -- sequence numbers makes a late one harmless.
 local seqf = ARGV[1] .. '#'
 if ARGV[5] == '1' and tonumber(ARGV[2]) == 0 then
-  -- Marks only grow, and their hash only lives longer: a release overtaken
-  -- by a later attempt's rollback must not lower that rollback's mark.
-  local mark = redis.call('hget', KEYS[2], ARGV[1])
-  if not mark or tonumber(mark) < tonumber(ARGV[3]) then
-    redis.call('hset', KEYS[2], ARGV[1], ARGV[3])
-  end
-  if redis.call('pttl', KEYS[2]) < tonumber(ARGV[6]) then
-    redis.call('pexpire', KEYS[2], ARGV[6])
-  end
+  mark(KEYS[2], ARGV[1], ARGV[3], ARGV[6])
 end
 local seq = redis.call('hget', KEYS[1], seqf)
 if not seq then

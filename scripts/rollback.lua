@@ -25,12 +25,6 @@ if seq == ARGV[2] then
   return 1
 end
 if not seq or tonumber(seq) < tonumber(ARGV[2]) then
-  local mark = redis.call('hget', KEYS[2], ARGV[1])
-  if not mark or tonumber(mark) < tonumber(ARGV[2]) then
-    redis.call('hset', KEYS[2], ARGV[1], ARGV[2])
-  end
-  if redis.call('pttl', KEYS[2]) < tonumber(ARGV[5]) then
-    redis.call('pexpire', KEYS[2], ARGV[5])
-  end
+  mark(KEYS[2], ARGV[1], ARGV[2], ARGV[5])
 end
 return 0

@@ -1,0 +1,110 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/go-multierror"
+)
+
+// Errors returned by redlock; test for them with errors.Is.
+var (
+	// ErrNotHeld is returned by Unlock when this owner does not hold the lock
+	// on a quorum of nodes: it never locked it, already released it, or the
+	// hold was lost (see Mutex.Lost).
+	ErrNotHeld = errors.New("redlock: lock not held")
+	// ErrNoQuorum is returned when too few nodes answered to decide: the
+	// answers that came could not make or rule out a majority (N/2+1). The
+	// error says how many said yes, no, or failed, and wraps a *NodeError
+	// for every node that failed.
+	ErrNoQuorum = errors.New("redlock: no quorum")
+	// ErrClosed is returned by every call made after Client.Close.
+	ErrClosed = errors.New("redlock: client closed")
+	// ErrInvalid is wrapped by the error for a bad argument or option; the
+	// message says which and why.
+	ErrInvalid = errors.New("redlock: invalid argument")
+	// ErrQuarantined is wrapped by the NodeError of a node that answered but
+	// was not counted: it restarted less than the quarantine period ago (see
+	// WithQuarantine). With too many such nodes a call fails with ErrNoQuorum.
+	ErrQuarantined = errors.New("redlock: node in restart quarantine")
+)
+
+// NodeError is one node's part of a failed call: which node and why.
+type NodeError struct {
+	Node string // the node's name: a redacted URL for Dial, the name given to NewNode
+	Addr string // the node's network address, when known
+	Err  error  // what went wrong there
+
+	unsent bool // failed before the command was sent: it had no effect
+}
+
+func (e *NodeError) Error() string {
+	if e.Addr == "" || e.Addr == e.Node {
+		return "node " + e.Node + ": " + e.Err.Error()
+	}
+	return "node " + e.Node + " (" + e.Addr + "): " + e.Err.Error()
+}
+
+// Unwrap returns the node's own error.
+func (e *NodeError) Unwrap() error { return e.Err }
+
+// appendError adds err to errs with the package's one-line format.
+func appendError(errs *multierror.Error, err error) *multierror.Error {
+	errs = multierror.Append(errs, err)
+	errs.ErrorFormat = formatNodeErrors
+	return errs
+}
+
+// formatNodeErrors renders aggregated node errors on one line.
+func formatNodeErrors(es []error) string {
+	parts := make([]string, len(es))
+	for i, e := range es {
+		parts[i] = e.Error()
+	}
+	return strings.Join(parts, "; ")
+}
+
+// quorumError is ErrNoQuorum with the story of every node that failed.
+type quorumError struct {
+	op      string
+	yes, no int // nodes that answered yes and no
+	unheard int // nodes not waited for once the outcome was certain
+	need    int // yes answers needed
+	n       int
+	nodes   *multierror.Error
+}
+
+func (e *quorumError) Error() string {
+	failed := fmt.Sprintf("%d failed", e.n-e.yes-e.no-e.unheard)
+	if e.unheard > 0 {
+		failed += fmt.Sprintf(", %d not waited for", e.unheard)
+	}
+	s := fmt.Sprintf("redlock: no quorum for %s: %d of %d nodes said yes, %d said no, %s; %d yes needed", e.op, e.yes, e.n, e.no, failed, e.need)
+	if err := e.nodes.ErrorOrNil(); err != nil {
+		s += ": " + err.Error()
+	}
+	return s
+}
+
+func (e *quorumError) Unwrap() []error {
+	if err := e.nodes.ErrorOrNil(); err != nil {
+		return []error{ErrNoQuorum, err}
+	}
+	return []error{ErrNoQuorum}
+}
+
+// invalid is an error wrapping ErrInvalid.
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
+}
+
+// withCtx puts the caller's ctx.Err() in front of err once ctx has ended:
+// cancellation stays visible, to errors.Is and in the message.
+func withCtx(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil && err != nil {
+		return fmt.Errorf("%w: %w", cerr, err)
+	}
+	return err
+}

@@ -1,0 +1,323 @@
+package redlock
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// hold is one continuous holding of a lock by a Mutex, from its first
+// acquisition to its end. It owns every change of its state: grant starts it
+// or records a re-entrant acquisition, lower and extend change it while it
+// lasts, and end, which every path that finishes it calls (the last Unlock,
+// an Unlock that finds it gone, the watchdog finding another owner, its
+// validity running out, Close), closes Lost exactly once and unregisters it
+// from the watchdog and the Client. Other files ask it; they do not touch
+// its fields.
+type hold struct {
+	m    *Mutex
+	lost chan struct{} // closed by end
+
+	// The fields below are protected by m.mu.
+	count    int             // reentrant count, authoritative
+	seq      int64           // sequence of the latest successful write
+	token    int64           // fencing token of the outermost acquisition (WithFencing)
+	lease    time.Duration   // lease of the latest acquisition
+	inflight []*atomic.Int32 // per acquisition of this hold: its node calls still in flight
+	until    time.Time       // drift-adjusted end of validity
+	renew    bool            // renewed by the watchdog
+	timer    *time.Timer     // declares the loss at until
+	state    holdState
+}
+
+// holdState is where a hold is in its life.
+type holdState uint8
+
+const (
+	holding holdState = iota // valid until until
+	unsure                   // a final release reached no quorum: it may have released on a majority
+	owed                     // ended by a loss: an Unlock still owes the nodes a delete
+	over                     // ended, nothing owed
+)
+
+func (s holdState) ended() bool { return s >= owed }
+
+// endReason is why a hold ended.
+type endReason uint8
+
+const (
+	endReleased endReason = iota // the last Unlock, or Close, released it
+	endDenied                    // an Unlock found it was not ours on a majority
+	endExpired                   // its validity ran out without renewal on a quorum
+	endTaken                     // renewal found it gone or another owner's on a majority
+)
+
+// grant records an acquisition of m that reached a quorum: count holds with
+// write sequence seq, valid until until, its node calls counted by inflight.
+// It starts a new hold when m holds nothing.
+func (m *Mutex) grant(count int, seq, token int64, lease time.Duration, inflight *atomic.Int32, until time.Time, renew bool) {
+	m.mu.Lock()
+	h := m.h
+	fresh := h == nil || h.state.ended()
+	if fresh {
+		h = &hold{m: m, lost: make(chan struct{}), token: token}
+		m.h = h
+	}
+	h.count, h.seq, h.lease = count, seq, lease
+	h.addInflightLocked(inflight)
+	if until.After(h.until) {
+		h.until = until
+	}
+	startRenewal := renew && !h.renew
+	h.renew = h.renew || renew
+	h.state = holding
+	h.armLocked()
+	m.mu.Unlock()
+	if fresh {
+		m.c.track(m, true)
+	}
+	if startRenewal {
+		m.c.wd.add(h)
+	}
+}
+
+// current returns m's hold while it lasts, nil when m holds nothing.
+func (m *Mutex) current() *hold {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.h == nil || m.h.state.ended() {
+		return nil
+	}
+	return m.h
+}
+
+// heldCount is the hold count of m's current hold, 0 when none.
+func (m *Mutex) heldCount() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.h == nil || m.h.state.ended() {
+		return 0
+	}
+	return m.h.count
+}
+
+// toRelease returns what an Unlock of m releases: the hold, nil when there
+// is nothing to release; the count it leaves, 0 for the last hold or a lost
+// one; and the hold's state.
+func (m *Mutex) toRelease() (*hold, int, holdState) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	h := m.h
+	switch {
+	case h == nil || h.state == over:
+		return nil, 0, over
+	case h.state == owed:
+		return h, 0, owed
+	}
+	return h, h.count - 1, h.state
+}
+
+// armLocked sets the loss timer to fire at h.until. Under m.mu.
+func (h *hold) armLocked() {
+	d := h.until.Sub(now())
+	if h.timer == nil {
+		h.timer = time.AfterFunc(d, h.expire)
+		return
+	}
+	h.timer.Reset(d)
+}
+
+// expire runs when the loss timer fires: unless renewal moved until on, the
+// hold can no longer be trusted.
+func (h *hold) expire() {
+	m := h.m
+	m.mu.Lock()
+	if !h.state.ended() {
+		if d := h.until.Sub(now()); d > 0 { // renewed meanwhile
+			h.timer.Reset(d)
+			m.mu.Unlock()
+			return
+		}
+	}
+	ended := h.endLocked(endExpired)
+	m.mu.Unlock()
+	if ended {
+		h.unregister(endExpired)
+	}
+}
+
+// end ends the hold for why, once: later calls do nothing.
+func (h *hold) end(why endReason) {
+	h.m.mu.Lock()
+	ended := h.endLocked(why)
+	h.m.mu.Unlock()
+	if ended {
+		h.unregister(why)
+	}
+}
+
+// endLocked closes Lost and stops the timer, and reports whether the hold
+// ended now. Under m.mu.
+func (h *hold) endLocked(why endReason) bool {
+	if h.state.ended() {
+		return false
+	}
+	h.state = over
+	if why == endExpired || why == endTaken {
+		h.state = owed
+	}
+	if h.timer != nil {
+		h.timer.Stop()
+	}
+	close(h.lost)
+	return true
+}
+
+// unregister removes an ended hold from the watchdog and the Client, and
+// logs a loss.
+func (h *hold) unregister(why endReason) {
+	m := h.m
+	switch why {
+	case endExpired:
+		m.c.opts.logger.Warn("redlock: lock lost: validity ended without renewal on a quorum", "lock", m.name)
+	case endTaken:
+		m.c.opts.logger.Warn("redlock: lock lost: held by another owner on a majority", "lock", m.name)
+	}
+	m.c.wd.drop(h)
+	m.c.track(m, false)
+}
+
+// lower records a release that reached a quorum and left count holds.
+func (h *hold) lower(count int, seq int64) {
+	h.m.mu.Lock()
+	h.count, h.seq, h.state = count, seq, holding
+	h.m.mu.Unlock()
+}
+
+// doubt records a final release that reached no quorum: the hold is still
+// this owner's (renewed again if it was) until a retry reaches a quorum, and
+// that retry counts a node where the key is gone as released.
+func (h *hold) doubt() {
+	m := h.m
+	m.mu.Lock()
+	renew := h.renew && !h.state.ended()
+	if h.state == holding {
+		h.state = unsure
+	}
+	m.mu.Unlock()
+	if renew {
+		m.c.wd.add(h)
+	}
+}
+
+// paid records that the nodes were sent the delete a lost hold owed them.
+func (h *hold) paid() {
+	h.m.mu.Lock()
+	if h.state == owed {
+		h.state = over
+	}
+	h.m.mu.Unlock()
+}
+
+// extend moves the validity of a hold that is not over on to until, after a
+// renewal reached a quorum.
+func (h *hold) extend(until time.Time) {
+	h.m.mu.Lock()
+	if !h.state.ended() && until.After(h.until) {
+		h.until = until
+		h.armLocked()
+	}
+	h.m.mu.Unlock()
+}
+
+// renewal returns what a renewal of the hold writes: its count and sequence.
+func (h *hold) renewal() (count int, seq int64) {
+	h.m.mu.Lock()
+	defer h.m.mu.Unlock()
+	return h.count, h.seq
+}
+
+// addInflightLocked records the in-flight counter of one more acquisition of
+// h, dropping those whose calls have all finished. Every acquisition counts,
+// not only the latest: a re-entrant acquisition that is answered everywhere
+// does not make an earlier one's straggler harmless. Under m.mu.
+func (h *hold) addInflightLocked(inflight *atomic.Int32) {
+	kept := h.inflight[:0]
+	for _, n := range h.inflight {
+		if n.Load() > 0 {
+			kept = append(kept, n)
+		}
+	}
+	if inflight != nil && inflight.Load() > 0 {
+		kept = append(kept, inflight)
+	}
+	h.inflight = kept
+}
+
+// stragglingLocked reports whether a node call of any acquisition of h may
+// still land. Under m.mu.
+func (h *hold) stragglingLocked() bool {
+	for _, n := range h.inflight {
+		if n.Load() > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// releaseArgs are release.lua's keys and arguments for setting the hold's
+// count to target with sequence seq. Under m.op, like every release.
+func (h *hold) releaseArgs(target int, seq int64) []interface{} {
+	m := h.m
+	m.mu.Lock()
+	mark := 0
+	if h.stragglingLocked() {
+		mark = 1 // a straggler of an acquisition may land after this release
+	}
+	lease := h.lease
+	m.mu.Unlock()
+	return []interface{}{m.key, m.marks, m.field, target, seq, m.channel, mark, lease.Milliseconds()}
+}
+
+// closedChan is returned by Lost when the Mutex holds nothing.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// Lost returns a channel that is closed when the current hold ends: when it
+// can no longer be trusted (renewal failed on a quorum until its validity
+// ran out, or a fixed lease reached Until) or when the last Unlock released
+// it. Each hold has its own channel; call Lost after Lock returns. When the
+// Mutex holds nothing the channel is already closed. redlock closes it; the
+// caller only receives from it.
+func (m *Mutex) Lost() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.h == nil {
+		return closedChan
+	}
+	return m.h.lost
+}
+
+// Until returns the end of the current hold's validity by this process's
+// clock, drift already taken off; the watchdog moves it on with each
+// renewal. It returns the zero Time when the Mutex holds nothing.
+func (m *Mutex) Until() time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.h == nil || m.h.state.ended() {
+		return time.Time{}
+	}
+	return m.h.until
+}
+
+// Token returns the fencing token of the current hold, or 0 when the Mutex
+// holds nothing or the Client was made without WithFencing. Tokens grow with
+// every new hold of the lock, whoever takes it; re-entrant acquisitions keep
+// the token of the outermost one. Pass it to the storage the lock protects
+// and have the storage reject a token lower than one it has seen.
+func (m *Mutex) Token() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.h == nil || m.h.state.ended() {
+		return 0
+	}
+	return m.h.token
+}

@@ -1,0 +1,140 @@
+package redlock
+
+import (
+	"crypto/tls"
+	"io"
+	"log/slog"
+	"time"
+)
+
+// Option configures a Client. Options are checked once, by Dial or New.
+type Option func(*options)
+
+type options struct {
+	lease       time.Duration
+	driftFactor float64
+	nodeTimeout time.Duration
+	prefix      string
+	logger      *slog.Logger
+	tls         *tls.Config
+	fencing     bool
+	quarantine  time.Duration // < 0: the longest lease used (the default); 0: off
+	youngNodes  bool          // also quarantine nodes first seen with a short uptime
+}
+
+func defaultOptions() options {
+	return options{
+		lease:       30 * time.Second,
+		driftFactor: 0.01,
+		nodeTimeout: 250 * time.Millisecond,
+		prefix:      "redlock:",
+		logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
+		quarantine:  -1,
+	}
+}
+
+func (o *options) validate() error {
+	if o.lease <= 0 {
+		return invalid("WithLease(%v): the lease must be positive", o.lease)
+	}
+	if !(o.driftFactor >= 0 && o.driftFactor < 0.5) { // also rejects NaN
+		return invalid("WithDriftFactor(%v): the factor must be in [0, 0.5)", o.driftFactor)
+	}
+	if o.nodeTimeout <= 0 {
+		return invalid("WithNodeTimeout(%v): the timeout must be positive", o.nodeTimeout)
+	}
+	if d := drift(o.lease, o.driftFactor); o.lease <= d {
+		return invalid("WithLease(%v): the lease must exceed the clock drift allowance %v", o.lease, d)
+	}
+	if o.nodeTimeout >= o.lease/3 {
+		return invalid("WithNodeTimeout(%v): must be below a third of the lease %v, the renewal period", o.nodeTimeout, o.lease)
+	}
+	if o.logger == nil {
+		return invalid("WithLogger(nil): pass a logger, or leave the option out to discard logs")
+	}
+	if o.quarantine < -1 {
+		return invalid("WithQuarantine(%v): the period must not be negative", o.quarantine)
+	}
+	if o.youngNodes && o.quarantine == 0 {
+		return invalid("WithQuarantineYoungNodes with WithQuarantine(0): quarantine is off")
+	}
+	return nil
+}
+
+// WithLease sets the lease of watchdog-renewed holds (Lock, and TryLock with
+// lease 0): how long a hold lasts on the nodes without renewal. The watchdog
+// renews it every lease/3, so an owner that dies keeps the lock for at most
+// one lease. Default 30s. It must exceed the drift allowance and three node
+// timeouts.
+func WithLease(d time.Duration) Option { return func(o *options) { o.lease = d } }
+
+// WithDriftFactor sets the allowance for clock-rate differences between the
+// client and the nodes, as a fraction of the lease: the validity of a hold is
+// lease - elapsed - (lease*f + 2ms). Default 0.01; it must be in [0, 0.5).
+func WithDriftFactor(f float64) Option { return func(o *options) { o.driftFactor = f } }
+
+// WithNodeTimeout bounds every round trip to one node: getting a connection,
+// sending the command and reading its reply. A node that does not answer in
+// time counts as failed for that call. Default 250ms; it must be below a
+// third of the lease (far below is better).
+func WithNodeTimeout(d time.Duration) Option { return func(o *options) { o.nodeTimeout = d } }
+
+// WithKeyPrefix sets the namespace of every key and pub/sub channel the
+// client uses. Default "redlock:".
+func WithKeyPrefix(p string) Option { return func(o *options) { o.prefix = p } }
+
+// WithLogger sets where the client logs what it cannot return: renewals that
+// failed on some nodes, background rollbacks, pub/sub reconnects. Default: no
+// logging. Losing a lock is never only a log line: see Mutex.Lost.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithTLSConfig sets the TLS configuration for rediss:// URLs given to Dial
+// (a private CA, client certificates, or InsecureSkipVerify in tests).
+// Default: the system roots, with the server name taken from the URL.
+func WithTLSConfig(c *tls.Config) Option { return func(o *options) { o.tls = c } }
+
+// WithFencing gives every new hold a fencing token (Mutex.Token): a number
+// that grows with every acquisition of the lock, whoever holds it, so that a
+// storage system can reject the writes of an owner whose lock expired. It
+// keeps one counter key per lock name on every node, forever, which is why it
+// is off by default. In a healthy cluster it costs no extra round trip; when
+// the nodes' counters disagree, one more round trip raises them on a majority
+// before Lock returns.
+func WithFencing() Option { return func(o *options) { o.fencing = true } }
+
+// WithQuarantine sets how long a node that restarted does not count toward
+// any quorum (acquisition, renewal, release), counted from its start: the
+// "delayed restart" of the Redlock paper, done by the client. A node restarted
+// without persistence forgets the locks it held; kept out for at least the
+// longest lease in use, it cannot hand one out again while its old holder
+// still trusts it. It is still written to, so it is warm when it rejoins.
+// A restart is a change of the node's run_id this client observed; the check
+// runs on every new connection of a pool opened by Dial (and every lease/3,
+// or after a failed call, for pools given to NewNode). Default: the longest
+// lease this client has used; 0 turns quarantine off. Negative is invalid.
+func WithQuarantine(d time.Duration) Option {
+	return func(o *options) {
+		if d < 0 {
+			d = -2 // rejected by validate; -1 means the default
+		}
+		o.quarantine = d
+	}
+}
+
+// WithQuarantineYoungNodes also treats a node whose uptime is below the
+// quarantine period as restarted, even if this client never saw its earlier
+// run_id: for fleets where a client may start after a node restarted. A
+// freshly started cluster is then unusable until the period has passed.
+func WithQuarantineYoungNodes() Option { return func(o *options) { o.youngNodes = true } }
+
+// buildOptions applies opts over the defaults and validates the result.
+func buildOptions(opts []Option) (options, error) {
+	o := defaultOptions()
+	for _, opt := range opts {
+		if opt == nil {
+			return o, invalid("nil Option")
+		}
+		opt(&o)
+	}
+	return o, o.validate()
+}

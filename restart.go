@@ -1,0 +1,172 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+)
+
+// Restart quarantine: a node whose server process this client saw change
+// (its run_id), or, with WithQuarantineYoungNodes, any node whose uptime is
+// below the quarantine period, does not count toward acquisitions and
+// renewals until the period has passed since the process started. A node
+// restarted without persistence has forgotten the locks it held; kept out
+// for the longest lease in use, it cannot help hand a lock out again while
+// its old holder still trusts it. The delayed restart of the Redlock paper,
+// done by the client.
+
+// serverProcess is what this client knows of the server process behind one
+// node: it changes only through observe.
+type serverProcess struct {
+	mu        sync.Mutex // protects the fields below
+	runID     string     // run_id of the process last observed; "" before the first
+	started   time.Time  // the latest start time the observation allows
+	restarted bool       // runID differs from one observed before
+}
+
+// observe records what INFO server says of the process, read at time at.
+// A run_id that differs from the one seen before is a restart.
+func (p *serverProcess) observe(info string, at time.Time) error {
+	runID, uptime := "", int64(-1)
+	for _, line := range strings.Split(info, "\n") {
+		line = strings.TrimSpace(line)
+		if v, ok := strings.CutPrefix(line, "run_id:"); ok {
+			runID = v
+		} else if v, ok := strings.CutPrefix(line, "uptime_in_seconds:"); ok {
+			if u, err := strconv.ParseInt(v, 10, 64); err == nil {
+				uptime = u
+			}
+		}
+	}
+	if runID == "" || uptime < 0 {
+		return errors.New("INFO server has no run_id or uptime_in_seconds")
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if runID == p.runID {
+		return nil
+	}
+	p.restarted = p.runID != ""
+	p.runID = runID
+	// Redis computes uptime as the difference of two whole-second clock
+	// readings, so the process may have started up to a second later than
+	// at - uptime: take the latest start it allows (never after at), so the
+	// quarantine is never cut short.
+	p.started = at.Add(time.Second - time.Duration(uptime)*time.Second)
+	if p.started.After(at) {
+		p.started = at
+	}
+	return nil
+}
+
+// state returns what is known of the process: when it started, whether it
+// replaced an earlier one, and whether anything is known at all.
+func (p *serverProcess) state() (started time.Time, restarted, known bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.started, p.restarted, p.runID != ""
+}
+
+// id returns the run_id last observed, "" before the first observation.
+func (p *serverProcess) id() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.runID
+}
+
+// observeServer asks the node which server process answers on conn (INFO
+// server), bounded by timeout.
+func (n *Node) observeServer(ctx context.Context, conn redis.Conn, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	at := now()
+	info, err := redis.String(redis.DoContext(conn, ctx, "INFO", "server"))
+	if _, refused := err.(redis.Error); refused {
+		return nil // a server without INFO server: its restarts cannot be seen
+	}
+	if err != nil {
+		return err
+	}
+	// Likewise a server whose answer has no run_id or uptime: not a failure.
+	_ = n.process.observe(info, at)
+	return nil
+}
+
+// quarantinePeriod is how long a restarted node is kept out of quorums.
+func (c *Client) quarantinePeriod() time.Duration {
+	if c.opts.quarantine >= 0 {
+		return c.opts.quarantine
+	}
+	return time.Duration(c.maxLease.Load())
+}
+
+// useLease records a lease in use, for the default quarantine period.
+func (c *Client) useLease(d time.Duration) {
+	for {
+		cur := c.maxLease.Load()
+		if int64(d) <= cur || c.maxLease.CompareAndSwap(cur, int64(d)) {
+			return
+		}
+	}
+}
+
+// quarantined reports whether n's answers must not count now, and if so an
+// error that says why and for how long.
+func (c *Client) quarantined(n *Node) error {
+	q := c.quarantinePeriod()
+	if q == 0 {
+		return nil
+	}
+	started, restarted, known := n.process.state()
+	if !known || !(restarted || c.opts.youngNodes) {
+		return nil
+	}
+	left := started.Add(q).Sub(now())
+	if left <= 0 {
+		return nil
+	}
+	why := "restarted (run_id changed)"
+	if !restarted {
+		why = "young (uptime below the quarantine period)"
+	}
+	return fmt.Errorf("%w: %s %v ago: not counted for %v more", ErrQuarantined, why, now().Sub(started).Round(time.Millisecond), left.Round(time.Millisecond))
+}
+
+// observeCallerNodes asks every node whose pool the caller owns which server
+// process answers it; pools opened by Dial observe every new connection.
+func (c *Client) observeCallerNodes(ctx context.Context) {
+	if c.opts.quarantine == 0 {
+		return
+	}
+	c.eachNode(func(_ int, n *Node) {
+		if n.owned {
+			return
+		}
+		cctx, cancel := context.WithTimeout(ctx, c.opts.nodeTimeout)
+		defer cancel()
+		conn, err := n.get(cctx)
+		if err == nil {
+			err = n.observeServer(cctx, conn, c.opts.nodeTimeout)
+			conn.Close()
+		}
+		if err != nil {
+			c.opts.logger.Debug("redlock: node check failed", "node", n.name, "err", err)
+		}
+	})
+}
+
+// observeSoon asks the watchdog loop to observe caller-owned nodes soon: a
+// failed call is often the first sign of a restart.
+func (c *Client) observeSoon() {
+	select {
+	case c.observeNow <- struct{}{}:
+	default:
+	}
+	c.wd.start()
+}

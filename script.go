@@ -1,0 +1,84 @@
+package redlock
+
+import (
+	_ "embed"
+
+	"github.com/gomodule/redigo/redis"
+)
+
+// The Lua scripts, one per file in scripts/; each file's header says what it
+// takes and returns. mark.lua is not a script of its own: it defines the
+// function that release.lua and rollback.lua share, and is put in front of
+// them.
+var (
+	//go:embed scripts/acquire.lua
+	acquireLua string
+	//go:embed scripts/mark.lua
+	markLua string
+	//go:embed scripts/rollback.lua
+	rollbackLua string
+	//go:embed scripts/release.lua
+	releaseLua string
+	//go:embed scripts/force.lua
+	forceLua string
+	//go:embed scripts/inspect.lua
+	inspectLua string
+	//go:embed scripts/view.lua
+	viewLua string
+	//go:embed scripts/renew.lua
+	renewLua string
+	//go:embed scripts/fence.lua
+	fenceLua string
+
+	acquireScript  = newScript(3, acquireLua)
+	rollbackScript = newScript(2, markLua+rollbackLua)
+	releaseScript  = newScript(2, markLua+releaseLua)
+	forceScript    = newScript(1, forceLua)
+	inspectScript  = newScript(1, inspectLua)
+	viewScript     = newScript(1, viewLua)
+	renewScript    = newScript(-1, renewLua) // the key count is the first argument
+	fenceScript    = newScript(1, fenceLua)
+
+	// scripts lists every script, for loading them all at once.
+	scripts = []script{acquireScript, rollbackScript, releaseScript, forceScript, inspectScript, viewScript, renewScript, fenceScript}
+)
+
+// script is a Lua script: its source, for SCRIPT LOAD and EVAL, its SHA1,
+// for EVALSHA, and how many of a call's arguments are keys (-1: the first
+// argument of every call says).
+type script struct {
+	src      string
+	hash     string
+	keyCount int
+}
+
+func newScript(keyCount int, src string) script {
+	return script{src: src, hash: redis.NewScript(keyCount, src).Hash(), keyCount: keyCount}
+}
+
+// call is one script call, prepared once and shared read-only by every node
+// of a round: the EVALSHA arguments are built once.
+type call struct {
+	s   script
+	sha []interface{} // hash, key count, keys and arguments
+}
+
+// call prepares a call of s with keysAndArgs: the keys then the arguments,
+// preceded by the number of keys when s.keyCount is -1.
+func (s script) call(keysAndArgs ...interface{}) call {
+	sha := make([]interface{}, 0, 2+len(keysAndArgs))
+	sha = append(sha, s.hash)
+	if s.keyCount >= 0 {
+		sha = append(sha, s.keyCount)
+	}
+	return call{s: s, sha: append(sha, keysAndArgs...)}
+}
+
+// evalArgs are the arguments of EVAL for c, for a server that answered
+// NOSCRIPT: the source in place of the hash.
+func (c call) evalArgs() []interface{} {
+	args := make([]interface{}, len(c.sha))
+	copy(args, c.sha)
+	args[0] = c.s.src
+	return args
+}

@@ -922,3 +922,37 @@ func TestRefusedDialIsNotRepeatedAtOnce(t *testing.T) {
 		return assert.ObjectsAreEqual(repeat("1", 3), counts(t, cl, "refused-error"))
 	}, 5*time.Second, 10*time.Millisecond)
 }
+
+// TestCloseCountsEveryHoldOnItsOwn: Close releases all holds in one batch
+// per node. A node that refuses one hold's release (its key is not a hash
+// there) still counts for the others: with a third node dead, every other
+// hold needs that node, and only the refused one is reported.
+func TestCloseCountsEveryHoldOnItsOwn(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	c, err := redlock.Dial(cl.URLs(), redlock.WithNodeTimeout(nodeTimeout))
+	require.NoError(t, err)
+	ctx := context.Background()
+	var names []string
+	for i := 0; i < 12; i++ {
+		names = append(names, fmt.Sprintf("batch-%02d", i))
+	}
+	names = append(names, "batch-bad")
+	for _, name := range names {
+		require.NoError(t, c.NewMutex(name).Lock(ctx))
+		eventuallyCounts(t, cl, name, repeat("1", 3))
+	}
+	// On node 0 the release script fails for batch-bad alone (WRONGTYPE).
+	_, err = cl.Do(0, "SET", keyOf("batch-bad"), "not a hash")
+	require.NoError(t, err)
+	require.NoError(t, cl.Kill(2))
+
+	err = c.Close()
+	require.ErrorIs(t, err, redlock.ErrNoQuorum)
+	assert.Contains(t, err.Error(), `"batch-bad"`)
+	assert.Contains(t, err.Error(), "WRONGTYPE")
+	for _, name := range names[:12] {
+		assert.NotContains(t, err.Error(), `"`+name+`"`, "released on nodes 0 and 1, a quorum")
+		assert.Empty(t, holders(t, cl, 0, name))
+		assert.Empty(t, holders(t, cl, 1, name))
+	}
+}

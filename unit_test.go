@@ -904,3 +904,56 @@ func TestUnitJitter(t *testing.T) {
 		}
 	}
 }
+
+// TestUnitRoundStartedAfterCloseBegan: a round launched once Close has begun
+// waiting for the Client's goroutines starts none; every node fails with
+// ErrClosed, and settling the acquisition must not close its decision twice
+// (it panicked).
+func TestUnitRoundStartedAfterCloseBegan(t *testing.T) {
+	_, c, dials := unitClients(t)
+	c.bgMu.Lock()
+	c.bgClosed = true // what Close sets before waiting for the goroutines
+	c.bgMu.Unlock()
+	var ok bool
+	var err error
+	unitNoPanic(t, func() { ok, err = c.NewMutex("late").TryLock(context.Background(), 0, 0) })
+	assert.False(t, ok)
+	require.ErrorIs(t, err, ErrNoQuorum)
+	require.ErrorIs(t, err, ErrClosed)
+	assert.Zero(t, dials.Load(), "no node call may start")
+}
+
+// unitStallingNode is a caller-owned node whose dials block until their
+// context ends: every call to it waits out the node timeout.
+func unitStallingNode(name string) *Node {
+	return NewNode(name, &redis.Pool{DialContext: func(ctx context.Context) (redis.Conn, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}})
+}
+
+// TestUnitCallsEndedByCtxWrapIt: a call that ctx ends before the nodes
+// answer says so first, and stays errors.Is ctx.Err() and ErrNoQuorum.
+func TestUnitCallsEndedByCtxWrapIt(t *testing.T) {
+	c, err := New([]*Node{unitStallingNode("a"), unitStallingNode("b"), unitStallingNode("c")}, WithNodeTimeout(500*time.Millisecond), WithQuarantine(0))
+	require.NoError(t, err)
+	defer c.Close()
+	m := c.NewMutex("stalled")
+	for _, tc := range []struct {
+		name string
+		call func(ctx context.Context) error
+	}{
+		{"ForceUnlock", func(ctx context.Context) error { _, err := m.ForceUnlock(ctx); return err }},
+		{"IsLocked", func(ctx context.Context) error { _, err := m.IsLocked(ctx); return err }},
+		{"IsHeld", func(ctx context.Context) error { _, err := m.IsHeld(ctx); return err }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+			defer cancel()
+			err := tc.call(ctx)
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+			require.ErrorIs(t, err, ErrNoQuorum)
+			assert.True(t, strings.HasPrefix(err.Error(), context.DeadlineExceeded.Error()+": "), "the error must say first that ctx ended: %v", err)
+		})
+	}
+}

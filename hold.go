@@ -90,14 +90,15 @@ func (m *Mutex) current() *hold {
 	return m.h
 }
 
-// heldCount is the hold count of m's current hold, 0 when none.
-func (m *Mutex) heldCount() int {
+// holding returns the count, the end of validity and the fencing token of
+// m's current hold; zeros when m holds nothing.
+func (m *Mutex) holding() (count int, until time.Time, token int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.h == nil || m.h.state.ended() {
-		return 0
+		return 0, time.Time{}, 0
 	}
-	return m.h.count
+	return m.h.count, m.h.until, m.h.token
 }
 
 // toRelease returns what an Unlock of m releases: the hold, nil when there
@@ -300,12 +301,8 @@ func (m *Mutex) Lost() <-chan struct{} {
 // clock, drift already taken off; the watchdog moves it on with each
 // renewal. It returns the zero Time when the Mutex holds nothing.
 func (m *Mutex) Until() time.Time {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.h == nil || m.h.state.ended() {
-		return time.Time{}
-	}
-	return m.h.until
+	_, until, _ := m.holding()
+	return until
 }
 
 // Token returns the fencing token of the current hold, or 0 when the Mutex
@@ -314,10 +311,6 @@ func (m *Mutex) Until() time.Time {
 // the token of the outermost one. Pass it to the storage the lock protects
 // and have the storage reject a token lower than one it has seen.
 func (m *Mutex) Token() int64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.h == nil || m.h.state.ended() {
-		return 0
-	}
-	return m.h.token
+	_, _, token := m.holding()
+	return token
 }

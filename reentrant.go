@@ -153,7 +153,7 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew bool) attemp
 	defer m.op.Unlock()
 
 	c := m.c
-	prev := m.heldCount()
+	prev, _, _ := m.holding()
 	seq := m.seq.Add(1)
 	dr := drift(lease, c.opts.driftFactor)
 	start := now()
@@ -606,7 +606,8 @@ func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
 	if err != nil || !held {
 		return 0, err
 	}
-	return m.heldCount(), nil
+	count, _, _ := m.holding()
+	return count, nil
 }
 
 // NodeLock is one node's view of a lock, as Client.Inspect reads it.

@@ -20,6 +20,28 @@ const (
 	voteNo
 )
 
+// quorum is the number of nodes that make a majority of n.
+func quorum(n int) int { return n/2 + 1 }
+
+// quorumTTL is how long until a majority of nodes is free, given the PTTLs the
+// nodes answered (0 for a node that is free now). A node that did not answer
+// is missing from ttls. It reports false when too few nodes answered to say.
+func quorumTTL(ttls []time.Duration, n int) (time.Duration, bool) {
+	q := quorum(n)
+	if len(ttls) < q {
+		return 0, false
+	}
+	// Selection of the q-th smallest; n is small, insertion sort is enough.
+	s := make([]time.Duration, len(ttls))
+	copy(s, ttls)
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+	return s[q-1], true
+}
+
 // ballot counts the votes of n nodes on a yes-or-no question decided by a
 // majority, and says as soon as the outcome is certain.
 type ballot struct {

@@ -97,7 +97,7 @@ func metMissed(ok bool, by string) string {
 	return "**missed**" + by
 }
 
-// targets evaluates issue 5's targets on this run.
+// targets evaluates the benchmark's targets on this run.
 func targets(res *results) []target {
 	var ts []target
 	na := func(what string) target { return target{what, "not run", "–", ""} }
@@ -357,7 +357,7 @@ func renderDoc(res *results, plots map[string]string) string {
 	w("Every scenario is bounded in iterations and time. Contenders run in rounds; the order rotates from round to round. Latency ratios are the contender's p50 over every sample of every round divided by the floor's (each contender has the same number of ops in each round); in brackets, the paired ratio: in each round, the contender's p50 divided by the floor's p50 in the same round, median over %d rounds (%d in the fault scenarios); the two differ by the noise of the machine. Rates (ops/s, acquisitions/s) are the median over rounds, and their ratios are ratios of those medians. Allocations and bytes per op are `runtime.MemStats` deltas around each batch; client CPU per op is `getrusage(RUSAGE_SELF)` user+system time over the batch; server CPU per op is the sum over the five redis-server processes of `/proc/PID/stat` utime+stime (10 ms ticks) over the batch. Each op has a timeout (%v): a contender whose op outlives it is abandoned for the rest of the scenario and reported as timed out. Round trips and commands are counted two ways where it matters: client-side, by wrapping the redigo connections of the pools handed to `redlock.New` (a `Do` or a `Flush` of pipelined `Send`s is one round trip), and node-side, by `INFO commandstats` deltas.\n\n",
 		cfg.uncRounds, cfg.faultRounds, cfg.opTimeout)
 
-	w("## Targets of issue 5\n\n")
+	w("## Targets (the latency, allocation and fault targets set for the benchmark)\n\n")
 	var rows [][]string
 	for _, t := range targets(res) {
 		rows = append(rows, []string{t.what, t.measured, t.status})
@@ -414,7 +414,7 @@ func renderDoc(res *results, plots map[string]string) string {
 	img("herd.svg", "herd")
 	w("%s\n\n", herdParagraph(res))
 
-	w("## Restart of a node of the majority (issue 7)\n\n")
+	w("## Restart of a node of the majority\n\n")
 	w("Per trial, with fresh clients: nodes 3 and 4 are killed, owner A (client A) takes the lock, so its majority is exactly nodes 0–2; nodes 3 and 4 come back empty; owner B (client B) tries once and fails (this is also when B's client first sees every node); node 0 is restarted empty (`redlocktest.Restart`, same port, no persistence); then B tries as a waiter would, one attempt every 10 ms for 300 ms. *After one renewal*: before B's second try, A renews once (redlock: one watchdog round with `WithLease(%v)`; redsync: `ExtendContext`, which with `WithSetNXOnExtend` re-creates the key where it is missing). A double hold is B holding the lock while A has not been told its hold is gone (redlock: `Lost()` not closed and `Until()` ahead; redsync: `Until()` ahead and no failed `Extend`). %d trials at once, %d after one renewal.\n\n",
 		cfg.restartRenewLease, cfg.restartTrials, cfg.restartRenewTrials)
 	w("%s\n", restartTable(res.restartNow, res.restartR))

@@ -444,7 +444,7 @@ func scriptNames(root string) (map[string]string, error) {
 	return m, nil
 }
 
-// ---- restart (issue 7) ----
+// ---- restart of a majority node ----
 
 type restartResult struct {
 	kind      kind

@@ -9,6 +9,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -382,6 +384,62 @@ func TestChaosPausedOwnerProcesses(t *testing.T) {
 	})
 }
 
+// TestRegressionLiveUnderContentionWithPausedMinority: the lock must stay
+// live while a minority of nodes is paused (docs/algorithm.md, "One
+// acquisition", step 3, and "Waiting"): six Clients contending for one lock
+// with nodes 0 and 1 of five paused must get it in every second of the run.
+//
+// Why this is hard: every attempt writes its key on some of the three live
+// nodes (a split vote: each contender one node) and cannot decide while the
+// paused nodes might still say yes, so the partial keys stay until the
+// attempt gives up on them; then every contender rolls back at about the
+// same moment, rollback.lua publishes on each delete, and every Client's head
+// waiter wakes on it. Contenders that retried at once would stay in lockstep
+// and split the live nodes again: a livelock. So an attempt that met another
+// owner stops waiting for the paused nodes early, and after a split vote the
+// head waiter pauses for a random time that wake-ups do not cut short, as
+// Redlock prescribes, so that the contenders fall out of step.
+func TestRegressionLiveUnderContentionWithPausedMinority(t *testing.T) {
+	const clients = 6
+	cl := redlocktest.Start(t, 5)
+	require.NoError(t, cl.Pause(0))
+	require.NoError(t, cl.Pause(1))
+	t.Cleanup(func() { cl.Resume(0); cl.Resume(1) })
+
+	const windows = 3
+	var got [windows]atomic.Int64
+	begin := time.Now()
+	stop := begin.Add(windows * time.Second)
+	var wg sync.WaitGroup
+	for i := 0; i < clients; i++ {
+		c, err := redlock.Dial(cl.URLs(), redlock.WithLease(600*time.Millisecond), redlock.WithNodeTimeout(50*time.Millisecond))
+		require.NoError(t, err)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer c.Close()
+			m := c.NewMutex("live")
+			for time.Now().Before(stop) {
+				ctx, cancel := context.WithDeadline(context.Background(), stop)
+				err := m.Lock(ctx)
+				cancel()
+				if err != nil {
+					continue
+				}
+				if w := int(time.Since(begin) / time.Second); w < windows {
+					got[w].Add(1)
+				}
+				time.Sleep(time.Millisecond)
+				m.Unlock(context.Background())
+			}
+		}()
+	}
+	wg.Wait()
+	for w := range got {
+		assert.Positive(t, got[w].Load(), "second %d: nobody got the lock though three of five nodes are healthy", w)
+	}
+}
+
 // lockHolders returns the owner fields of name's lock hash on node i,
 // without the sequence fields.
 func lockHolders(t *testing.T, cl *redlocktest.Cluster, i int, name string) []string {
@@ -431,8 +489,8 @@ type restartHazardCase struct {
 // told nothing: its Lost channel is open and its Until is 30s away. The
 // independent checker and the shared counter see the two holders.
 //
-// Restart quarantine (issue 7) turned the hazard into a safety test where
-// client B can know that the nodes restarted: it saw their run_ids before
+// Restart quarantine turns the hazard into a safety test where client B
+// can know that the nodes restarted: it saw their run_ids before
 // (warm), or it quarantines young nodes by their uptime. A client that first
 // talks to the nodes after their restart, with the default options, still
 // gets the lock: the subtest "quarantine, fresh client" asserts that this

@@ -1,5 +1,3 @@
-//go:build unix
-
 package redlock_test
 
 import (
@@ -10,7 +8,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"golang.org/x/sys/unix"
 )
 
 // The independent checker of mutual exclusion used by the chaos suite. It
@@ -32,17 +29,6 @@ import (
 // so a linearizability check of its GET/SET history could never fail; the
 // final value against the number of increments is the check that can. It
 // would add a dependency and no power, so the suite does not use it.
-
-// monoNow reads CLOCK_MONOTONIC in nanoseconds: a clock that never jumps with
-// the wall clock and that every process of this machine shares, so the
-// spans of worker processes and of this one compare directly.
-func monoNow() int64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-		panic(fmt.Sprintf("clock_gettime(CLOCK_MONOTONIC): %v", err))
-	}
-	return ts.Nano()
-}
 
 // holdSpan is one continuous hold of one owner, as the owner saw it.
 type holdSpan struct {

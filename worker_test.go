@@ -367,12 +367,6 @@ func closed(ch <-chan struct{}) bool {
 	}
 }
 
-func sleep(d time.Duration) {
-	if d > 0 {
-		time.Sleep(d)
-	}
-}
-
 // TestWorkerProcess is the body of a worker process of the chaos suite: it
 // runs the owners of the plan in $REDLOCK_CHAOS_WORKER and writes their
 // report to the plan's file. Without the variable it returns at once.

@@ -2,13 +2,13 @@ package redlock_test
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"math/rand/v2"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/gomodule/redigo/redis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -16,147 +16,11 @@ import (
 	"github.com/redlock-go/redlock/redlocktest"
 )
 
-// fencedStore is a resource that accepts a write only with a token larger
-// than every token it accepted before, as a storage system using fencing
-// tokens would (a compare-and-set on the last token).
-type fencedStore struct {
-	mu       sync.Mutex // protects the fields below
-	last     int64
-	accepted []int64
-	rejected []int64
-}
-
-func (s *fencedStore) write(token int64) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if token <= s.last {
-		s.rejected = append(s.rejected, token)
-		return false
-	}
-	s.last = token
-	s.accepted = append(s.accepted, token)
-	return true
-}
-
-func TestFencingTokens(t *testing.T) {
-	cl := redlocktest.Start(t, 3)
-	ctx := context.Background()
-	a := dial(t, cl, redlock.WithFencing()).NewMutex("fenced")
-	b := dial(t, cl, redlock.WithFencing()).NewMutex("fenced")
-
-	require.NoError(t, a.Lock(ctx))
-	ta := a.Token()
-	assert.Positive(t, ta)
-	require.NoError(t, a.Lock(ctx))
-	assert.Equal(t, ta, a.Token(), "a re-entrant acquisition keeps the outer token")
-	require.NoError(t, a.Unlock(ctx))
-	require.NoError(t, a.Unlock(ctx))
-	assert.Zero(t, a.Token(), "no hold, no token")
-
-	require.NoError(t, b.Lock(ctx))
-	assert.Greater(t, b.Token(), ta)
-	require.NoError(t, b.Unlock(ctx))
-
-	plain := dial(t, cl).NewMutex("fenced")
-	require.NoError(t, plain.Lock(ctx))
-	assert.Zero(t, plain.Token(), "fencing is off by default")
-	require.NoError(t, plain.Unlock(ctx))
-}
-
-// TestFencingRejectsAPausedOwnersLateWrite: an owner "paused" past its lease
-// (it does nothing while its lock expires) writes after the next owner did;
-// the store rejects it by the token.
-func TestFencingRejectsAPausedOwnersLateWrite(t *testing.T) {
-	cl := redlocktest.Start(t, 5)
-	ctx := context.Background()
-	store := &fencedStore{}
-	a := dial(t, cl, redlock.WithFencing()).NewMutex("late")
-	b := dial(t, cl, redlock.WithFencing()).NewMutex("late")
-
-	require.NoError(t, a.LockLease(ctx, 200*time.Millisecond))
-	tokenA := a.Token()
-	<-a.Lost() // a's process is paused here in real life and misses this
-	require.NoError(t, b.Lock(ctx))
-	assert.True(t, store.write(b.Token()))
-	assert.False(t, store.write(tokenA), "the late write of the expired owner is rejected")
-	require.NoError(t, b.Unlock(ctx))
-}
-
-// TestFencingTokensIncreaseUnderFaults is a property test: for random fault
-// schedules (nodes killed, paused, restarted empty at once or after a delay,
-// at most two of five faulty at a time), owners in three clients take turns
-// and write to a fenced store. Every write of a holder is accepted: tokens
-// strictly increase in acquisition order.
-func TestFencingTokensIncreaseUnderFaults(t *testing.T) {
-	for seed := uint64(1); seed <= 3; seed++ {
-		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(seed, 42))
-			cl := redlocktest.Start(t, 5)
-			ctx := context.Background()
-			var owners []*redlock.Mutex
-			for i := 0; i < 3; i++ {
-				c := dial(t, cl, redlock.WithFencing(), redlock.WithLease(600*time.Millisecond), redlock.WithNodeTimeout(50*time.Millisecond))
-				owners = append(owners, c.NewMutex("prop"))
-			}
-			store := &fencedStore{}
-			faulty := map[int]string{} // node -> "dead" or "paused"
-			heal := func(i int) {
-				switch faulty[i] {
-				case "paused":
-					require.NoError(t, cl.Resume(i))
-				case "dead":
-					require.NoError(t, cl.Restart(i))
-				}
-				delete(faulty, i)
-			}
-			acquired := 0
-			for step := 0; step < 30; step++ {
-				// A fault, or a repair, at random.
-				i := rng.IntN(5)
-				if _, bad := faulty[i]; bad {
-					heal(i)
-				} else if len(faulty) < 2 {
-					switch rng.IntN(4) {
-					case 0:
-						require.NoError(t, cl.Kill(i))
-						faulty[i] = "dead"
-					case 1:
-						require.NoError(t, cl.Pause(i))
-						faulty[i] = "paused"
-					case 2:
-						require.NoError(t, cl.Restart(i)) // empty, at once
-					case 3:
-						cl.RestartAfter(i, 100*time.Millisecond)
-						faulty[i] = "delayed"
-					}
-				}
-				if faulty[i] == "delayed" && rng.IntN(2) == 0 {
-					delete(faulty, i) // it comes back by itself
-				}
-				m := owners[rng.IntN(len(owners))]
-				ok, err := m.TryLock(ctx, time.Second, 600*time.Millisecond)
-				if err != nil || !ok {
-					continue // not enough nodes for now: no token to check
-				}
-				acquired++
-				token := m.Token()
-				assert.True(t, store.write(token), "step %d: token %d after %v", step, token, store.accepted[max(0, len(store.accepted)-3):])
-				if err := m.Unlock(ctx); err != nil && !errors.Is(err, redlock.ErrNotHeld) {
-					require.ErrorIs(t, err, redlock.ErrNoQuorum)
-					<-m.Lost() // not released: the fixed lease ends the hold
-				}
-			}
-			for i := range faulty {
-				if faulty[i] == "paused" {
-					require.NoError(t, cl.Resume(i))
-				}
-			}
-			t.Logf("seed %d: %d acquisitions, tokens %v", seed, acquired, store.accepted)
-			assert.Greater(t, acquired, 5)
-			assert.Empty(t, store.rejected)
-		})
-	}
-}
+// Restart quarantine (restart.go; docs/safety.md, "Restart quarantine"): a
+// node that restarted empty forgot the holds it had, so a client that sees
+// its run_id change, or with WithQuarantineYoungNodes its uptime, keeps it
+// out of quorums for a full period. Without it, plain Redlock gives two
+// holders.
 
 // restartHazard sets up the known hazard of plain Redlock: a lock held on
 // exactly three of five nodes, one of those three restarted empty, and the
@@ -326,4 +190,81 @@ func TestFlappingNodeNeverGivesTwoHolders(t *testing.T) {
 	t.Logf("node 0 restarted %d times; %d acquisitions", n, acquisitions)
 	assert.Zero(t, overlaps)
 	assert.Positive(t, acquisitions)
+}
+
+// TestRegressionQuarantineLastsAFullPeriod: restart quarantine must keep a
+// restarted node out of quorums for the whole period after its start (the
+// default period is the longest lease), or a hold it forgot can be handed
+// out again while its holder still trusts it. Redis computes
+// uptime_in_seconds as the difference of two whole-second wall-clock
+// readings, so a server that started a few milliseconds before a second
+// boundary reports uptime 1 right after it. The start of a process is
+// therefore estimated as the latest instant its uptime allows (observation
+// time - uptime + 1s, never after the observation; restart.go), so the
+// quarantine is never cut short. An estimate of observation time - uptime
+// would be up to a second early, and a period of a second or less could
+// vanish entirely.
+//
+// The test: leases of 2s, B's client warm (it saw the old run_ids), A holds
+// the lock on exactly nodes 0, 1 and 2 with a fixed 2s lease; nodes 0, 3
+// and 4 restart empty just before a wall-clock second boundary; B asks only
+// once their uptime reads 1. With the start estimated a second early, B
+// would get the lock about 1.4s after the restarts, while A's lease had half
+// a second to run: two holders.
+func TestRegressionQuarantineLastsAFullPeriod(t *testing.T) {
+	const lease = 2 * time.Second
+	ctx := context.Background()
+	cl := redlocktest.Start(t, 5)
+	opts := []redlock.Option{redlock.WithLease(lease), redlock.WithNodeTimeout(100 * time.Millisecond)}
+	clientA, err := redlock.Dial(cl.URLs(), opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { clientA.Close() })
+	clientB, err := redlock.Dial(cl.URLs(), opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { clientB.Close() })
+	_, err = clientB.NewMutex("warm-up").IsLocked(ctx) // B sees every node's run_id
+	require.NoError(t, err)
+	require.NoError(t, cl.Kill(3))
+	require.NoError(t, cl.Kill(4))
+
+	// Just past the middle of a wall-clock second: the restarts below land
+	// before the next boundary, and the uptimes turn 1 soon after.
+	sleep(time.Duration((1_550_000_000 - int64(time.Now().Nanosecond())) % 1_000_000_000))
+	a := clientA.NewMutex("quarantine")
+	require.NoError(t, a.LockLease(ctx, lease)) // on nodes 0, 1 and 2; no renewal
+	spanA := holdSpan{Owner: "A", Start: monoNow(), Valid: monoNow() + int64(time.Until(a.Until()))}
+	restarted := time.Now()
+	for _, i := range []int{0, 3, 4} {
+		require.NoError(t, cl.Restart(i))
+	}
+	for _, i := range []int{0, 3, 4} {
+		require.Eventually(t, func() bool { return uptime(t, cl, i) >= 1 }, 2*time.Second, 5*time.Millisecond)
+	}
+	t.Logf("uptimes read 1 after %v", time.Since(restarted).Round(time.Millisecond))
+
+	b := clientB.NewMutex("quarantine")
+	ok, err := b.TryLock(ctx, lease, lease)
+	if !ok {
+		t.Logf("B did not get the lock: %v", err)
+		return
+	}
+	spanB := holdSpan{Owner: "B", Start: monoNow(), End: monoNow(), Valid: monoNow() + int64(time.Until(b.Until()))}
+	spanA.End = monoNow()
+	t.Logf("B got the lock %v after the restarts; A's lease had %v left", time.Since(restarted).Round(time.Millisecond), time.Duration(spanA.Valid-spanB.Start).Round(time.Millisecond))
+	assert.Empty(t, checkExclusion([]holdSpan{spanA, spanB}).Violations, "B got the lock within A's lease")
+}
+
+// uptime reads node i's uptime_in_seconds.
+func uptime(t *testing.T, cl *redlocktest.Cluster, i int) int {
+	info, err := redis.String(cl.Do(i, "INFO", "server"))
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "uptime_in_seconds:"); ok {
+			n, _ := strconv.Atoi(v)
+			return n
+		}
+	}
+	return -1
 }

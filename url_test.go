@@ -1,0 +1,320 @@
+package redlock
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Node URLs (url.go): what parseURL accepts and what it rejects, as Dial
+// does, and that neither a node's name nor an error ever shows a password.
+// FuzzParseURL explores beyond the tables: `go test` runs its seeds
+// (testdata/fuzz/FuzzParseURL and the f.Add calls), `make fuzz` explores
+// for $(FUZZTIME).
+
+func TestUnitParseURL(t *testing.T) {
+	tests := []struct {
+		raw  string
+		want endpoint
+	}{
+		{"redis://127.0.0.1:6380", endpoint{network: "tcp", addr: "127.0.0.1:6380", host: "127.0.0.1", name: "redis://127.0.0.1:6380"}},
+		{"redis://localhost", endpoint{network: "tcp", addr: "localhost:6379", host: "localhost", name: "redis://localhost"}},
+		{"redis://localhost:6379/2", endpoint{network: "tcp", addr: "localhost:6379", host: "localhost", db: 2, name: "redis://localhost:6379/2"}},
+		{"redis://localhost/3", endpoint{network: "tcp", addr: "localhost:6379", host: "localhost", db: 3, name: "redis://localhost/3"}},
+		{"redis://localhost:6379/", endpoint{network: "tcp", addr: "localhost:6379", host: "localhost", name: "redis://localhost:6379/"}},
+		{"redis://h:65535/15", endpoint{network: "tcp", addr: "h:65535", host: "h", db: 15, name: "redis://h:65535/15"}},
+		{"redis://[::1]:7000", endpoint{network: "tcp", addr: "[::1]:7000", host: "::1", name: "redis://[::1]:7000"}},
+		{"redis://alice:s3cret@db1.example:7000/1", endpoint{
+			network: "tcp", addr: "db1.example:7000", host: "db1.example", user: "alice", password: "s3cret", db: 1,
+			name: "redis://alice:xxxxx@db1.example:7000/1"}},
+		{"redis://:s3cret@h:1", endpoint{network: "tcp", addr: "h:1", host: "h", password: "s3cret", name: "redis://:xxxxx@h:1"}},
+		{"redis://bob@h:1", endpoint{network: "tcp", addr: "h:1", host: "h", user: "bob", name: "redis://bob@h:1"}},
+		{"redis://alice:p@ss@h:1", endpoint{network: "tcp", addr: "h:1", host: "h", user: "alice", password: "p@ss", name: "redis://alice:xxxxx@h:1"}},
+		{"rediss://cache.example:6380", endpoint{network: "tcp", addr: "cache.example:6380", host: "cache.example", tls: true, name: "rediss://cache.example:6380"}},
+		{"rediss://u:s3cret@cache.example", endpoint{
+			network: "tcp", addr: "cache.example:6379", host: "cache.example", tls: true, user: "u", password: "s3cret",
+			name: "rediss://u:xxxxx@cache.example"}},
+		{"unix:///tmp/redis.sock", endpoint{network: "unix", addr: "/tmp/redis.sock", name: "unix:///tmp/redis.sock"}},
+		{"unix:///tmp/redis.sock?db=3", endpoint{network: "unix", addr: "/tmp/redis.sock", db: 3, name: "unix:///tmp/redis.sock?db=3"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.raw, func(t *testing.T) {
+			var (
+				ep  endpoint
+				err error
+			)
+			unitNoPanic(t, func() { ep, err = parseURL(tt.raw) })
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, ep)
+			if tt.want.password != "" {
+				assert.NotContains(t, ep.name, tt.want.password, "the name must not show the password")
+			}
+		})
+	}
+}
+
+func TestUnitParseURLInvalid(t *testing.T) {
+	const secret = "s3cret"
+	tests := []struct{ name, raw string }{
+		{"empty", ""},
+		{"blank", " "},
+		{"no scheme, host only", "localhost"},
+		{"no scheme, host and port", "127.0.0.1:6379"},
+		{"no scheme, authority", "//localhost:6379"},
+		{"unknown scheme", "http://localhost:6379"},
+		{"unknown scheme tcp", "tcp://localhost:6379"},
+		{"port 0", "redis://localhost:0"},
+		{"port 70000", "redis://localhost:70000"},
+		{"port negative", "redis://localhost:-1"},
+		{"port letters", "redis://localhost:abc"},
+		{"port empty", "redis://localhost:"},
+		{"no host", "redis://"},
+		{"no host, port only", "redis://:6379"},
+		{"no host, path only", "redis:///0"},
+		{"opaque", "redis:localhost:6379"},
+		{"db negative", "redis://localhost:6379/-1"},
+		{"db letters", "redis://localhost:6379/x"},
+		{"db nested path", "redis://localhost:6379/1/2"},
+		{"db query letters", "unix:///tmp/redis.sock?db=x"},
+		{"db query negative", "unix:///tmp/redis.sock?db=-1"},
+		{"db query empty", "unix:///tmp/redis.sock?db="},
+		{"db query twice", "unix:///tmp/redis.sock?db=1&db=2"},
+		{"unknown parameter", "redis://localhost:6379?timeout=1s"},
+		{"unknown parameter unix", "unix:///tmp/redis.sock?foo=bar"},
+		{"unix with host", "unix://localhost/tmp/redis.sock"},
+		{"unix without path", "unix://"},
+		{"unix opaque", "unix:tmp/redis.sock"},
+		{"garbage ipv6", "redis://[::1"},
+		{"bad escape", "redis://localhost:6379/%zz"},
+		{"control character", "redis://local\x00host:6379"},
+		{"password, bad port", "redis://alice:" + secret + "@localhost:0"},
+		{"password, port letters", "redis://alice:" + secret + "@localhost:abc"},
+		{"password, unknown parameter", "redis://alice:" + secret + "@localhost?x=1"},
+		{"password, garbage", "redis://alice:" + secret + "@[::1"},
+		{"password, unix host", "unix://alice:" + secret + "@host/tmp/redis.sock"},
+		{"password with @, bad port", "redis://alice:p@" + secret + "@localhost:abc"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var err error
+			unitNoPanic(t, func() { _, err = parseURL(tt.raw) })
+			require.ErrorIs(t, err, ErrInvalid)
+			assert.NotContains(t, err.Error(), secret, "the error must not show the password")
+			assert.NotContains(t, err.Error(), "\n")
+		})
+	}
+}
+
+func TestUnitRedact(t *testing.T) {
+	tests := []struct{ raw, want string }{
+		{"redis://localhost:6379", "redis://localhost:6379"},
+		{"redis://alice@localhost:6379", "redis://alice@localhost:6379"},
+		{"redis://alice:s3cret@localhost:6379/2", "redis://alice:xxxxx@localhost:6379/2"},
+		{"redis://:s3cret@localhost", "redis://:xxxxx@localhost"},
+		{"rediss://alice:s3cret@localhost", "rediss://alice:xxxxx@localhost"},
+		{"redis://alice:s3cret@[::1", "redis://xxxxx@[::1"}, // unparsable
+		{"", ""},
+		{"localhost:6379", "localhost:6379"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.raw, func(t *testing.T) {
+			var got string
+			unitNoPanic(t, func() { got = redact(tt.raw) })
+			assert.Equal(t, tt.want, got)
+			assert.NotContains(t, got, "s3cret")
+		})
+	}
+}
+
+// TestRegressionDialErrorHidesPasswordWithoutScheme: Dial's errors wrap
+// ErrInvalid and never echo a password, also when the password cannot be
+// found by parsing the URL: "alice:s3cret@localhost:6379" parses as scheme
+// "alice" with an opaque part (no userinfo), ":s3cret@localhost:6379" does
+// not parse and has no "://", and in "//:s3cret@h%zz#x://y@z" the first
+// "://" comes after the password. The seeds regression-no-scheme-password
+// and regression-schemeless-authority of FuzzParseURL are of this kind.
+func TestRegressionDialErrorHidesPasswordWithoutScheme(t *testing.T) {
+	for _, raw := range []string{
+		"alice:s3cret@localhost:6379",
+		":s3cret@localhost:6379",
+		"//alice:s3cret@local%zzhost:6379",
+		"//:s3cret@h%zz#x://y@z",
+	} {
+		t.Run(raw, func(t *testing.T) {
+			c, err := Dial([]string{raw})
+			if c != nil {
+				c.Close()
+			}
+			require.ErrorIs(t, err, ErrInvalid)
+			assert.NotContains(t, err.Error(), "s3cret")
+		})
+	}
+}
+
+// TestRegressionDialRejectsBadHosts: Dial documents that a bad URL returns
+// an error wrapping ErrInvalid, so a host no connection can be made to must
+// be rejected there, not show up at the first connection as a no-quorum
+// error. "redis://::1" is an IPv6 address without brackets, which url.Parse
+// splits into host ":" and port "1" (the address would be "[:]:1");
+// "redis://]0" would make the address "]0:6379". The seeds
+// regression-ipv6-without-brackets and regression-bracket-host of
+// FuzzParseURL are the same inputs.
+func TestRegressionDialRejectsBadHosts(t *testing.T) {
+	for _, raw := range []string{"redis://::1", "redis://]0", "redis://h:1@]0:6379"} {
+		t.Run(raw, func(t *testing.T) {
+			c, err := Dial([]string{raw})
+			if c != nil {
+				c.Close()
+			}
+			assert.ErrorIs(t, err, ErrInvalid, "Dial(%q) accepted", raw)
+		})
+	}
+}
+
+// FuzzParseURL checks parseURL on any string, and on any URL with any
+// password: it never panics; an error wraps ErrInvalid, is one line and never
+// shows the password; an accepted URL makes a sane endpoint that a canonical
+// URL built from it parses back to.
+func FuzzParseURL(f *testing.F) {
+	for _, s := range []struct{ raw, password string }{
+		{"redis://127.0.0.1:6379", "s3cret"},
+		{"redis://localhost", ""},
+		{"redis://alice:s3cret@db1.example:7000/1", "p@ss:w0rd"},
+		{"rediss://u:pw@cache.example:6380", "x"},
+		{"redis://[::1]:7000/2", "%zz"},
+		{"unix:///tmp/redis.sock?db=3", "secret"},
+		{"redis://h:0", "secret"},
+		{"redis://alice:secret@h:abc", "secret"},
+		{"redis://alice:secret@[::1", "secret"},
+	} {
+		f.Add(s.raw, s.password)
+	}
+	f.Fuzz(func(t *testing.T, raw, password string) {
+		checkParseURL(t, raw)
+		u, err := url.Parse(raw)
+		if err != nil {
+			return // no password to be found; unit tests check redact on such URLs
+		}
+		user := ""
+		if u.User != nil {
+			user = u.User.Username()
+			if p, ok := u.User.Password(); ok {
+				checkSecret(t, raw, p, withPassword(*u, user, "N3utr4l"))
+			}
+		}
+		if password == "" {
+			return
+		}
+		// The same URL with a password of the fuzzer's choosing.
+		withIt := withPassword(*u, user, password)
+		checkParseURL(t, withIt)
+		checkSecret(t, withIt, password, withPassword(*u, user, "N3utr4l"))
+	})
+}
+
+func withPassword(u url.URL, user, password string) string {
+	u.User = url.UserPassword(user, password)
+	return u.String()
+}
+
+// shown is what parseURL lets a user see of raw: the error, or the name.
+func shown(raw string) string {
+	ep, err := parseURL(raw)
+	if err != nil {
+		return err.Error()
+	}
+	return ep.name
+}
+
+// checkSecret checks that parseURL shows nothing of the password of raw:
+// whatever it shows for raw contains the password only where it shows it as
+// well for neutral, the same URL with another password (an error may quote a
+// port, a host or a path that happens to equal the password).
+func checkSecret(t *testing.T, raw, password, neutral string) {
+	if password == "" {
+		return
+	}
+	if s := shown(raw); strings.Contains(s, password) && !strings.Contains(shown(neutral), password) {
+		t.Errorf("parseURL(%q) shows the password %q: %q", redact(raw), password, s)
+	}
+}
+
+// hostName is what a host that is not an IP address may look like.
+var hostName = regexp.MustCompile(`^[\p{L}\p{N}._-]+$`)
+
+// checkParseURL checks parseURL(raw): it does not panic; an error wraps
+// ErrInvalid and is one line; an accepted URL makes a sane endpoint, and the
+// canonical URL built from that endpoint parses to the same endpoint.
+func checkParseURL(t *testing.T, raw string) {
+	ep, err := parseURL(raw)
+	if err != nil {
+		if !errors.Is(err, ErrInvalid) {
+			t.Fatalf("parseURL(%q): error does not wrap ErrInvalid: %v", raw, err)
+		}
+		if strings.ContainsAny(err.Error(), "\r\n") {
+			t.Errorf("parseURL(%q): error spans lines: %q", raw, err)
+		}
+		return
+	}
+	if ep.db < 0 {
+		t.Errorf("parseURL(%q): negative database %d", raw, ep.db)
+	}
+	var canon url.URL
+	switch ep.network {
+	case "tcp":
+		if _, err := netip.ParseAddr(ep.host); err != nil && !hostName.MatchString(ep.host) {
+			t.Errorf("parseURL(%q): host %q is neither an IP address nor a name", raw, ep.host)
+		}
+		host, port, err := net.SplitHostPort(ep.addr)
+		if err != nil {
+			t.Fatalf("parseURL(%q): address %q is not host:port: %v", raw, ep.addr, err)
+		}
+		if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+			t.Errorf("parseURL(%q): bad port in %q", raw, ep.addr)
+		}
+		if host == "" || host != ep.host {
+			t.Errorf("parseURL(%q): host %q, address %q", raw, ep.host, ep.addr)
+		}
+		canon = url.URL{Scheme: "redis", Host: ep.addr, Path: "/" + strconv.Itoa(ep.db)}
+		if ep.tls {
+			canon.Scheme = "rediss"
+		}
+		if ep.user != "" || ep.password != "" {
+			canon.User = url.UserPassword(ep.user, ep.password)
+		}
+	case "unix":
+		if !strings.HasPrefix(ep.addr, "/") || ep.tls || ep.host != "" {
+			t.Errorf("parseURL(%q): odd unix endpoint %+v", raw, redacted(ep))
+		}
+		canon = url.URL{Scheme: "unix", Path: ep.addr, RawQuery: "db=" + strconv.Itoa(ep.db)}
+		if ep.user != "" || ep.password != "" { // unix://user:password@/path: AUTH on the socket
+			canon.User = url.UserPassword(ep.user, ep.password)
+		}
+	default:
+		t.Fatalf("parseURL(%q): network %q", raw, ep.network)
+	}
+	again, err := parseURL(canon.String())
+	if err != nil {
+		t.Fatalf("parseURL(%q) = %+v, but its canonical URL %q fails: %v", raw, redacted(ep), redact(canon.String()), err)
+	}
+	again.name, ep.name = "", ""
+	if again != ep {
+		t.Errorf("parseURL(%q) = %+v; its canonical URL %q gives %+v", raw, redacted(ep), redact(canon.String()), redacted(again))
+	}
+}
+
+// redacted hides an endpoint's password for messages.
+func redacted(ep endpoint) endpoint {
+	if ep.password != "" {
+		ep.password = "xxxxx"
+	}
+	return ep
+}

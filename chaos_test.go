@@ -477,7 +477,7 @@ type restartHazardCase struct {
 	warm       bool             // B's client talked to every node before the restarts
 	age        time.Duration    // how old the cluster is when the restarts begin
 	wait       time.Duration    // B's TryLock wait; default 200ms
-	twoHolders bool             // what happens today
+	twoHolders bool             // the second owner gets the lock while the first still holds it
 	why        string
 }
 
@@ -493,9 +493,9 @@ type restartHazardCase struct {
 // can know that the nodes restarted: it saw their run_ids before
 // (warm), or it quarantines young nodes by their uptime. A client that first
 // talks to the nodes after their restart, with the default options, still
-// gets the lock: the subtest "quarantine, fresh client" asserts that this
-// hazard happens today (docs/safety.md documents it); turn it around when
-// quarantine covers it. So does a client whose own leases are shorter than
+// gets the lock: quarantine cannot cover it, and the subtest "quarantine,
+// fresh client" asserts the hazard so that docs/safety.md's statement of
+// this limit stays true. So does a client whose own leases are shorter than
 // the holder's: its default quarantine is its own longest lease.
 func TestRestartHazard(t *testing.T) {
 	for _, tc := range []restartHazardCase{

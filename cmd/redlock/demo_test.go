@@ -94,7 +94,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"exec", "--nodes", "redis://127.0.0.1:1", "--name", "x", "--watchdog-lease", "10ms", "--", "true"}, "redlock exec: redlock:"},
 		{[]string{"inspect", "--nodes", "redis://127.0.0.1:1"}, "want exactly one lock NAME"},
 		{[]string{"inspect", "--nodes", "redis://127.0.0.1:1", "a", "b"}, "want exactly one lock NAME"},
-		{[]string{"inspect", "--nodes", "ftp://127.0.0.1:1", "a"}, "scheme must be redis, rediss or unix"},
+		{[]string{"inspect", "--nodes", "ftp://127.0.0.1:1", "a"}, `unknown scheme "ftp" (want redis, rediss or unix)`},
 		{[]string{"inspect", "a"}, "no nodes"},
 		{[]string{"inspect", "--node-timeout", "0s", "--nodes", "redis://127.0.0.1:1", "a"}, "-node-timeout must be positive"},
 		{[]string{"demo", "-backend=docker"}, `-backend must be "auto", "redis" or "miniredis"`},

@@ -173,7 +173,7 @@ func execute(cfg execConfig, stdout, stderr io.Writer) int {
 	signal.Notify(sigs, forwarded...)
 	defer signal.Stop(sigs)
 
-	if code, ok := acquire(m, cfg, sigs, logf); !ok {
+	if code, ok := acquire(client, m, cfg, sigs, logf); !ok {
 		return code
 	}
 
@@ -251,9 +251,9 @@ loop:
 // before it gives up with exitFailed (bounded by --wait).
 const unreachableAfter = 2 * time.Second
 
-// acquire takes the lock as cfg says. It returns ok false with the exit code
-// when CMD must not run.
-func acquire(m *redlock.Mutex, cfg execConfig, sigs <-chan os.Signal, logf func(string, ...any)) (code int, ok bool) {
+// acquire takes the lock as cfg says with m, a Mutex of client. It returns
+// ok false with the exit code when CMD must not run.
+func acquire(client *redlock.Client, m *redlock.Mutex, cfg execConfig, sigs <-chan os.Signal, logf func(string, ...any)) (code int, ok bool) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	type result struct {
@@ -262,38 +262,7 @@ func acquire(m *redlock.Mutex, cfg execConfig, sigs <-chan os.Signal, logf func(
 	}
 	done := make(chan result, 1)
 	go func() {
-		// First, single attempts tell an unreachable quorum from a lock held
-		// elsewhere before any waiting: redlock gives up after
-		// unreachableAfter (or the wait, if shorter) without a quorum.
-		giveUp := time.Now().Add(unreachableAfter)
-		if !cfg.wait.forever && cfg.wait.d < unreachableAfter {
-			giveUp = time.Now().Add(cfg.wait.d)
-		}
-		held, err := m.TryLock(ctx, 0, cfg.lease)
-		for errors.Is(err, redlock.ErrNoQuorum) && time.Now().Before(giveUp) {
-			select {
-			case <-ctx.Done():
-			case <-time.After(100 * time.Millisecond):
-			}
-			if ctx.Err() != nil {
-				break
-			}
-			held, err = m.TryLock(ctx, 0, cfg.lease)
-		}
-		if held || err != nil || (!cfg.wait.forever && cfg.wait.d == 0) {
-			done <- result{held, err}
-			return
-		}
-		switch {
-		case !cfg.wait.forever:
-			held, err = m.TryLock(ctx, cfg.wait.d, cfg.lease)
-		case cfg.lease > 0:
-			err = m.LockLease(ctx, cfg.lease)
-			held = err == nil
-		default:
-			err = m.Lock(ctx)
-			held = err == nil
-		}
+		held, err := take(ctx, m, cfg)
 		done <- result{held, err}
 	}()
 	var r result
@@ -319,7 +288,7 @@ func acquire(m *redlock.Mutex, cfg execConfig, sigs <-chan os.Signal, logf func(
 		}
 		return exitNotObtained, false
 	case errors.Is(r.err, redlock.ErrNoQuorum):
-		logf("cannot take lock %q: too few nodes answered (%v)\n%s", cfg.name, r.err, nodeReport(cfg))
+		logf("cannot take lock %q: too few nodes answered (%v)\n%s", cfg.name, r.err, nodeReport(client, cfg.name))
 		return exitFailed, false
 	default:
 		logf("cannot take lock %q: %v", cfg.name, r.err)
@@ -327,27 +296,59 @@ func acquire(m *redlock.Mutex, cfg execConfig, sigs <-chan os.Signal, logf func(
 	}
 }
 
-// nodeReport says which nodes answer, one line each: the error of a failed
-// round names only the nodes heard from before the outcome was certain.
-func nodeReport(cfg execConfig) string {
-	ts := make([]target, 0, len(cfg.nodes))
-	for _, u := range cfg.nodes {
-		t, err := parseNodeURL(u)
-		if err != nil {
-			return ""
+// take makes acquire's attempts on ctx and reports whether m holds the
+// lock. First, single attempts tell an unreachable quorum from a lock held
+// elsewhere before any waiting: it gives up after unreachableAfter (or the
+// wait, if shorter) without a quorum, returning ErrNoQuorum. Then, unless
+// --wait 0 asked for one attempt, it waits for the lock as cfg says.
+func take(ctx context.Context, m *redlock.Mutex, cfg execConfig) (bool, error) {
+	giveUp := time.Now().Add(unreachableAfter)
+	if !cfg.wait.forever && cfg.wait.d < unreachableAfter {
+		giveUp = time.Now().Add(cfg.wait.d)
+	}
+	held, err := m.TryLock(ctx, 0, cfg.lease)
+	for errors.Is(err, redlock.ErrNoQuorum) && time.Now().Before(giveUp) {
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
 		}
-		ts = append(ts, t)
+		if ctx.Err() != nil {
+			break
+		}
+		held, err = m.TryLock(ctx, 0, cfg.lease)
+	}
+	if held || err != nil || (!cfg.wait.forever && cfg.wait.d == 0) {
+		return held, err
+	}
+	switch {
+	case !cfg.wait.forever:
+		return m.TryLock(ctx, cfg.wait.d, cfg.lease)
+	case cfg.lease > 0:
+		err = m.LockLease(ctx, cfg.lease)
+	default:
+		err = m.Lock(ctx)
+	}
+	return err == nil, err
+}
+
+// nodeReport says which nodes answer, one line each, as client.Inspect
+// finds them reading lock name: the error of a failed round names only the
+// nodes heard from before the outcome was certain.
+func nodeReport(client *redlock.Client, name string) string {
+	nodes, err := client.Inspect(context.Background(), name)
+	if err != nil {
+		return fmt.Sprintf("nodes: not read: %v", err)
 	}
 	var b strings.Builder
-	b.WriteString("nodes:\n")
-	for _, s := range probeAll(context.Background(), ts, cfg.prefix+"lock:"+cfg.name, cfg.nodeTimeout) {
-		if s.err != nil {
-			fmt.Fprintf(&b, "  %s: unreachable: %v\n", s.display, s.err)
+	b.WriteString("nodes:")
+	for _, n := range nodes {
+		if n.Err != nil {
+			fmt.Fprintf(&b, "\n  %s: unreachable: %v", n.Node, nodeCause(n.Err))
 		} else {
-			fmt.Fprintf(&b, "  %s: answers\n", s.display)
+			fmt.Fprintf(&b, "\n  %s: answers", n.Node)
 		}
 	}
-	return strings.TrimSuffix(b.String(), "\n")
+	return b.String()
 }
 
 // release gives the lock back, bounded in time, and reports whether the

@@ -2,22 +2,19 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"sort"
-	"strconv"
-	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
-	"github.com/gomodule/redigo/redis"
+	"github.com/redlock-go/redlock"
 )
 
 // Exit codes of inspect.
 const (
-	exitUndecided = 1 // fewer than a quorum of nodes answered: no verdict
+	exitUndecided = 1 // fewer than a quorum of nodes answered, or inspect failed: no verdict
 )
 
 const inspectDescription = `
@@ -33,15 +30,18 @@ fields ending in "#" are not shown).
 
 Exit codes:
   0  the verdict is HELD or FREE
-  1  UNDECIDED: fewer than N/2+1 nodes answered
+  1  UNDECIDED: fewer than N/2+1 nodes answered (or no verdict for another
+     reason, printed to stderr)
   2  bad flags or arguments
 `
 
+// runInspect is "redlock inspect": it prints what every node holds of one
+// lock and the quorum's verdict, and returns the exit code.
 func runInspect(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("inspect", "--nodes URL,URL,... [flags] NAME", inspectDescription, stderr)
 	nodes := fs.String("nodes", "", "comma-separated node URLs, one per independent master (default $"+nodesEnv+")")
 	prefix := fs.String("prefix", "redlock:", "key prefix, as given to redlock.WithKeyPrefix")
-	timeout := fs.Duration("node-timeout", time.Second, "bound on connecting to and querying one node")
+	timeout := fs.Duration("node-timeout", time.Second, "bound on reading one node, as given to redlock.WithNodeTimeout (below a third of its default 30s lease)")
 	if code, done := parse(fs, args); done {
 		return code
 	}
@@ -55,149 +55,51 @@ func runInspect(args []string, stdout, stderr io.Writer) int {
 	if len(urls) == 0 {
 		return usageError(stderr, "inspect", "no nodes: give --nodes URL,URL,... or set $%s", nodesEnv)
 	}
-	targets := make([]target, len(urls))
-	for i, raw := range urls {
-		t, err := parseNodeURL(raw)
-		if err != nil {
-			return usageError(stderr, "inspect", "node %d: %v", i+1, err)
-		}
-		targets[i] = t
-	}
 	name := fs.Arg(0)
-	key := *prefix + "lock:" + name
-	states := probeAll(context.Background(), targets, key, *timeout)
+	states, err := readNodes(urls, *prefix, name, *timeout, stderr)
+	switch {
+	case errors.Is(err, redlock.ErrInvalid):
+		return usageError(stderr, "inspect", "%v", err)
+	case err != nil:
+		fmt.Fprintf(stderr, "redlock inspect: %v\n", err)
+		return exitUndecided
+	}
 	v := decide(states)
-	printInspect(stdout, name, key, states, v)
+	printInspect(stdout, name, states, v)
 	if v.kind == verdictUndecided {
 		return exitUndecided
 	}
 	return exitOK
 }
 
-// target is one node to inspect.
-type target struct {
-	display string // the URL without its password
-	network string // "tcp" or "unix"
-	addr    string
-	url     string // for redis:// and rediss://, given to redis.DialURL
-	opts    []redis.DialOption
+// readNodes returns what every node in urls holds of lock name, in the
+// order of urls, read by Client.Inspect through a client dialled for it and
+// closed before it returns (a failure to close is only reported to stderr).
+// A bad URL, or a timeout that redlock rejects, returns an error wrapping
+// redlock.ErrInvalid; a node that could not be read has its error in its
+// NodeLock.
+func readNodes(urls []string, prefix, name string, timeout time.Duration, stderr io.Writer) ([]redlock.NodeLock, error) {
+	client, err := redlock.Dial(urls, redlock.WithKeyPrefix(prefix), redlock.WithNodeTimeout(timeout))
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err := client.Close(); err != nil {
+			fmt.Fprintf(stderr, "redlock inspect: closing: %v\n", err)
+		}
+	}()
+	return client.Inspect(context.Background(), name)
 }
 
-// parseNodeURL accepts the URL forms redlock.Dial accepts.
-func parseNodeURL(raw string) (target, error) {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return target{}, fmt.Errorf("bad URL %q: %v", raw, err)
+// nodeCause is what went wrong on a node: the error inside a
+// *redlock.NodeError, whose own message repeats the node's name that the
+// output already shows.
+func nodeCause(err error) error {
+	var ne *redlock.NodeError
+	if errors.As(err, &ne) {
+		return ne.Err
 	}
-	t := target{display: u.Redacted()}
-	switch u.Scheme {
-	case "redis", "rediss":
-		if u.Host == "" {
-			return target{}, fmt.Errorf("bad URL %q: no host", t.display)
-		}
-		t.network, t.addr, t.url = "tcp", u.Host, raw
-	case "unix":
-		if u.Path == "" {
-			return target{}, fmt.Errorf("bad URL %q: no socket path", t.display)
-		}
-		t.network, t.addr = "unix", u.Path
-		if db := u.Query().Get("db"); db != "" {
-			n, err := strconv.Atoi(db)
-			if err != nil {
-				return target{}, fmt.Errorf("bad URL %q: db %q is not a number", t.display, db)
-			}
-			t.opts = append(t.opts, redis.DialDatabase(n))
-		}
-		if u.User != nil {
-			if p, ok := u.User.Password(); ok {
-				t.opts = append(t.opts, redis.DialUsername(u.User.Username()), redis.DialPassword(p))
-			}
-		}
-	default:
-		return target{}, fmt.Errorf("bad URL %q: scheme must be redis, rediss or unix", t.display)
-	}
-	return t, nil
-}
-
-// nodeState is what one node said about the lock.
-type nodeState struct {
-	target
-	err     error            // the node could not be queried
-	holders map[string]int64 // owner field -> hold count
-	pttl    time.Duration    // -2ms: no key, -1ms: no TTL (as PTTL answers, in ms)
-}
-
-func probeAll(ctx context.Context, ts []target, key string, timeout time.Duration) []nodeState {
-	out := make([]nodeState, len(ts))
-	var wg sync.WaitGroup
-	for i, t := range ts {
-		wg.Add(1)
-		go func(i int, t target) {
-			defer wg.Done()
-			out[i] = probe(ctx, t, key, timeout)
-		}(i, t)
-	}
-	wg.Wait()
-	return out
-}
-
-func probe(ctx context.Context, t target, key string, timeout time.Duration) nodeState {
-	s := nodeState{target: t}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	opts := append([]redis.DialOption{
-		redis.DialConnectTimeout(timeout),
-		redis.DialReadTimeout(timeout),
-		redis.DialWriteTimeout(timeout),
-	}, t.opts...)
-	var conn redis.Conn
-	var err error
-	if t.url != "" {
-		conn, err = redis.DialURLContext(ctx, t.url, opts...)
-	} else {
-		conn, err = redis.DialContext(ctx, t.network, t.addr, opts...)
-	}
-	if err != nil {
-		s.err = err
-		return s
-	}
-	defer conn.Close()
-	// One round trip: the hash and its PTTL.
-	if err := conn.Send("HGETALL", key); err != nil {
-		s.err = err
-		return s
-	}
-	if err := conn.Send("PTTL", key); err != nil {
-		s.err = err
-		return s
-	}
-	if err := conn.Flush(); err != nil {
-		s.err = err
-		return s
-	}
-	fields, err := redis.StringMap(redis.ReceiveContext(conn, ctx))
-	if err != nil {
-		s.err = err
-		return s
-	}
-	pttl, err := redis.Int64(redis.ReceiveContext(conn, ctx))
-	if err != nil {
-		s.err = err
-		return s
-	}
-	s.pttl = time.Duration(pttl) * time.Millisecond
-	s.holders = make(map[string]int64)
-	for f, v := range fields {
-		if strings.HasSuffix(f, "#") {
-			continue // the owner's bookkeeping (sequence of its latest write)
-		}
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			n = -1 // not written by redlock; shown as such
-		}
-		s.holders[f] = n
-	}
-	return s
+	return err
 }
 
 type verdictKind int
@@ -223,18 +125,18 @@ type verdict struct {
 // decide applies the lock's quorum rule to what the nodes said: held when one
 // owner is on N/2+1 nodes; free when no owner can be (too many nodes answered
 // without it); undecided otherwise.
-func decide(states []nodeState) verdict {
+func decide(states []redlock.NodeLock) verdict {
 	v := verdict{n: len(states), quorum: len(states)/2 + 1}
-	on := map[string][]nodeState{}
+	on := map[string][]redlock.NodeLock{}
 	for _, s := range states {
-		if s.err != nil {
+		if s.Err != nil {
 			continue
 		}
 		v.reachable++
-		if s.pttl == -2*time.Millisecond {
-			continue // no key here
+		if !s.Exists {
+			continue
 		}
-		for h := range s.holders {
+		for h := range s.Holders {
 			on[h] = append(on[h], s)
 		}
 	}
@@ -247,8 +149,8 @@ func decide(states []nodeState) verdict {
 		ttls := make([]time.Duration, len(ss))
 		counts := map[int64]int{}
 		for i, s := range ss {
-			ttls[i] = s.pttl
-			counts[s.holders[h]]++
+			ttls[i] = s.TTL
+			counts[s.Holders[h]]++
 		}
 		sort.Slice(ttls, func(i, j int) bool { return ttls[i] > ttls[j] })
 		v.expires = ttls[v.quorum-1]
@@ -273,35 +175,37 @@ func decide(states []nodeState) verdict {
 	return v
 }
 
-func printInspect(w io.Writer, name, key string, states []nodeState, v verdict) {
-	fmt.Fprintf(w, "lock %q (key %s) on %d nodes, quorum %d\n\n", name, key, v.n, v.quorum)
+// printInspect writes the table of what each node said and the verdict;
+// states is not empty (Dial wants a node).
+func printInspect(w io.Writer, name string, states []redlock.NodeLock, v verdict) {
+	fmt.Fprintf(w, "lock %q (key %s) on %d nodes, quorum %d\n\n", name, states[0].Key, v.n, v.quorum)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tREACHABLE\tHOLDER\tCOUNT\tPTTL")
 	for _, s := range states {
 		switch {
-		case s.err != nil:
-			fmt.Fprintf(tw, "%s\tno\t-\t-\t-\n", s.display)
-		case len(s.holders) == 0:
-			fmt.Fprintf(tw, "%s\tyes\t(free)\t-\t%s\n", s.display, pttlString(s.pttl))
+		case s.Err != nil:
+			fmt.Fprintf(tw, "%s\tno\t-\t-\t-\n", s.Node)
+		case len(s.Holders) == 0:
+			fmt.Fprintf(tw, "%s\tyes\t(free)\t-\t%s\n", s.Node, ttlString(s))
 		default:
-			hs := make([]string, 0, len(s.holders))
-			for h := range s.holders {
+			hs := make([]string, 0, len(s.Holders))
+			for h := range s.Holders {
 				hs = append(hs, h)
 			}
 			sort.Strings(hs)
 			for i, h := range hs {
-				node, reach, ttl := s.display, "yes", pttlString(s.pttl)
+				node, reach, ttl := s.Node, "yes", ttlString(s)
 				if i > 0 {
 					node, reach, ttl = "", "", ""
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", node, reach, h, s.holders[h], ttl)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", node, reach, h, s.Holders[h], ttl)
 			}
 		}
 	}
 	tw.Flush()
 	for _, s := range states {
-		if s.err != nil {
-			fmt.Fprintf(w, "%s: %v\n", s.display, s.err)
+		if s.Err != nil {
+			fmt.Fprintf(w, "%s: %v\n", s.Node, nodeCause(s.Err))
 		}
 	}
 	fmt.Fprintln(w)
@@ -320,13 +224,13 @@ func printInspect(w io.Writer, name, key string, states []nodeState, v verdict) 
 	}
 }
 
-// pttlString renders a PTTL reply.
-func pttlString(d time.Duration) string {
-	switch d {
-	case -2 * time.Millisecond:
+// ttlString renders a node's time to live of the lock's key.
+func ttlString(s redlock.NodeLock) string {
+	switch {
+	case !s.Exists:
 		return "no key"
-	case -1 * time.Millisecond:
+	case s.TTL < 0:
 		return "no expiry"
 	}
-	return round(d)
+	return round(s.TTL)
 }

@@ -14,18 +14,23 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// ownerField returns the holder field of lock name on node i.
+// ownerField returns the holder field of the lock hash key on node i,
+// waiting for it: Lock returns once a majority said yes, and node i may be
+// one that answers just after.
 func ownerField(t *testing.T, c *redlocktest.Cluster, i int, key string) string {
 	t.Helper()
-	fields, err := redis.StringMap(c.Do(i, "HGETALL", key))
-	require.NoError(t, err)
-	for f := range fields {
-		if !strings.HasSuffix(f, "#") {
-			return f
+	var field string
+	require.Eventually(t, func() bool {
+		fields, err := redis.StringMap(c.Do(i, "HGETALL", key))
+		for f := range fields {
+			if err == nil && !strings.HasSuffix(f, "#") {
+				field = f
+				return true
+			}
 		}
-	}
-	t.Fatalf("no holder field in %s on node %d: %v", key, i, fields)
-	return ""
+		return false
+	}, 5*time.Second, 10*time.Millisecond, "no holder field in %s on node %d", key, i)
+	return field
 }
 
 func TestInspectHeldLock(t *testing.T) {
@@ -98,33 +103,69 @@ func TestInspectPrefixAndEnvironment(t *testing.T) {
 	require.Contains(t, out, "verdict: HELD")
 }
 
+// TestInspectUnreadableNode kills one node of three under a held lock:
+// inspect shows that node as not reachable, with the cause Client.Inspect
+// got there, and still finds the lock HELD on the majority that answers.
+func TestInspectUnreadableNode(t *testing.T) {
+	c := redlocktest.Start(t, 3)
+	m := dial(t, c).NewMutex("orders")
+	require.NoError(t, m.Lock(context.Background()))
+	require.Eventually(t, func() bool { // the last node may answer after Lock returns
+		for i := 0; i < c.N(); i++ {
+			if n, err := redis.Int(c.Do(i, "EXISTS", "redlock:lock:orders")); err != nil || n != 1 {
+				return false
+			}
+		}
+		return true
+	}, 5*time.Second, 10*time.Millisecond)
+	field := ownerField(t, c, 0, "redlock:lock:orders")
+	require.NoError(t, c.Kill(1))
+
+	code, out, stderr := runCLI("inspect", "--nodes", strings.Join(c.URLs(), ","), "--node-timeout", "200ms", "orders")
+	require.Equal(t, exitOK, code, "stderr: %s", stderr)
+	dead := regexp.QuoteMeta(c.URLs()[1])
+	require.Regexp(t, `(?m)^`+dead+`\s+no\s+-\s+-\s+-$`, out)
+	require.Regexp(t, `(?m)^`+dead+`: dial tcp \S+: connect: connection refused$`, out, "the cause, not the node's name again")
+	require.Len(t, regexp.MustCompile(`(?m)^redis://\S+\s+yes\s+`+regexp.QuoteMeta(field)+`\s+1\s`).FindAllString(out, -1), 2, out)
+	require.Contains(t, out, "verdict: HELD by "+field+" on 2 of 3 nodes (quorum 2), hold count 1")
+}
+
+// TestInspectRejectedNodeTimeout: a -node-timeout that redlock.Dial rejects
+// (not below a third of the 30s lease) is a usage error that says why.
+func TestInspectRejectedNodeTimeout(t *testing.T) {
+	code, out, stderr := runCLI("inspect", "--nodes", "redis://127.0.0.1:1", "--node-timeout", "15s", "orders")
+	require.Equal(t, exitUsage, code, "stdout: %s", out)
+	require.Contains(t, stderr, "redlock inspect: redlock: invalid argument: WithNodeTimeout(15s): must be below a third of the lease 30s")
+	require.Empty(t, out)
+}
+
 func TestDecide(t *testing.T) {
 	ms := time.Millisecond
-	up := func(pttl time.Duration, holders ...string) nodeState {
-		s := nodeState{pttl: pttl, holders: map[string]int64{}}
+	up := func(ttl time.Duration, holders ...string) redlock.NodeLock {
+		s := redlock.NodeLock{Exists: true, TTL: ttl, Holders: map[string]int64{}}
 		for _, h := range holders {
-			s.holders[h] = 1
+			s.Holders[h] = 1
 		}
 		return s
 	}
-	free := up(-2 * ms)
-	down := nodeState{err: errors.New("connection refused")}
+	free := redlock.NodeLock{Holders: map[string]int64{}}
+	down := redlock.NodeLock{Err: errors.New("connection refused")}
 	for _, tc := range []struct {
 		name    string
-		states  []nodeState
+		states  []redlock.NodeLock
 		want    verdictKind
 		holder  string
 		expires time.Duration
 		partial int
 	}{
-		{"all free", []nodeState{free, free, free}, verdictFree, "", 0, 0},
-		{"held everywhere", []nodeState{up(900*ms, "a"), up(800*ms, "a"), up(700*ms, "a")}, verdictHeld, "a", 800 * ms, 0},
-		{"held on a bare quorum", []nodeState{up(900*ms, "a"), up(500*ms, "a"), up(700*ms, "a"), free, free}, verdictHeld, "a", 500 * ms, 0},
-		{"partial holds", []nodeState{up(900*ms, "a"), up(500*ms, "b"), free, free, free}, verdictFree, "", 0, 2},
-		{"minority down, free", []nodeState{down, down, free, free, free}, verdictFree, "", 0, 0},
-		{"minority down, held", []nodeState{down, down, up(time.Second, "a"), up(time.Second, "a"), up(time.Second, "a")}, verdictHeld, "a", time.Second, 0},
-		{"could be held on the unreachable", []nodeState{down, down, up(time.Second, "a"), free, free}, verdictUndecided, "", 0, 1},
-		{"majority down", []nodeState{down, down, down, free, free}, verdictUndecided, "", 0, 0},
+		{"all free", []redlock.NodeLock{free, free, free}, verdictFree, "", 0, 0},
+		{"held everywhere", []redlock.NodeLock{up(900*ms, "a"), up(800*ms, "a"), up(700*ms, "a")}, verdictHeld, "a", 800 * ms, 0},
+		{"held on a bare quorum", []redlock.NodeLock{up(900*ms, "a"), up(500*ms, "a"), up(700*ms, "a"), free, free}, verdictHeld, "a", 500 * ms, 0},
+		{"partial holds", []redlock.NodeLock{up(900*ms, "a"), up(500*ms, "b"), free, free, free}, verdictFree, "", 0, 2},
+		{"minority down, free", []redlock.NodeLock{down, down, free, free, free}, verdictFree, "", 0, 0},
+		{"minority down, held", []redlock.NodeLock{down, down, up(time.Second, "a"), up(time.Second, "a"), up(time.Second, "a")}, verdictHeld, "a", time.Second, 0},
+		{"could be held on the unreachable", []redlock.NodeLock{down, down, up(time.Second, "a"), free, free}, verdictUndecided, "", 0, 1},
+		{"majority down", []redlock.NodeLock{down, down, down, free, free}, verdictUndecided, "", 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := decide(tc.states)

@@ -173,10 +173,17 @@ func (n *Node) connect(ctx context.Context, deadline time.Time) (redis.Conn, err
 // a rollback to a node that was paused) must not meet NOSCRIPT: its sender
 // gave up waiting and cannot fall back to EVAL.
 func (n *Node) ensureScripts(conn redis.Conn, deadline time.Time) error {
-	run := n.process.id()
-	if p := n.scriptsFor.Load(); p != nil && *p == run {
+	if p := n.scriptsFor.Load(); p != nil && *p == n.process.id() {
 		return nil
 	}
+	return n.loadScripts(conn, deadline)
+}
+
+// loadScripts sends SCRIPT LOAD for every script, pipelined, and records
+// the process they were loaded in. Apart from ensureScripts, which runs on
+// every call, so that only loading allocates the run_id it records.
+func (n *Node) loadScripts(conn redis.Conn, deadline time.Time) error {
+	run := n.process.id()
 	for _, s := range scripts {
 		if err := conn.Send("SCRIPT", "LOAD", s.src); err != nil {
 			return err

@@ -2,10 +2,8 @@ package redlock_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -290,30 +288,23 @@ func TestLockTooSlowForItsLeaseIsRolledBack(t *testing.T) {
 }
 
 func TestRollbackErrorsAreReturned(t *testing.T) {
-	cl := redlocktest.Start(t, 3)
+	cl := redlocktest.Start(t, 3, redlocktest.WithProxy())
 	seize(t, cl, 0, "rberr")
-	// Node 1 refuses every connection (dead); node 2 answers the acquisition
-	// with yes, then refuses new connections: the pools keep no idle
-	// connection, so its rollback must dial again and fails.
+	// Node 1 is dead; node 2 answers the acquisition with yes, and its
+	// proxy then closes the connection that carries the rollback (the only
+	// command naming the unlock channel here) before the node sees it.
+	require.NoError(t, cl.Kill(1))
+	require.NoError(t, cl.Intercept(2, "redlock:unlock:rberr", redlocktest.Action{Close: true}))
 	var nodes []*redlock.Node
 	for i, addr := range cl.Addrs() {
-		i, addr := i, addr
-		var mu sync.Mutex
-		dials := 0
-		p := &redis.Pool{MaxIdle: 0, Dial: func() (redis.Conn, error) {
-			mu.Lock()
-			defer mu.Unlock()
-			dials++
-			if i == 1 || (i == 2 && dials > 1) {
-				return nil, errors.New("dial refused by the test")
-			}
-			return redis.Dial("tcp", addr)
+		addr := addr
+		p := &redis.Pool{DialContext: func(ctx context.Context) (redis.Conn, error) {
+			return redis.DialContext(ctx, "tcp", addr)
 		}}
 		t.Cleanup(func() { p.Close() })
 		nodes = append(nodes, redlock.NewNode(fmt.Sprint("n", i), p))
 	}
-	// Quarantine off: its node checks would use up node 2's one good dial.
-	c, err := redlock.New(nodes, redlock.WithNodeTimeout(nodeTimeout), redlock.WithQuarantine(0))
+	c, err := redlock.New(nodes, redlock.WithNodeTimeout(nodeTimeout))
 	require.NoError(t, err)
 	defer c.Close()
 	ok, err := c.NewMutex("rberr").TryLock(context.Background(), 0, 0)

@@ -455,8 +455,8 @@ func lockHolders(t *testing.T, cl *redlocktest.Cluster, i int, name string) []st
 	return out
 }
 
-// isHeld asks m.IsHeld, again when a node's stale pooled connection made the
-// first answer ErrNoQuorum.
+// isHeld asks m.IsHeld, again when a connection that a restart broke made
+// the first answer ErrNoQuorum.
 func isHeld(t *testing.T, m *redlock.Mutex) bool {
 	t.Helper()
 	var err error
@@ -474,7 +474,7 @@ func isHeld(t *testing.T, m *redlock.Mutex) bool {
 type restartHazardCase struct {
 	name       string
 	optsB      []redlock.Option // of the second owner's client
-	warm       bool             // B's client talked to every node before the restarts
+	warm       bool             // B's client was dialled, and talked to every node, before the restarts
 	age        time.Duration    // how old the cluster is when the restarts begin
 	wait       time.Duration    // B's TryLock wait; default 200ms
 	twoHolders bool             // the second owner gets the lock while the first still holds it
@@ -527,13 +527,20 @@ func restartHazardRun(t *testing.T, tc restartHazardCase) {
 	clientA, err := redlock.Dial(cl.URLs(), redlock.WithNodeTimeout(100*time.Millisecond))
 	require.NoError(t, err)
 	t.Cleanup(func() { clientA.Close() })
-	clientB, err := redlock.Dial(cl.URLs(), append([]redlock.Option{redlock.WithNodeTimeout(100 * time.Millisecond)}, tc.optsB...)...)
-	require.NoError(t, err)
-	t.Cleanup(func() { clientB.Close() })
+	// A client reads every node's run_id when it connects, at Dial: a warm
+	// client B is dialled before the restarts, a fresh one after them.
+	dialB := func() *redlock.Client {
+		clientB, err := redlock.Dial(cl.URLs(), append([]redlock.Option{redlock.WithNodeTimeout(100 * time.Millisecond)}, tc.optsB...)...)
+		require.NoError(t, err)
+		t.Cleanup(func() { clientB.Close() })
+		return clientB
+	}
+	var clientB *redlock.Client
 	counter, err := redis.Dial("tcp", ctr.Addrs()[0])
 	require.NoError(t, err)
 	defer counter.Close()
 	if tc.warm {
+		clientB = dialB()
 		_, err := clientB.NewMutex("warm-up").IsLocked(ctx)
 		require.NoError(t, err)
 	}
@@ -543,6 +550,9 @@ func restartHazardRun(t *testing.T, tc restartHazardCase) {
 	require.NoError(t, cl.Kill(4))
 	a := clientA.NewMutex("hazard")
 	require.NoError(t, a.Lock(ctx))
+	// A's requests to nodes 3 and 4 wait for a connection within their node
+	// timeout: once it has passed, they can no longer land there.
+	time.Sleep(200 * time.Millisecond)
 	spanA := holdSpan{Owner: "A", Start: monoNow(), Valid: monoNow() + int64(time.Until(a.Until()))}
 	lostA := a.Lost()
 	for i := 0; i < 3; i++ {
@@ -554,6 +564,10 @@ func restartHazardRun(t *testing.T, tc restartHazardCase) {
 	require.NoError(t, cl.Restart(0)) // forgets A's hold at once
 	require.NoError(t, cl.Restart(3))
 	require.NoError(t, cl.Restart(4))
+	if !tc.warm {
+		clientB = dialB()
+	}
+	waitReachable(t, clientB)
 
 	b := clientB.NewMutex("hazard")
 	// A short wait: the first attempt may meet connections the restarts
@@ -609,9 +623,9 @@ func restartHazardRun(t *testing.T, tc restartHazardCase) {
 	assert.Equal(t, fieldB, lockHolders(t, cl, 3, "hazard"))
 	assert.Equal(t, fieldB, lockHolders(t, cl, 4, "hazard"))
 	assert.False(t, closed(b.Lost()))
-	// Asking a quorum would tell A, but nothing in A's path asks. (A's pool
-	// may still have a connection to node 0 from before its restart, whose
-	// first call fails, so ask again.)
+	// Asking a quorum would tell A, but nothing in A's path asks. (A's
+	// client reconnects to the restarted nodes within a backoff period.)
+	waitReachable(t, clientA)
 	assert.False(t, isHeld(t, a), "A holds only nodes 1 and 2")
 	assert.True(t, isHeld(t, b))
 	assert.Len(t, v.Violations, 1, "the checker must see two holders")
@@ -623,8 +637,8 @@ func restartHazardRun(t *testing.T, tc restartHazardCase) {
 }
 
 // unlockRetrying unlocks m, again while too few nodes answer: A's hold is
-// left on nodes 1 and 2 only, and node 0's pooled connection from before its
-// restart fails once, so the first release may reach no quorum.
+// left on nodes 1 and 2 only, and A's client may not have reconnected to
+// the restarted nodes yet, so the first release may reach no quorum.
 func unlockRetrying(t *testing.T, m *redlock.Mutex) {
 	t.Helper()
 	var err error

@@ -42,14 +42,14 @@ func TestUnitNodeError(t *testing.T) {
 		})
 	}
 
-	n := NewNode("n1", unitPool(nil))
+	n := &peer{Node: NewNode("n1", unitPool(nil))}
 	ne := n.fail(context.Canceled)
 	assert.Equal(t, "node n1: context canceled", ne.Error())
 	require.ErrorIs(t, ne, context.Canceled)
 }
 
 func TestUnitQuorumError(t *testing.T) {
-	nodes := []*Node{NewNode("n1", unitPool(nil)), NewNode("n2", unitPool(nil)), NewNode("n3", unitPool(nil))}
+	nodes := []*peer{{Node: NewNode("n1", unitPool(nil))}, {Node: NewNode("n2", unitPool(nil))}, {Node: NewNode("n3", unitPool(nil))}}
 	tests := []struct {
 		name    string
 		votes   []vote

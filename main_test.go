@@ -1,6 +1,7 @@
 package redlock_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -88,6 +89,25 @@ func eventuallyCounts(t *testing.T, cl *redlocktest.Cluster, name string, want [
 func eventuallyFree(t *testing.T, cl *redlocktest.Cluster, name string) {
 	t.Helper()
 	eventuallyCounts(t, cl, name, repeat("", cl.N()))
+}
+
+// waitReachable waits until c has a working connection to every node: a
+// node that restarted rejoins at its next connection attempt, within a
+// backoff period of its return.
+func waitReachable(t *testing.T, c *redlock.Client) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		views, err := c.Inspect(context.Background(), "reachable")
+		if err != nil {
+			return false
+		}
+		for _, v := range views {
+			if v.Err != nil {
+				return false
+			}
+		}
+		return true
+	}, 5*time.Second, 5*time.Millisecond, "the client never reached every node")
 }
 
 func repeat(s string, n int) []string {

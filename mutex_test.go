@@ -55,17 +55,51 @@ func unitPool(dials *atomic.Int64) *redis.Pool {
 }
 
 // unitClients returns a Client from Dial on an address where nothing
-// listens, and one from New over a pool that counts its dials.
-func unitClients(t *testing.T) (dialed, counted *Client, dials *atomic.Int64) {
+// listens, and one from New over pools that refuse every dial; sent counts
+// the requests either hands to a node. (Both clients try to connect in the
+// background from the start: the requests, not the dials, tell whether a
+// call reached for the network.)
+func unitClients(t *testing.T) (dialed, counted *Client, sent *atomic.Int64) {
 	t.Helper()
 	dialed, err := Dial([]string{unitUnreachable})
 	require.NoError(t, err)
 	t.Cleanup(func() { dialed.Close() })
-	dials = new(atomic.Int64)
-	counted, err = New([]*Node{NewNode("a", unitPool(dials)), NewNode("b", unitPool(dials)), NewNode("c", unitPool(dials))})
+	counted, err = New([]*Node{NewNode("a", unitPool(nil)), NewNode("b", unitPool(nil)), NewNode("c", unitPool(nil))})
 	require.NoError(t, err)
 	t.Cleanup(func() { counted.Close() })
-	return dialed, counted, dials
+	sent = unitCountRequests(dialed)
+	unitCountRequestsInto(counted, sent)
+	return dialed, counted, sent
+}
+
+// unitCounting is a transport that counts the requests handed to it.
+type unitCounting struct {
+	transport
+	n *atomic.Int64
+}
+
+func (t unitCounting) send(c call, deadline time.Time, to receiver, i int) {
+	t.n.Add(1)
+	t.transport.send(c, deadline, to, i)
+}
+
+func (t unitCounting) sendBatch(calls []call, deadline time.Time, to receiver) {
+	t.n.Add(int64(len(calls)))
+	t.transport.sendBatch(calls, deadline, to)
+}
+
+// unitCountRequests makes every node of a new Client c count the requests
+// it is handed.
+func unitCountRequests(c *Client) *atomic.Int64 {
+	n := new(atomic.Int64)
+	unitCountRequestsInto(c, n)
+	return n
+}
+
+func unitCountRequestsInto(c *Client, n *atomic.Int64) {
+	for _, p := range c.peers {
+		p.t = unitCounting{p.t, n}
+	}
 }
 
 // unitMutexCall is one method of Mutex that returns an error.
@@ -125,7 +159,7 @@ func unitMutexCalls() []unitMutexCall {
 }
 
 func TestUnitMutexEmptyName(t *testing.T) {
-	dialed, counted, dials := unitClients(t)
+	dialed, counted, sent := unitClients(t)
 	for cname, c := range map[string]*Client{"Dial": dialed, "New": counted} {
 		m := c.NewMutex("")
 		for _, mc := range unitMutexCalls() {
@@ -140,11 +174,11 @@ func TestUnitMutexEmptyName(t *testing.T) {
 		}
 		assert.Equal(t, "", m.Name())
 	}
-	assert.Zero(t, dials.Load(), "an invalid call must not reach the network")
+	assert.Zero(t, sent.Load(), "an invalid call must not reach the network")
 }
 
 func TestUnitMutexBadArguments(t *testing.T) {
-	dialed, counted, dials := unitClients(t)
+	dialed, counted, sent := unitClients(t)
 	tests := []struct {
 		name string
 		call func(ctx context.Context, m *Mutex) error
@@ -192,24 +226,25 @@ func TestUnitMutexBadArguments(t *testing.T) {
 		}
 		assert.True(t, m.Until().IsZero())
 	}
-	assert.Zero(t, dials.Load(), "an invalid call must not reach the network")
+	assert.Zero(t, sent.Load(), "an invalid call must not reach the network")
 }
 
 func TestUnitClosed(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	dials := new(atomic.Int64)
+	sent := new(atomic.Int64)
 	for _, tc := range []struct {
 		name string
 		open func() (*Client, error)
 	}{
 		{"Dial", func() (*Client, error) { return Dial([]string{unitUnreachable}) }},
 		{"New", func() (*Client, error) {
-			return New([]*Node{NewNode("a", unitPool(dials)), NewNode("b", unitPool(dials)), NewNode("c", unitPool(dials))})
+			return New([]*Node{NewNode("a", unitPool(nil)), NewNode("b", unitPool(nil)), NewNode("c", unitPool(nil))})
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := tc.open()
 			require.NoError(t, err)
+			unitCountRequestsInto(c, sent)
 			before := c.NewMutex("unit")
 
 			// Concurrent and repeated Close calls all succeed.
@@ -244,7 +279,7 @@ func TestUnitClosed(t *testing.T) {
 			}
 		})
 	}
-	assert.Zero(t, dials.Load(), "a call after Close must not reach the network")
+	assert.Zero(t, sent.Load(), "a call after Close must not reach the network")
 }
 
 func assertClosedChan(t *testing.T, ch <-chan struct{}) {

@@ -20,6 +20,7 @@ type options struct {
 	fencing     bool
 	quarantine  time.Duration // < 0: the longest lease used (the default); 0: off
 	youngNodes  bool          // also quarantine nodes first seen with a short uptime
+	conns       int           // long-lived connections per node
 }
 
 func defaultOptions() options {
@@ -30,6 +31,7 @@ func defaultOptions() options {
 		prefix:      "redlock:",
 		logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
 		quarantine:  -1,
+		conns:       2,
 	}
 }
 
@@ -55,6 +57,9 @@ func (o *options) validate() error {
 	if o.quarantine < -1 {
 		return invalid("WithQuarantine(%v): the period must not be negative", o.quarantine)
 	}
+	if o.conns < 1 || o.conns > maxConns {
+		return invalid("WithConnections(%d): want 1 to %d connections per node", o.conns, maxConns)
+	}
 	if o.youngNodes && o.quarantine == 0 {
 		return invalid("WithQuarantineYoungNodes with WithQuarantine(0): quarantine is off")
 	}
@@ -73,11 +78,24 @@ func WithLease(d time.Duration) Option { return func(o *options) { o.lease = d }
 // lease - elapsed - (lease*f + 2ms). Default 0.01; it must be in [0, 0.5).
 func WithDriftFactor(f float64) Option { return func(o *options) { o.driftFactor = f } }
 
-// WithNodeTimeout bounds every round trip to one node: getting a connection,
-// sending the command and reading its reply. A node that does not answer in
-// time counts as failed for that call. Default 250ms; it must be below a
-// third of the lease (far below is better).
+// WithNodeTimeout bounds every command's round trip to one node: a node that
+// does not answer in time counts as failed for that call. Connecting to a
+// node is not part of it: connections are long-lived, dialled and set up in
+// the background within their own, longer bound (8 node timeouts, at least
+// 2s), so a node whose round trip is close to the node timeout still
+// counts. Default 250ms; it must be below a third of the lease (far below is
+// better).
 func WithNodeTimeout(d time.Duration) Option { return func(o *options) { o.nodeTimeout = d } }
+
+// maxConns bounds WithConnections.
+const maxConns = 64
+
+// WithConnections sets how many long-lived connections the client keeps to
+// each node for commands (pub/sub has one more). Concurrent calls share
+// them: the requests queued on a connection while it writes go out in its
+// next write. Default 2; more helps only when one connection's writes or
+// reads become the bottleneck (many cores, large batches).
+func WithConnections(n int) Option { return func(o *options) { o.conns = n } }
 
 // WithKeyPrefix sets the namespace of every key and pub/sub channel the
 // client uses. Default "redlock:".
@@ -103,15 +121,16 @@ func WithTLSConfig(c *tls.Config) Option { return func(o *options) { o.tls = c }
 func WithFencing() Option { return func(o *options) { o.fencing = true } }
 
 // WithQuarantine sets how long a node that restarted does not count toward
-// any quorum (acquisition, renewal, release), counted from its start: the
-// "delayed restart" of the Redlock paper, done by the client. A node restarted
-// without persistence forgets the locks it held; kept out for at least the
-// longest lease in use, it cannot hand one out again while its old holder
-// still trusts it. It is still written to, so it is warm when it rejoins.
-// A restart is a change of the node's run_id this client observed; the check
-// runs on every new connection of a pool opened by Dial (and every lease/3,
-// or after a failed call, for pools given to NewNode). Default: the longest
-// lease this client has used; 0 turns quarantine off. Negative is invalid.
+// an acquisition or a renewal, counted from its start: the "delayed restart"
+// of the Redlock paper, done by the client. A node restarted without
+// persistence forgets the locks it held; kept out for at least the longest
+// lease in use, it cannot hand one out again while its old holder still
+// trusts it. It is still written to, so it is warm when it rejoins. A
+// restart is a change of the node's run_id this client observed: every
+// connection reads it (INFO server) when it is set up, before it serves a
+// command, and a restart always breaks the connections. Default: the
+// longest lease this client has used; 0 turns quarantine off. Negative is
+// invalid.
 func WithQuarantine(d time.Duration) Option {
 	return func(o *options) {
 		if d < 0 {

@@ -15,7 +15,7 @@ import (
 // fails, and stops on Close.
 type subscriber struct {
 	c *Client
-	n *Node
+	n *peer
 
 	mu        sync.Mutex               // protects the fields below
 	conn      redis.Conn               // nil while disconnected
@@ -28,7 +28,7 @@ type subscriber struct {
 	reader worker
 }
 
-func newSubscriber(c *Client, n *Node) *subscriber {
+func newSubscriber(c *Client, n *peer) *subscriber {
 	return &subscriber{
 		c: c, n: n,
 		refs:      make(map[string]int),
@@ -42,9 +42,9 @@ func newSubscriber(c *Client, n *Node) *subscriber {
 // subscription is active on a quorum of them (or a node timeout passed):
 // every release publishes on a quorum, and two quorums share a node.
 func (c *Client) subscribe(ctx context.Context, channel string) {
-	ok := make(chan bool, len(c.ps))
-	for _, s := range c.ps {
-		s.add(channel, ok)
+	ok := make(chan bool, len(c.peers))
+	for _, p := range c.peers {
+		p.sub.add(channel, ok)
 	}
 	t := time.NewTimer(c.opts.nodeTimeout)
 	defer t.Stop()
@@ -63,8 +63,8 @@ func (c *Client) subscribe(ctx context.Context, channel string) {
 
 // unsubscribe removes a waiter of channel on every node.
 func (c *Client) unsubscribe(channel string) {
-	for _, s := range c.ps {
-		s.remove(channel)
+	for _, p := range c.peers {
+		p.sub.remove(channel)
 	}
 }
 
@@ -178,16 +178,11 @@ func (s *subscriber) run() {
 	}
 }
 
+// dial opens the pub/sub connection, bounded as every connection's set-up.
 func (s *subscriber) dial() (redis.Conn, error) {
-	ctx, cancel := context.WithTimeout(s.c.ctx, s.c.opts.nodeTimeout)
+	ctx, cancel := context.WithTimeout(s.c.ctx, s.c.setupTimeout())
 	defer cancel()
-	if s.n.pool.DialContext != nil {
-		return s.n.pool.DialContext(ctx)
-	}
-	if s.n.pool.Dial != nil {
-		return s.n.pool.Dial()
-	}
-	return s.n.pool.GetContext(ctx)
+	return s.n.dial(ctx)
 }
 
 // attach makes conn the live connection and subscribes to every channel

@@ -83,20 +83,16 @@ type slot struct {
 	reply interface{} // nil until answered
 	err   error       // nil until failed
 	vote  vote
-	got   bool // answered (or failed) before the decision
+	got   bool // counted before the decision: answered, failed, or given up on
+	heard bool // counted from its own answer (not given up on)
 }
 
-// answer is one node's reply to a round's call, sent by its goroutine.
+// answer is one node's reply to a round's call.
 type answer struct {
 	node  int
 	reply interface{}
 	err   error
 }
-
-// undoFunc takes back one node's effect of an acquisition that failed. It
-// runs in that node's goroutine after the node's own call returned or timed
-// out, so it is never sent ahead of the call it undoes.
-type undoFunc func(ctx context.Context, n *Node) error
 
 // round is one script call fanned out to every node at once. A round with
 // an undo is an acquisition: the answers of nodes in restart quarantine
@@ -107,21 +103,36 @@ type undoFunc func(ctx context.Context, n *Node) error
 type round struct {
 	c        *Client
 	ballot   ballot
-	nodes    []slot // by node, in the Client's order
+	nodes    []slot // by node, in the Client's order: what collect counted
 	classify func(interface{}) vote
-	answers  chan answer // from the node goroutines to collect
+	answers  chan answer // from receive to collect
 	start    time.Time
 
-	// inflight counts the node calls still at work; a hold granted by this
-	// round may still get late answers while it is above zero.
+	// inflight counts the node calls not answered yet; a hold granted by
+	// this round may still get late answers while it is above zero.
 	inflight atomic.Int32
 
-	// With an undo, the node goroutines wait on decided, then undo their
-	// effect when failed is set.
-	undo     undoFunc
-	decided  chan struct{}
-	failed   bool
-	undoErrs chan error
+	undo     func() call  // makes the call that rolls a node back
+	undoErrs chan nodeErr // the rollbacks settle waits for
+
+	mu       sync.Mutex // protects the fields below, shared with receive
+	undos    []nodeUndo // by node
+	failed   bool       // settled as failed
+	rollback call       // undo's call, once failed
+}
+
+// nodeUndo is one node's part in the rollback of a failed acquisition.
+type nodeUndo struct {
+	heard   bool    // its answer arrived
+	outcome outcome // that answer
+	sent    bool    // its rollback was sent
+	waited  bool    // settle waits for its rollback
+}
+
+// nodeErr is a rollback's outcome on node i.
+type nodeErr struct {
+	i   int
+	err error
 }
 
 // fanout sends one script call to every node at once, each bounded by the
@@ -129,17 +140,15 @@ type round struct {
 // never waits for a straggler after that, nor after ctx is done. classify
 // turns a node's reply into its vote. With an undo the round is an
 // acquisition (see round) and must be settled with settle.
-func (c *Client) fanout(ctx context.Context, s script, args []interface{}, classify func(interface{}) vote, stop func(*ballot) bool, undo undoFunc) *round {
-	r := c.launch(ctx, s.call(args...), classify, undo)
+func (c *Client) fanout(ctx context.Context, s script, args []interface{}, classify func(interface{}) vote, stop func(*ballot) bool, undo func() call) *round {
+	r := c.launch(s.call(args...), classify, undo)
 	r.collect(ctx, stop)
 	return r
 }
 
-// launch starts one goroutine per node that sends cl. Once Close has begun
-// waiting for the Client's goroutines, it starts none and every node fails
-// with ErrClosed.
-func (c *Client) launch(ctx context.Context, cl call, classify func(interface{}) vote, undo undoFunc) *round {
-	n := len(c.nodes)
+// launch sends cl to every node, due a node timeout from now.
+func (c *Client) launch(cl call, classify func(interface{}) vote, undo func() call) *round {
+	n := len(c.peers)
 	r := &round{
 		c:        c,
 		ballot:   newBallot(n),
@@ -150,60 +159,42 @@ func (c *Client) launch(ctx context.Context, cl call, classify func(interface{})
 		undo:     undo,
 	}
 	if undo != nil {
-		r.decided = make(chan struct{})
-		r.undoErrs = make(chan error, n)
+		r.undos = make([]nodeUndo, n)
 	}
-	if !c.goAdd(n) {
-		for i, node := range c.nodes {
-			r.nodes[i] = slot{err: node.fail(ErrClosed), got: true}
-			r.ballot.add(voteFailed)
-		}
-		return r
-	}
-	// Node calls run detached from ctx, bounded by the node timeout from the
-	// start of the round: a call that answers after the decision (a release
-	// on a slow node, a rollback) still lands when the caller cancels ctx on
-	// return. The last node goroutine to finish releases the deadline.
-	nctx, deadline, release := detached(ctx, c.opts.nodeTimeout)
 	r.inflight.Store(int32(n))
-	for i, node := range c.nodes {
-		go r.callNode(ctx, nctx, deadline, release, i, node, cl)
+	deadline := r.start.Add(c.opts.nodeTimeout)
+	for i, p := range c.peers {
+		p.t.send(cl, deadline, r, i)
 	}
 	return r
 }
 
-// callNode is node i's part of the round: send the call, hand the answer to
-// collect, and in a failed acquisition roll the node back.
-func (r *round) callNode(ctx, nctx context.Context, deadline time.Time, release context.CancelFunc, i int, node *Node, cl call) {
-	defer r.c.bg.Done()
-	defer func() {
-		if r.inflight.Add(-1) == 0 {
-			release()
-		}
-	}()
-	reply, err := node.eval(nctx, deadline, cl)
+// receive takes node i's answer to collect and, in an acquisition already
+// settled as failed, rolls the node back if the answer shows the call may
+// have applied.
+func (r *round) receive(i int, reply interface{}, err error) {
 	r.answers <- answer{i, reply, err}
-	if r.undo == nil {
-		return
+	if r.undo != nil {
+		r.mu.Lock()
+		u := &r.undos[i]
+		u.heard, u.outcome = true, outcome{reply, err}
+		late := r.failed && !u.sent && mayHaveApplied(reply, err, r.classify)
+		u.sent = u.sent || late
+		r.mu.Unlock()
+		if late {
+			r.sendRollback(i)
+		}
 	}
-	<-r.decided
-	if !r.failed || !mayHaveApplied(reply, err, r.classify) {
-		return
-	}
-	uerr := r.undo(context.WithoutCancel(ctx), node)
-	if sl := &r.nodes[i]; sl.got && sl.vote == voteYes {
-		r.undoErrs <- uerr // it said yes: a key of ours is left if this failed
-		return
-	}
-	if uerr != nil {
-		r.c.opts.logger.Warn("redlock: rollback failed where the outcome was unknown; a key left there expires with its lease", "node", node.name, "err", uerr)
-	}
+	r.inflight.Add(-1)
 }
 
 // collect reads answers until stop says the outcome is certain. When ctx
-// ends first, or an acquisition gives up on its slowest nodes, the nodes
-// not heard from count as failed and finish in the background.
+// ends first, the node timeout passes, or an acquisition gives up on its
+// slowest nodes, the nodes not heard from count as failed; their answers
+// may still come, and receive takes them.
 func (r *round) collect(ctx context.Context, stop func(*ballot) bool) {
+	timeout := time.NewTimer(r.c.opts.nodeTimeout - since(r.start))
+	defer timeout.Stop()
 	var patience *time.Timer // armed once an acquisition met another owner
 	var giveUp <-chan time.Time
 	defer func() {
@@ -215,6 +206,9 @@ func (r *round) collect(ctx context.Context, stop func(*ballot) bool) {
 		select {
 		case a := <-r.answers:
 			r.record(a)
+		case <-timeout.C:
+			r.abandon(fmt.Errorf("%w: no answer within the node timeout %v", context.DeadlineExceeded, r.c.opts.nodeTimeout))
+			return
 		case <-giveUp:
 			// Success needs a node far slower than the others while another
 			// owner holds some: failing now is safe (only success must be
@@ -229,8 +223,7 @@ func (r *round) collect(ctx context.Context, stop func(*ballot) bool) {
 		}
 		if r.undo != nil && r.ballot.no > 0 && !r.ballot.won() {
 			// Patience: four times as long as the answers so far took, and
-			// at least a quarter of the node timeout (a node that is merely
-			// dialling a new connection is not a straggler).
+			// at least a quarter of the node timeout.
 			d := max(4*since(r.start)+time.Millisecond, r.c.opts.nodeTimeout/4)
 			if patience == nil {
 				patience = time.NewTimer(d)
@@ -244,27 +237,34 @@ func (r *round) collect(ctx context.Context, stop func(*ballot) bool) {
 
 // record counts one node's answer.
 func (r *round) record(a answer) {
-	c, node := r.c, r.c.nodes[a.node]
+	p := r.c.peers[a.node]
 	v := voteFailed
+	var err error
 	if a.err == nil {
 		v = r.classify(a.reply)
 		if r.undo != nil {
-			if qerr := c.quarantined(node); qerr != nil {
-				v, a.err = voteFailed, node.fail(qerr)
+			if qerr := r.c.quarantined(p); qerr != nil {
+				v, err = voteFailed, p.fail(qerr)
 			}
 		}
-	} else if !node.owned {
-		c.observeSoon()
+	} else {
+		err = p.fail(a.err)
 	}
-	r.nodes[a.node] = slot{reply: a.reply, err: a.err, vote: v, got: true}
+	r.nodes[a.node] = slot{reply: a.reply, err: err, vote: v, got: true, heard: true}
 	r.ballot.add(v)
 }
 
-// abandon counts every node not heard from as failed with err.
+// abandon counts every node not heard from as failed with err, and with
+// why the node is not connected, if it is not.
 func (r *round) abandon(err error) {
-	for i, node := range r.c.nodes {
+	for i, p := range r.c.peers {
 		if !r.nodes[i].got {
-			r.nodes[i].err = node.fail(err)
+			nerr := err
+			if why := p.t.unreachable(); why != nil {
+				nerr = fmt.Errorf("%w; not connected: %w", err, why)
+			}
+			r.nodes[i].err = p.fail(nerr)
+			r.nodes[i].got = true
 			r.ballot.add(voteFailed)
 		}
 	}
@@ -276,28 +276,113 @@ func mayHaveApplied(reply interface{}, err error, classify func(interface{}) vot
 	if err == nil {
 		return classify(reply) == voteYes
 	}
-	var ne *NodeError
-	return !errors.As(err, &ne) || !ne.unsent
+	return !errors.Is(err, errNotSent)
 }
 
-// settle ends a round started with an undo. When failed, every node that
-// said yes, failed after the command may have reached it, or has not
-// answered yet is rolled back, each after its own call returned. settle waits
-// for the rollbacks of the nodes that said yes and returns their errors; the
-// others roll back in the background (a failure there is logged: whether a
-// key was left is unknown, and it expires with its lease).
+// settle ends an acquisition. When failed, every node that said yes, failed
+// after its call may have reached it, or has not answered yet is rolled
+// back: those heard from at once, the others when their answer comes, so a
+// rollback is never sent ahead of the call it undoes. settle waits, up to a
+// node timeout, for the rollbacks of the nodes counted as yes and returns
+// their errors; the others roll back on their own (a failure there is
+// logged: whether a key was left is unknown, and it expires with its
+// lease).
 func (r *round) settle(failed bool) error {
-	r.failed = failed
-	close(r.decided)
 	if !failed {
 		return nil
 	}
+	rollback := r.undo()
+	var now []int
+	waited := 0
+	r.mu.Lock()
+	r.failed, r.rollback = true, rollback
+	for i := range r.undos {
+		u, sl := &r.undos[i], &r.nodes[i]
+		o := u.outcome
+		switch {
+		case sl.heard:
+			o = outcome{sl.reply, sl.err}
+		case !u.heard:
+			continue // receive rolls it back when its answer comes
+		}
+		if !mayHaveApplied(o.reply, o.err, r.classify) {
+			continue
+		}
+		u.sent = true
+		now = append(now, i)
+		if sl.heard && sl.vote == voteYes {
+			u.waited = true
+			waited++
+		}
+	}
+	r.undoErrs = make(chan nodeErr, waited)
+	r.mu.Unlock()
+	for _, i := range now {
+		r.sendRollback(i)
+	}
+	return r.waitRollbacks(waited)
+}
+
+// sendRollback sends node i the round's rollback, due a node timeout from
+// now.
+func (r *round) sendRollback(i int) {
+	r.c.peers[i].t.send(r.rollback, now().Add(r.c.opts.nodeTimeout), rollbackTo{r}, i)
+}
+
+// rollbackTo receives the outcome of a round's rollbacks.
+type rollbackTo struct{ r *round }
+
+func (t rollbackTo) receive(i int, reply interface{}, err error) {
+	r := t.r
+	if err == nil {
+		if _, ok := reply.(int64); !ok {
+			err = fmt.Errorf("unexpected reply %v", reply)
+		}
+	}
+	var nerr error
+	if err != nil {
+		ne := r.c.peers[i].fail(err)
+		ne.Err = fmt.Errorf("rollback: %w", ne.Err)
+		nerr = ne
+	}
+	r.mu.Lock()
+	waited := r.undos[i].waited
+	r.mu.Unlock()
+	switch {
+	case waited:
+		r.undoErrs <- nodeErr{i, nerr}
+	case nerr != nil:
+		r.c.opts.logger.Warn("redlock: rollback failed where the outcome was unknown; a key left there expires with its lease", "node", r.c.peers[i].name, "err", nerr)
+	}
+}
+
+// waitRollbacks waits up to a node timeout for the rollbacks of the waited
+// nodes and returns their errors.
+func (r *round) waitRollbacks(waited int) error {
+	if waited == 0 {
+		return nil
+	}
 	var errs *multierror.Error
-	for _, sl := range r.nodes {
-		if sl.got && sl.vote == voteYes {
-			if err := <-r.undoErrs; err != nil {
-				errs = appendError(errs, err)
+	t := time.NewTimer(r.c.opts.nodeTimeout)
+	defer t.Stop()
+	got := make(map[int]bool, waited)
+	for len(got) < waited {
+		select {
+		case ne := <-r.undoErrs:
+			got[ne.i] = true
+			if ne.err != nil {
+				errs = appendError(errs, ne.err)
 			}
+		case <-t.C:
+			r.mu.Lock()
+			for i, u := range r.undos {
+				if u.waited && !got[i] {
+					ne := r.c.peers[i].fail(fmt.Errorf("rollback: %w: no answer within the node timeout", context.DeadlineExceeded))
+					errs = appendError(errs, ne)
+				}
+			}
+			r.mu.Unlock()
+			return errs.ErrorOrNil()
 		}
 	}
 	return errs.ErrorOrNil()
@@ -320,49 +405,96 @@ func (r *round) noQuorum(op string) error {
 	return &quorumError{op: op, yes: b.yes, no: b.no, unheard: b.n - b.yes - b.no - b.failed, need: b.need, n: b.n, nodes: r.nodeErrors()}
 }
 
-// eachNode runs f for every node at once and returns when all have
-// returned.
-func (c *Client) eachNode(f func(i int, n *Node)) {
-	var wg sync.WaitGroup
-	wg.Add(len(c.nodes))
-	for i, n := range c.nodes {
-		go func() {
-			defer wg.Done()
-			f(i, n)
-		}()
-	}
-	wg.Wait()
-}
-
 // batchResult is what one node answered to a broadcast.
 type batchResult struct {
-	replies []interface{} // one per call; a call the node refused has its redis.Error
-	err     error         // the node failed as a whole: no reply came
+	replies []interface{} // one per call; a call the node refused has its serverError
+	err     error         // the node failed as a whole: no reply came, or not all
 	counted bool          // not in restart quarantine: its answers count toward a quorum
 }
 
-// broadcast sends node i the calls that calls(i) gives (none: the node is
-// skipped), pipelined in one round trip, to every node at once, each bounded
-// by timeout, and returns every node's result once all have answered or
-// failed.
-func (c *Client) broadcast(ctx context.Context, timeout time.Duration, calls func(i int) []call) []batchResult {
-	out := make([]batchResult, len(c.nodes))
-	c.eachNode(func(i int, n *Node) {
-		cs := calls(i)
-		if len(cs) == 0 {
-			return
-		}
-		res := &out[i]
-		res.replies, res.err = n.evalBatch(ctx, timeout, cs)
-		res.counted = c.quarantined(n) == nil
-	})
-	return out
+// refused returns the node's refusal when a batch's reply is one (its
+// serverError), nil otherwise: the error argument of redigo's reply
+// converters.
+func refused(reply interface{}) error {
+	err, _ := reply.(serverError)
+	if err == "" {
+		return nil
+	}
+	return err
 }
 
-// detached returns a context that keeps ctx's values but not its
-// cancellation, with a deadline timeout from now, and its release function.
-func detached(ctx context.Context, timeout time.Duration) (context.Context, time.Time, context.CancelFunc) {
-	nctx, release := context.WithTimeout(context.WithoutCancel(ctx), timeout)
-	deadline, _ := nctx.Deadline()
-	return nctx, deadline, release
+// batchTo gathers one node's replies to a broadcast's batch.
+type batchTo struct {
+	i    int
+	done chan<- *batchTo // told once every reply is in
+
+	mu     sync.Mutex // protects the fields below
+	left   int
+	result batchResult
+}
+
+func (b *batchTo) receive(j int, reply interface{}, err error) {
+	b.mu.Lock()
+	switch err.(type) {
+	case nil:
+		b.result.replies[j] = reply
+	case serverError:
+		b.result.replies[j] = err
+	default:
+		if b.result.err == nil {
+			b.result.err = err
+		}
+	}
+	b.left--
+	last := b.left == 0
+	b.mu.Unlock()
+	if last {
+		b.done <- b
+	}
+}
+
+// broadcast sends node i the calls that calls(i) gives (none: the node is
+// skipped), to go in one round trip, to every node at once, and returns
+// every node's result once all have answered, timeout has passed or ctx
+// has ended; a node that has not answered by then has failed.
+func (c *Client) broadcast(ctx context.Context, timeout time.Duration, calls func(i int) []call) []batchResult {
+	out := make([]batchResult, len(c.peers))
+	done := make(chan *batchTo, len(c.peers))
+	pending := make([]bool, len(c.peers))
+	waiting := 0
+	deadline := now().Add(timeout)
+	for i, p := range c.peers {
+		cs := calls(i)
+		if len(cs) == 0 {
+			continue
+		}
+		pending[i] = true
+		waiting++
+		b := &batchTo{i: i, done: done, left: len(cs), result: batchResult{replies: make([]interface{}, len(cs))}}
+		p.t.sendBatch(cs, deadline, b)
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	var gone error
+	for waiting > 0 && gone == nil {
+		select {
+		case b := <-done:
+			out[b.i], pending[b.i] = b.result, false
+			waiting--
+		case <-t.C:
+			gone = fmt.Errorf("%w: no reply within %v", context.DeadlineExceeded, timeout)
+		case <-ctx.Done():
+			gone = ctx.Err()
+		}
+	}
+	for i, p := range c.peers {
+		if pending[i] {
+			out[i] = batchResult{err: gone}
+		}
+		if out[i].err != nil {
+			out[i].err = p.fail(out[i].err)
+		}
+		out[i].counted = c.quarantined(p) == nil
+	}
+	return out
 }

@@ -154,20 +154,24 @@ func TestUnitBallot(t *testing.T) {
 	}
 }
 
-// TestUnitRoundStartedAfterCloseBegan: a round launched once Close has begun
-// waiting for the Client's goroutines starts none; every node fails with
-// ErrClosed, and settling the acquisition must not close its decision twice
-// (a second close panics).
-func TestUnitRoundStartedAfterCloseBegan(t *testing.T) {
-	_, c, dials := unitClients(t)
-	c.bgMu.Lock()
-	c.bgClosed = true // what Close sets before waiting for the goroutines
-	c.bgMu.Unlock()
-	var ok bool
+// TestUnitRoundAfterClose: a round that reaches the nodes after Close (a
+// call that passed its ErrClosed check just before Close began) gets
+// ErrClosed from every node at once, and settling it as failed neither
+// panics nor waits.
+func TestUnitRoundAfterClose(t *testing.T) {
+	_, c, _ := unitClients(t)
+	require.NoError(t, c.Close())
+	m := c.NewMutex("late")
+	start := time.Now()
+	var r *round
 	var err error
-	unitNoPanic(t, func() { ok, err = c.NewMutex("late").TryLock(context.Background(), 0, 0) })
-	assert.False(t, ok)
-	require.ErrorIs(t, err, ErrNoQuorum)
-	require.ErrorIs(t, err, ErrClosed)
-	assert.Zero(t, dials.Load(), "no node call may start")
+	unitNoPanic(t, func() {
+		args := []interface{}{m.key, m.marks, m.fence, m.field, 1, 30000, 1, 0}
+		r = c.fanout(context.Background(), acquireScript, args, classifyAcquire, (*ballot).certain, m.rollback(1, 0, 30*time.Second))
+		err = r.settle(true)
+	})
+	require.NoError(t, err, "no node said yes: nothing to roll back")
+	assert.True(t, r.ballot.unreachable())
+	require.ErrorIs(t, r.noQuorum("lock"), ErrClosed)
+	assert.Less(t, time.Since(start), 100*time.Millisecond, "a closed client's nodes fail at once")
 }

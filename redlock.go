@@ -35,19 +35,19 @@ import (
 )
 
 // Client coordinates locks over a fixed set of independent Redis masters.
-// It is safe for concurrent use. It owns one watchdog loop and one pub/sub
-// reader per node; Close stops them.
+// It is safe for concurrent use. It owns a few long-lived connections to
+// every node (WithConnections), one pub/sub connection per node and one
+// watchdog loop; Close stops them all.
 type Client struct {
-	nodes  []*Node
+	peers  []*peer // one per node, in the order given
 	opts   options
 	id     string // 128 random bits, hex: the first half of every owner field
 	quorum int
 	drift  time.Duration // drift allowance of the watchdog lease
 
-	owners     atomic.Uint64 // last owner id handed out
-	closed     atomic.Bool
-	maxLease   atomic.Int64  // longest lease used, nanoseconds: the default quarantine
-	observeNow chan struct{} // a caller-owned node failed: observe the nodes soon (restart.go)
+	owners   atomic.Uint64 // last owner id handed out
+	closed   atomic.Bool
+	maxLease atomic.Int64 // longest lease used, nanoseconds: the default quarantine
 
 	ctx    context.Context // cancelled by Close once holds are released; parent of background work
 	cancel context.CancelFunc
@@ -62,7 +62,6 @@ type Client struct {
 	queues map[string]*waitQueue // waiters per lock name, FIFO
 
 	wd *watchdog
-	ps []*subscriber // one pub/sub reader per node, same order as nodes
 
 	closeOnce sync.Once
 	closeErr  error
@@ -70,10 +69,10 @@ type Client struct {
 
 // Dial connects to independent Redis masters, one URL each:
 // redis://[user:password@]host:port[/db], rediss://... for TLS, or
-// unix:///path/to/socket[?db=N]. It opens one connection pool per URL,
-// sized for many goroutines, which Close closes. Dial does not contact the
-// nodes; the first call does. Bad URLs and options return an error wrapping
-// ErrInvalid.
+// unix:///path/to/socket[?db=N]. It starts connecting to every node in the
+// background and returns at once; a call made before a node's connection is
+// ready waits for it within the call's own node timeout. Bad URLs and
+// options return an error wrapping ErrInvalid.
 func Dial(urls []string, opts ...Option) (*Client, error) {
 	o, err := buildOptions(opts)
 	if err != nil {
@@ -98,7 +97,8 @@ func Dial(urls []string, opts ...Option) (*Client, error) {
 	return newClient(nodes, o)
 }
 
-// New builds a Client over nodes whose pools the caller owns: Close leaves
+// New builds a Client over nodes made with NewNode, whose pools the caller
+// owns: the Client dials its own connections with them and Close leaves
 // them open. Every node must be a different master. Bad nodes and options
 // return an error wrapping ErrInvalid.
 func New(nodes []*Node, opts ...Option) (*Client, error) {
@@ -114,6 +114,9 @@ func New(nodes []*Node, opts ...Option) (*Client, error) {
 		if n == nil || n.pool == nil {
 			return nil, invalid("node %d is nil or has no pool", i)
 		}
+		if n.dial == nil {
+			return nil, invalid("node %q: its pool has neither DialContext nor Dial", n.name)
+		}
 		if n.name == "" {
 			return nil, invalid("node %d has an empty name", i)
 		}
@@ -122,7 +125,7 @@ func New(nodes []*Node, opts ...Option) (*Client, error) {
 		}
 		seen[n.name] = true
 	}
-	return newClient(append([]*Node(nil), nodes...), o)
+	return newClient(nodes, o)
 }
 
 func newClient(nodes []*Node, o options) (*Client, error) {
@@ -132,7 +135,6 @@ func newClient(nodes []*Node, o options) (*Client, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Client{
-		nodes:  nodes,
 		opts:   o,
 		id:     hex.EncodeToString(id[:]),
 		quorum: quorum(len(nodes)),
@@ -142,17 +144,12 @@ func newClient(nodes []*Node, o options) (*Client, error) {
 		done:   make(chan struct{}),
 		holds:  make(map[*Mutex]struct{}),
 		queues: make(map[string]*waitQueue),
-
-		observeNow: make(chan struct{}, 1),
 	}
 	c.maxLease.Store(int64(o.lease))
 	c.wd = newWatchdog(c)
-	c.ps = make([]*subscriber, len(nodes))
+	c.peers = make([]*peer, len(nodes))
 	for i, n := range nodes {
-		c.ps[i] = newSubscriber(c, n)
-		if !n.owned && o.quarantine != 0 {
-			c.wd.start() // it watches caller-owned nodes for restarts
-		}
+		c.peers[i] = newPeer(c, n)
 	}
 	return c, nil
 }
@@ -168,9 +165,15 @@ func (c *Client) NewMutex(name string) *Mutex {
 // closeTimeout bounds the releases Close sends for holds still held.
 func (c *Client) closeTimeout() time.Duration { return 4 * c.opts.nodeTimeout }
 
+// setupTimeout bounds dialling a connection and setting it up: long enough
+// for a node whose round trip is close to the node timeout (a dial, AUTH,
+// and one pipelined round trip of INFO and SCRIPT LOAD), and apart from any
+// command's budget.
+func (c *Client) setupTimeout() time.Duration { return max(2*time.Second, 8*c.opts.nodeTimeout) }
+
 // Close releases every lock this client still holds (waiting at most a few
-// node timeouts), stops the watchdog and the pub/sub readers and waits for
-// them, and closes the pools Dial opened (pools given to NewNode stay open).
+// node timeouts), stops the watchdog, closes every connection and waits for
+// the goroutines that served them. Pools given to NewNode stay open.
 // Waiters blocked in Lock or TryLock return ErrClosed. Every later call
 // returns ErrClosed. Close is idempotent; it returns the errors of releases
 // that failed.
@@ -191,20 +194,13 @@ func (c *Client) Close() error {
 
 		c.cancel()
 		c.wd.stop()
-		for _, s := range c.ps {
-			s.stop()
+		for _, p := range c.peers {
+			p.sub.stop()
 		}
 		c.bgMu.Lock()
 		c.bgClosed = true
 		c.bgMu.Unlock()
 		c.bg.Wait()
-		for _, n := range c.nodes {
-			if n.owned {
-				if err := n.pool.Close(); err != nil {
-					errs = appendError(errs, &NodeError{Node: n.name, Addr: n.addr, Err: err})
-				}
-			}
-		}
 		c.closeErr = errs.ErrorOrNil()
 	})
 	return c.closeErr

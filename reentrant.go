@@ -194,16 +194,11 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew bool) attemp
 	return a
 }
 
-// rollback is the undo of the acquisition with sequence seq that followed
-// prev holds: it restores prev on one node.
-func (m *Mutex) rollback(seq int64, prev int, lease time.Duration) undoFunc {
-	c := m.c
-	return func(ctx context.Context, n *Node) error {
-		_, err := n.evalWithin(ctx, c.opts.nodeTimeout, rollbackScript.call(m.key, m.marks, m.field, seq, prev, m.channel, lease.Milliseconds()))
-		if ne, ok := err.(*NodeError); ok {
-			return &NodeError{Node: ne.Node, Addr: ne.Addr, Err: fmt.Errorf("rollback: %w", ne.Err)}
-		}
-		return err
+// rollback makes the call that undoes, on one node, the acquisition with
+// sequence seq that followed prev holds: it restores prev there.
+func (m *Mutex) rollback(seq int64, prev int, lease time.Duration) func() call {
+	return func() call {
+		return rollbackScript.call(m.key, m.marks, m.field, seq, prev, m.channel, lease.Milliseconds())
 	}
 }
 
@@ -519,18 +514,18 @@ func (c *Client) releaseHolds(ctx context.Context, ms []*Mutex) *multierror.Erro
 		for i, res := range results {
 			err := res.err
 			if err == nil {
-				_, rerr := redis.Int64(res.replies[j], nil)
+				_, rerr := redis.Int64(res.replies[j], refused(res.replies[j]))
 				if rerr == nil {
 					released++ // released, already gone, or not ours
 					continue
 				}
-				err = c.nodes[i].fail(fmt.Errorf("release: %w", rerr))
+				err = c.peers[i].fail(fmt.Errorf("release: %w", rerr))
 			}
 			nodeErrs = appendError(nodeErrs, err)
 		}
 		h.end(endReleased)
 		if released < c.quorum {
-			errs = appendError(errs, &quorumError{op: "release " + strconv.Quote(h.m.name) + " on close", yes: released, need: c.quorum, n: len(c.nodes), nodes: nodeErrs})
+			errs = appendError(errs, &quorumError{op: "release " + strconv.Quote(h.m.name) + " on close", yes: released, need: c.quorum, n: len(c.peers), nodes: nodeErrs})
 		}
 	}
 	return errs
@@ -633,20 +628,20 @@ func (c *Client) Inspect(ctx context.Context, name string) ([]NodeLock, error) {
 	}
 	read := []call{viewScript.call(m.key)}
 	results := c.broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return read })
-	out := make([]NodeLock, len(c.nodes))
+	out := make([]NodeLock, len(c.peers))
 	for i, res := range results {
-		out[i] = viewOf(c.nodes[i], m.key, res)
+		out[i] = viewOf(c.peers[i], m.key, res)
 	}
 	return out, nil
 }
 
 // viewOf reads view.lua's reply from one node.
-func viewOf(n *Node, key string, res batchResult) NodeLock {
+func viewOf(n *peer, key string, res batchResult) NodeLock {
 	v := NodeLock{Node: n.name, Key: key, Err: res.err}
 	if res.err != nil {
 		return v
 	}
-	vs, err := redis.Values(res.replies[0], nil)
+	vs, err := redis.Values(res.replies[0], refused(res.replies[0]))
 	var pttl int64
 	if err == nil && len(vs)%2 == 1 {
 		pttl, err = redis.Int64(vs[0], nil)

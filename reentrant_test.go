@@ -69,6 +69,9 @@ func TestOwnersExcludeEachOther(t *testing.T) {
 	ctx := context.Background()
 	a := c1.NewMutex("x")
 	require.NoError(t, a.Lock(ctx))
+	// Lock returned at the majority: let its last call land before others
+	// contend, or an attempt that reaches that node first takes it there.
+	eventuallyCounts(t, cl, "x", repeat("1", 3))
 
 	for _, other := range []*redlock.Mutex{c1.NewMutex("x"), c2.NewMutex("x")} {
 		ok, err := other.TryLock(ctx, 0, 0)
@@ -107,8 +110,12 @@ func TestReentrantCountsEqualOnEveryNode(t *testing.T) {
 
 	require.NoError(t, cl.Kill(4)) // node 4 misses the first acquisition
 	require.NoError(t, m.Lock(ctx))
+	// Its request to node 4 waits for a connection within the node timeout:
+	// once that has passed, it can no longer land there.
+	time.Sleep(2 * nodeTimeout)
 	require.NoError(t, cl.Restart(4))
 	eventuallyCounts(t, cl, "r", []string{"1", "1", "1", "1", ""})
+	waitReachable(t, c)
 
 	require.NoError(t, m.Lock(ctx))
 	ok, err := m.TryLock(ctx, 0, 0)

@@ -15,8 +15,7 @@ const renewBatch = 1000
 
 // watchdog is the Client's one renewal loop. Every lease/3 it renews every
 // watchdog hold in one round per node, all of that node's holds pipelined
-// into a single round trip. Between rounds it observes the nodes whose
-// pools the caller owns, for restart quarantine.
+// into a single round trip, and checks the pub/sub connections.
 type watchdog struct {
 	c      *Client
 	period time.Duration
@@ -80,15 +79,11 @@ func (wd *watchdog) run() {
 		select {
 		case <-c.ctx.Done():
 			return
-		case <-c.observeNow:
-			c.observeCallerNodes(c.ctx)
-			continue
 		case <-t.C:
 		}
-		c.observeCallerNodes(c.ctx)
 		wd.renewAll(c.ctx)
-		for _, s := range c.ps {
-			s.ping()
+		for _, p := range c.peers {
+			p.sub.ping()
 		}
 	}
 }
@@ -119,7 +114,7 @@ func (wd *watchdog) renewAll(ctx context.Context) int {
 	calls := wd.calls(rs, false) // the same calls for every node, shared read-only
 	first := c.broadcast(ctx, wd.timeout(len(calls)), func(int) []call { return calls })
 	// A node in quarantine is written to but not counted.
-	counted := make([]bool, len(c.nodes))
+	counted := make([]bool, len(c.peers))
 	for i, res := range first {
 		counted[i] = res.counted
 		wd.tally(i, rs, res, func(r *renewal, v int64) {
@@ -156,7 +151,7 @@ func (wd *watchdog) renewals() []*renewal {
 	wd.mu.Lock()
 	rs := make([]*renewal, 0, len(wd.holds))
 	for h := range wd.holds {
-		rs = append(rs, &renewal{h: h, absent: make([]bool, len(wd.c.nodes))})
+		rs = append(rs, &renewal{h: h, absent: make([]bool, len(wd.c.peers))})
 	}
 	wd.mu.Unlock()
 	for _, r := range rs {
@@ -175,10 +170,10 @@ func (wd *watchdog) renewals() []*renewal {
 // repairs' answers change the counts.
 func (wd *watchdog) repair(ctx context.Context, rs []*renewal, counted []bool) {
 	c := wd.c
-	fixes := make([][]*renewal, len(c.nodes))
-	calls := make([][]call, len(c.nodes))
+	fixes := make([][]*renewal, len(c.peers))
+	calls := make([][]call, len(c.peers))
 	most := 0
-	for i := range c.nodes {
+	for i := range c.peers {
 		for _, r := range rs {
 			if r.absent[i] && r.repairable(counted, c.quorum) {
 				fixes[i] = append(fixes[i], r)
@@ -265,13 +260,13 @@ func (wd *watchdog) calls(rs []*renewal, repair bool) []call {
 // tally hands each hold's answer from node i (renew.lua's replies, call by
 // call) to f; a node that failed, or a call it refused, is logged.
 func (wd *watchdog) tally(i int, rs []*renewal, res batchResult, f func(*renewal, int64)) {
-	node := wd.c.nodes[i].name
+	node := wd.c.peers[i].name
 	if res.err != nil {
 		wd.c.opts.logger.Warn("redlock: renewal failed on a node", "node", node, "holds", len(rs), "err", res.err)
 		return
 	}
 	for b, reply := range res.replies {
-		vs, err := redis.Int64s(reply, nil)
+		vs, err := redis.Int64s(reply, refused(reply))
 		if err != nil {
 			wd.c.opts.logger.Warn("redlock: renewal failed on a node", "node", node, "holds", min(renewBatch, len(rs)-b*renewBatch), "err", err)
 			continue

@@ -1,19 +1,16 @@
 package redlock
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/gomodule/redigo/redis"
 )
 
 // Restart quarantine: a node whose server process this client saw change
-// (its run_id), or, with WithQuarantineYoungNodes, any node whose uptime is
+// (its run_id, read by every new connection before it serves), or, with WithQuarantineYoungNodes, any node whose uptime is
 // below the quarantine period, does not count toward acquisitions and
 // renewals until the period has passed since the process started. A node
 // restarted without persistence has forgotten the locks it held; kept out
@@ -80,24 +77,6 @@ func (p *serverProcess) id() string {
 	return p.runID
 }
 
-// observeServer asks the node which server process answers on conn (INFO
-// server), bounded by timeout.
-func (n *Node) observeServer(ctx context.Context, conn redis.Conn, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	at := now()
-	info, err := redis.String(redis.DoContext(conn, ctx, "INFO", "server"))
-	if _, refused := err.(redis.Error); refused {
-		return nil // a server without INFO server: its restarts cannot be seen
-	}
-	if err != nil {
-		return err
-	}
-	// Likewise a server whose answer has no run_id or uptime: not a failure.
-	_ = n.process.observe(info, at)
-	return nil
-}
-
 // quarantinePeriod is how long a restarted node is kept out of quorums.
 func (c *Client) quarantinePeriod() time.Duration {
 	if c.opts.quarantine >= 0 {
@@ -118,7 +97,7 @@ func (c *Client) useLease(d time.Duration) {
 
 // quarantined reports whether n's answers must not count now, and if so an
 // error that says why and for how long.
-func (c *Client) quarantined(n *Node) error {
+func (c *Client) quarantined(n *peer) error {
 	q := c.quarantinePeriod()
 	if q == 0 {
 		return nil
@@ -136,37 +115,4 @@ func (c *Client) quarantined(n *Node) error {
 		why = "young (uptime below the quarantine period)"
 	}
 	return fmt.Errorf("%w: %s %v ago: not counted for %v more", ErrQuarantined, why, now().Sub(started).Round(time.Millisecond), left.Round(time.Millisecond))
-}
-
-// observeCallerNodes asks every node whose pool the caller owns which server
-// process answers it; pools opened by Dial observe every new connection.
-func (c *Client) observeCallerNodes(ctx context.Context) {
-	if c.opts.quarantine == 0 {
-		return
-	}
-	c.eachNode(func(_ int, n *Node) {
-		if n.owned {
-			return
-		}
-		cctx, cancel := context.WithTimeout(ctx, c.opts.nodeTimeout)
-		defer cancel()
-		conn, err := n.get(cctx)
-		if err == nil {
-			err = n.observeServer(cctx, conn, c.opts.nodeTimeout)
-			conn.Close()
-		}
-		if err != nil {
-			c.opts.logger.Debug("redlock: node check failed", "node", n.name, "err", err)
-		}
-	})
-}
-
-// observeSoon asks the watchdog loop to observe caller-owned nodes soon: a
-// failed call is often the first sign of a restart.
-func (c *Client) observeSoon() {
-	select {
-	case c.observeNow <- struct{}{}:
-	default:
-	}
-	c.wd.start()
 }

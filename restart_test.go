@@ -39,9 +39,13 @@ func restartHazard(t *testing.T, opts ...redlock.Option) (bool, error) {
 	require.NoError(t, cl.Kill(3))
 	require.NoError(t, cl.Kill(4))
 	require.NoError(t, a.LockLease(ctx, 5*time.Second))
+	// a's requests to nodes 3 and 4 wait for a connection within their node
+	// timeout: once it has passed, they can no longer land there.
+	time.Sleep(100 * time.Millisecond)
 	for _, i := range []int{2, 3, 4} {
 		require.NoError(t, cl.Restart(i)) // empty, at once
 	}
+	waitReachable(t, bc)
 	ok, err := bc.NewMutex("hazard").TryLock(ctx, 300*time.Millisecond, 5*time.Second)
 	if ok {
 		select {
@@ -97,6 +101,7 @@ func TestAllNodesRestartedWaitForTheQuarantine(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		require.NoError(t, cl.Restart(i))
 	}
+	waitReachable(t, c)
 	m := c.NewMutex("all")
 	// The first attempt may meet the connections the restarts broke; the
 	// ones after it reach the new processes and find them in quarantine.

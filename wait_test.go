@@ -311,20 +311,19 @@ func TestIdlePubSubConnectionsStay(t *testing.T) {
 	require.NoError(t, holder.Unlock(ctx))
 }
 
-type dataPath struct{}
-
 // TestLocalUnlockWakesLocalWaiter: an Unlock wakes a waiter of the same
-// Client directly, not only through pub/sub. The pools here refuse every
-// connection that does not carry the caller's context value, so the pub/sub
-// connections (dialled on the Client's own context) never come up; the
-// waiter must still take the lock long before the holder's 30s lease ends.
+// Client directly, not only through pub/sub. Each node's pool here lets the
+// Client dial its one command connection (WithConnections(1)) and refuses
+// every later dial, so the pub/sub connections never come up; the waiter
+// must still take the lock long before the holder's 30s lease ends.
 func TestLocalUnlockWakesLocalWaiter(t *testing.T) {
 	cl := redlocktest.Start(t, 3)
 	var nodes []*redlock.Node
 	for _, addr := range cl.Addrs() {
 		addr := addr
+		var dials atomic.Int32
 		p := &redis.Pool{MaxIdle: 8, DialContext: func(ctx context.Context) (redis.Conn, error) {
-			if ctx.Value(dataPath{}) == nil {
+			if dials.Add(1) > 1 {
 				return nil, errors.New("no pub/sub in this test")
 			}
 			return redis.DialContext(ctx, "tcp", addr)
@@ -332,10 +331,10 @@ func TestLocalUnlockWakesLocalWaiter(t *testing.T) {
 		t.Cleanup(func() { p.Close() })
 		nodes = append(nodes, redlock.NewNode(addr, p))
 	}
-	c, err := redlock.New(nodes, redlock.WithQuarantine(0))
+	c, err := redlock.New(nodes, redlock.WithQuarantine(0), redlock.WithConnections(1))
 	require.NoError(t, err)
 	defer c.Close()
-	ctx := context.WithValue(context.Background(), dataPath{}, true)
+	ctx := context.Background()
 	holder, waiter := c.NewMutex("local"), c.NewMutex("local")
 	require.NoError(t, holder.Lock(ctx))
 	got := make(chan time.Time, 1)

@@ -1,6 +1,7 @@
 package redlocktest
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -50,15 +51,44 @@ func (c *Cluster) Drop(i int) error {
 	return nil
 }
 
-// Heal removes the latency, blackhole and drop set on node i's proxy.
-// Connections closed by Drop stay closed; clients must reconnect. It needs
-// WithProxy.
+// Action is what node i's proxy does, under Intercept, with a chunk of
+// bytes a client sends that contains the match.
+type Action struct {
+	// Close closes the client's connection instead of forwarding the
+	// chunk: the node never sees it.
+	Close bool
+	// HoldReplies forwards the chunk and then holds everything the node
+	// sends back on that connection for this long (order is kept), as a
+	// node that answers late.
+	HoldReplies time.Duration
+}
+
+// Intercept makes node i's proxy apply act to every chunk a client sends
+// that contains match (bytes of a command on the wire: a key, a channel, a
+// script's SHA1), on existing and new connections, until Heal. A chunk may
+// carry several pipelined commands; the action applies to the chunk. It
+// needs WithProxy.
+func (c *Cluster) Intercept(i int, match string, act Action) error {
+	if match == "" {
+		return fmt.Errorf("redlocktest: Intercept(%d): empty match", i)
+	}
+	p, err := c.proxyOf(i, "Intercept")
+	if err != nil {
+		return err
+	}
+	p.update(func() { p.rules = append(p.rules, rule{[]byte(match), act}) })
+	return nil
+}
+
+// Heal removes the latency, blackhole, drop and intercepts set on node i's
+// proxy. Connections closed by Drop stay closed; clients must reconnect.
+// It needs WithProxy.
 func (c *Cluster) Heal(i int) error {
 	p, err := c.proxyOf(i, "Heal")
 	if err != nil {
 		return err
 	}
-	p.update(func() { p.latency, p.blackhole, p.drop = 0, false, false })
+	p.update(func() { p.latency, p.blackhole, p.drop, p.rules = 0, false, false, nil })
 	return nil
 }
 
@@ -84,6 +114,7 @@ type proxy struct {
 	latency   time.Duration       // added to each chunk, each way
 	blackhole bool                // forward nothing, keep connections
 	drop      bool                // refuse connections
+	rules     []rule              // Intercept's, in order
 	changed   chan struct{}       // closed and replaced whenever a fault changes
 	conns     map[*pconn]struct{} // open client connections
 	closed    bool
@@ -194,6 +225,43 @@ func (p *proxy) serve(pc *pconn) {
 	wg.Wait()
 }
 
+// rule is one Intercept.
+type rule struct {
+	match []byte
+	act   Action
+}
+
+// intercept applies the first rule matching data, a chunk a client sent on
+// pc; it reports whether the chunk may pass.
+func (p *proxy) intercept(pc *pconn, data []byte) bool {
+	p.mu.Lock()
+	var act *Action
+	for i := range p.rules {
+		if bytes.Contains(data, p.rules[i].match) {
+			act = &p.rules[i].act
+			break
+		}
+	}
+	var a Action
+	if act != nil {
+		a = *act
+	}
+	p.mu.Unlock()
+	if act == nil {
+		return true
+	}
+	if a.Close {
+		pc.close()
+		return false
+	}
+	pc.mu.Lock()
+	if until := time.Now().Add(a.HoldReplies); until.After(pc.holdUntil) {
+		pc.holdUntil = until
+	}
+	pc.mu.Unlock()
+	return true
+}
+
 // chunk is what one Read returned, due for writing at due.
 type chunk struct {
 	data []byte
@@ -211,10 +279,20 @@ func (p *proxy) pipe(pc *pconn, src, dst net.Conn) {
 		for {
 			buf := make([]byte, 32<<10)
 			n, err := src.Read(buf)
+			if n > 0 && src == pc.client && !p.intercept(pc, buf[:n]) {
+				return
+			}
 			if n > 0 {
 				p.mu.Lock()
 				due := time.Now().Add(p.latency)
 				p.mu.Unlock()
+				if src != pc.client {
+					pc.mu.Lock()
+					if pc.holdUntil.After(due) {
+						due = pc.holdUntil
+					}
+					pc.mu.Unlock()
+				}
 				select {
 				case chunks <- chunk{buf[:n], due}:
 				case <-pc.done:
@@ -283,9 +361,10 @@ type pconn struct {
 	client net.Conn
 	done   chan struct{} // closed by close
 
-	mu     sync.Mutex
-	server net.Conn // nil until dialled
-	closed bool
+	mu        sync.Mutex
+	server    net.Conn // nil until dialled
+	closed    bool
+	holdUntil time.Time // the node's replies wait until then (Intercept)
 }
 
 // setServer records the node connection; false when pc is already closed.

@@ -280,6 +280,46 @@ func TestLatency(t *testing.T) {
 	require.Error(t, c.SetLatency(0, -time.Second))
 }
 
+func TestIntercept(t *testing.T) {
+	t.Parallel()
+	const hold = 150 * time.Millisecond
+	c := redlocktest.Start(t, 1, redlocktest.WithProxy())
+	require.Error(t, c.Intercept(0, "", redlocktest.Action{Close: true}), "an empty match")
+	require.NoError(t, c.Intercept(0, "slow-key", redlocktest.Action{HoldReplies: hold}))
+	require.NoError(t, c.Intercept(0, "forbidden-key", redlocktest.Action{Close: true}))
+
+	conn := dial(t, c.URLs()[0], 5*time.Second)
+	start := time.Now()
+	_, err := conn.Do("GET", "plain-key")
+	require.NoError(t, err)
+	require.Less(t, time.Since(start), hold, "a chunk that matches nothing passes at once")
+
+	// The held reply, and the replies behind it, come late and in order.
+	require.NoError(t, conn.Send("SET", "slow-key", "1"))
+	require.NoError(t, conn.Send("ECHO", "after"))
+	require.NoError(t, conn.Flush())
+	start = time.Now()
+	ok, err := redis.String(conn.Receive())
+	require.NoError(t, err)
+	require.Equal(t, "OK", ok)
+	require.GreaterOrEqual(t, time.Since(start), hold-10*time.Millisecond)
+	after, err := redis.String(conn.Receive())
+	require.NoError(t, err)
+	require.Equal(t, "after", after)
+
+	// A closed connection: the node never saw the command.
+	_, err = conn.Do("SET", "forbidden-key", "1")
+	require.Error(t, err)
+	n, err := redis.Int(c.Do(0, "EXISTS", "forbidden-key"))
+	require.NoError(t, err)
+	require.Zero(t, n)
+
+	require.NoError(t, c.Heal(0))
+	healed := dial(t, c.URLs()[0], 5*time.Second)
+	_, err = healed.Do("SET", "forbidden-key", "1")
+	require.NoError(t, err, "Heal removes the intercepts")
+}
+
 func TestBlackholeAndHeal(t *testing.T) {
 	t.Parallel()
 	c := redlocktest.Start(t, 1, redlocktest.WithProxy())

@@ -1,0 +1,643 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+)
+
+// The native connection layer over redigo: a few long-lived connections per
+// node (pipes). Callers queue requests on a pipe; its writer sends every
+// request queued since its last write in one write, and its reader hands
+// the replies back in the order the requests were written, so the requests
+// of many goroutines share writes and reads (auto-pipelining). Dialling,
+// reading INFO server and loading the scripts happen in the background,
+// bounded by their own timeout, never inside a command's budget. A pipe
+// whose oldest written request is overdue by a node timeout has stalled (a
+// paused or partitioned node): it is closed, its written requests fail, and
+// one reconnect with backoff follows. A node none of whose pipes can
+// connect fails new requests at once with the reason.
+
+// errNotSent matches (errors.Is) the error of a request that never left
+// this process: it cannot have changed anything on the node.
+var errNotSent = errors.New("not sent")
+
+// notSentError is the error of a request that was not sent: the cause's
+// message, and errors.Is errNotSent.
+type notSentError struct{ cause error }
+
+func (e notSentError) Error() string        { return e.cause.Error() }
+func (e notSentError) Unwrap() error        { return e.cause }
+func (e notSentError) Is(target error) bool { return target == errNotSent }
+
+// notSent wraps err as the error of a request that was not sent.
+func notSent(err error) error { return notSentError{err} }
+
+// serverError is a node's error reply to one command (a script error,
+// WRONGTYPE, NOSCRIPT): the node refused that command.
+type serverError string
+
+func (e serverError) Error() string { return string(e) }
+
+// receiver gets the outcome of a request exactly once: its reply, or an
+// error (a serverError when the node refused it, one wrapping errNotSent
+// when it never left this process). It is called from a connection's
+// goroutines, or from the sender's on a request refused at once, and must
+// not block.
+type receiver interface {
+	receive(i int, reply interface{}, err error)
+}
+
+// request is one command on its way to a node and back.
+type request struct {
+	c        call // the script call; EVAL replaces EVALSHA on NOSCRIPT
+	eval     bool // sent as EVAL
+	deadline time.Time
+	to       receiver
+	i        int // handed back to to
+}
+
+// Backoff between attempts to connect a pipe whose last attempt failed.
+const (
+	minBackoff = 10 * time.Millisecond
+	maxBackoff = 500 * time.Millisecond
+)
+
+// native is the connection layer of one node: its pipes and how to set one
+// up.
+type native struct {
+	name    string
+	dial    func(context.Context) (redis.Conn, error) // one new connection, AUTH and SELECT done
+	setup   time.Duration                             // bound of a dial and its set-up
+	grace   time.Duration                             // how overdue a written request may be before its pipe counts as stalled
+	info    bool                                      // read INFO server at set-up (restart quarantine)
+	observe func(info string, at time.Time)           // told what INFO server said, before the pipe serves
+	logger  *slog.Logger
+	ctx     context.Context // ends at Close
+	pipes   []*pipe
+	next    atomic.Uint32 // round-robin over the pipes
+
+	loop    worker         // run: keeps the pipes connected
+	broken  chan struct{}  // capacity 1: a pipe's connection broke
+	serving sync.WaitGroup // the goroutines of the pipes serving a connection
+}
+
+// start makes conns pipes and starts connecting them in the background,
+// owned by c.
+func (t *native) start(c *Client, conns int) {
+	t.pipes = make([]*pipe, conns)
+	for i := range t.pipes {
+		t.pipes[i] = &pipe{t: t, wake: make(chan struct{}, 1)}
+	}
+	t.broken = make(chan struct{}, 1)
+	t.loop.start(c, t.run)
+}
+
+// run keeps the node's pipes connected until Close. It connects every idle
+// pipe, one at a time; when an attempt fails, every idle pipe is down for a
+// backoff that doubles up to maxBackoff before the next attempt, so a dead
+// or paused node costs one dial per backoff period, whatever the load.
+func (t *native) run() {
+	defer t.shutdown()
+	var backoff time.Duration
+	for t.ctx.Err() == nil {
+		err := t.connectIdle()
+		if err == nil {
+			backoff = 0
+			select {
+			case <-t.broken:
+			case <-t.ctx.Done():
+			}
+			continue
+		}
+		if t.ctx.Err() != nil {
+			return
+		}
+		t.logger.Debug("redlock: connecting failed", "node", t.name, "err", err)
+		backoff = min(max(2*backoff, minBackoff), maxBackoff)
+		wait := backoff + jitter(backoff/2)
+		for _, p := range t.pipes {
+			p.goDown(err, time.Now().Add(wait))
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-timer.C:
+		case <-t.ctx.Done():
+			timer.Stop()
+			return
+		}
+		for _, p := range t.pipes {
+			p.setConnecting()
+		}
+	}
+}
+
+// connectIdle connects, one at a time, every pipe that is not serving, and
+// stops at the first failure.
+func (t *native) connectIdle() error {
+	for _, p := range t.pipes {
+		if p.serving() {
+			continue
+		}
+		conn, err := t.connect()
+		if err != nil {
+			return err
+		}
+		if t.ctx.Err() != nil {
+			conn.Close()
+			return t.ctx.Err()
+		}
+		p.setReady(conn)
+		t.serving.Add(1)
+		go func() {
+			defer t.serving.Done()
+			err := p.serve(conn)
+			if t.ctx.Err() == nil {
+				t.logger.Debug("redlock: connection lost", "node", t.name, "err", err)
+			}
+			select {
+			case t.broken <- struct{}{}:
+			default:
+			}
+		}()
+	}
+	return nil
+}
+
+// shutdown ends every pipe at Close, once their connections are closed.
+func (t *native) shutdown() {
+	t.serving.Wait()
+	for _, p := range t.pipes {
+		p.close()
+	}
+}
+
+// send queues one script call due by deadline.
+func (t *native) send(c call, deadline time.Time, to receiver, i int) {
+	r := &request{c: c, deadline: deadline, to: to, i: i}
+	t.submit([]*request{r})
+}
+
+// sendBatch queues calls due by deadline on one pipe, to go in one write;
+// to receives call j's outcome as j.
+func (t *native) sendBatch(calls []call, deadline time.Time, to receiver) {
+	rs := make([]*request, len(calls))
+	backing := make([]request, len(calls))
+	for j, c := range calls {
+		backing[j] = request{c: c, deadline: deadline, to: to, i: j}
+		rs[j] = &backing[j]
+	}
+	t.submit(rs)
+}
+
+// submit queues rs on the pipe that will send them soonest: a ready one,
+// else one that is connecting or waiting on an overdue reply, else one
+// that will try to connect again before their deadline. When no pipe can
+// send them in time, rs fail at once with the latest reason.
+func (t *native) submit(rs []*request) {
+	n := len(t.pipes)
+	start := int(t.next.Add(1))
+	deadline := rs[0].deadline
+	var best *pipe
+	bestRank := rankNever
+	var err error
+	for k := 0; k < n && bestRank != rankNow; k++ {
+		p := t.pipes[(start+k)%n]
+		rank, perr := p.rank(deadline)
+		if rank < bestRank {
+			best, bestRank = p, rank
+		}
+		if perr != nil {
+			err = perr
+		}
+	}
+	if best != nil {
+		if err = best.submit(rs); err == nil {
+			return
+		}
+	}
+	for _, r := range rs {
+		r.to.receive(r.i, nil, notSent(err))
+	}
+}
+
+// unreachable returns why no pipe serves a connection, nil when one does.
+func (t *native) unreachable() error {
+	var err error
+	for _, p := range t.pipes {
+		p.mu.Lock()
+		state, perr := p.state, p.err
+		p.mu.Unlock()
+		if state == ready {
+			return nil
+		}
+		if perr != nil {
+			err = perr
+		}
+	}
+	if err == nil {
+		err = errors.New("connecting")
+	}
+	return err
+}
+
+// connect dials the node and sets the connection up: INFO server (restart
+// detection) and SCRIPT LOAD of every script, pipelined in one round trip,
+// bounded by the set-up timeout.
+func (t *native) connect() (redis.Conn, error) {
+	ctx, cancel := context.WithTimeout(t.ctx, t.setup)
+	defer cancel()
+	conn, err := t.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// Close ends a set-up that waits on a node that does not answer.
+	stop := context.AfterFunc(t.ctx, func() { conn.Close() })
+	defer stop()
+	deadline, _ := ctx.Deadline()
+	if err := t.prepare(conn, deadline); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return conn, nil
+}
+
+// prepare is connect's set-up of a new connection.
+func (t *native) prepare(conn redis.Conn, deadline time.Time) error {
+	at := now()
+	if t.info {
+		if err := conn.Send("INFO", "server"); err != nil {
+			return err
+		}
+	}
+	for _, s := range scripts {
+		if err := conn.Send("SCRIPT", "LOAD", s.src); err != nil {
+			return err
+		}
+	}
+	if err := conn.Flush(); err != nil {
+		return err
+	}
+	if t.info {
+		info, err := redis.String(receiveBefore(conn, deadline))
+		switch err.(type) {
+		case nil:
+			t.observe(info, at)
+		case redis.Error:
+			// A server without INFO server: its restarts cannot be seen.
+		default:
+			return fmt.Errorf("reading INFO server: %w", err)
+		}
+	}
+	for range scripts {
+		if _, err := receiveBefore(conn, deadline); err != nil {
+			return fmt.Errorf("loading the scripts: %w", err)
+		}
+	}
+	return nil
+}
+
+// receiveBefore reads one reply that must arrive before deadline.
+func receiveBefore(conn redis.Conn, deadline time.Time) (interface{}, error) {
+	left := time.Until(deadline)
+	if left <= 0 {
+		return nil, context.DeadlineExceeded
+	}
+	return redis.ReceiveWithTimeout(conn, left)
+}
+
+// pipeState is where a pipe is in its life.
+type pipeState uint8
+
+const (
+	connecting pipeState = iota // dialling or setting up: requests queue
+	ready                       // serving
+	down                        // the last attempt failed: requests fail at once until the next
+	shut                        // the Client closed
+)
+
+// pipe is one long-lived connection to a node, through all its
+// reconnections (native.run makes them): a writer and a reader while it
+// serves a connection, and a queue of requests that wait for one.
+type pipe struct {
+	t    *native
+	wake chan struct{} // capacity 1: the writer has work
+
+	mu      sync.Mutex // protects the fields below
+	state   pipeState
+	err     error      // why the pipe is down, or why it broke
+	retryAt time.Time  // while down: when it tries to connect again
+	conn    redis.Conn // while ready
+	queue   []*request // waiting for the writer
+	sent    []*request // written, waiting for their replies in order, from head
+	head    int
+	held    bool        // the writer waits: the oldest written request is overdue
+	stall   *time.Timer // fires when the oldest written request is overdue by grace
+	stalled bool        // stall is armed
+}
+
+// How soon a pipe would send a request, best first.
+const (
+	rankNow   = iota // ready
+	rankSoon         // connecting, or waiting on an overdue reply
+	rankLater        // down, trying again before the request's deadline
+	rankNever        // down until after the deadline, or shut
+)
+
+// rank says how soon the pipe would send a request due by deadline, and
+// why it cannot when it cannot.
+func (p *pipe) rank(deadline time.Time) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.state == ready && !p.held:
+		return rankNow, nil
+	case p.state == ready || p.state == connecting:
+		return rankSoon, nil
+	case p.state == down && p.retryAt.Before(deadline):
+		return rankLater, p.err
+	case p.state == shut:
+		return rankNever, ErrClosed
+	}
+	return rankNever, p.err
+}
+
+// submit queues rs for the writer, or returns why the pipe cannot send
+// them: it is shut, or down until after their deadline.
+func (p *pipe) submit(rs []*request) error {
+	p.mu.Lock()
+	switch {
+	case p.state == shut:
+		p.mu.Unlock()
+		return ErrClosed
+	case p.state == down && !p.retryAt.Before(rs[0].deadline):
+		err := p.err
+		p.mu.Unlock()
+		return err
+	}
+	p.queue = append(p.queue, rs...)
+	p.mu.Unlock()
+	p.signal()
+	return nil
+}
+
+// signal wakes the writer.
+func (p *pipe) signal() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// goDown records a failed attempt to connect, for reason err, and the
+// latest time of the next: queued requests due before it fail with err,
+// the others wait for it.
+func (p *pipe) goDown(err error, retryAt time.Time) {
+	p.mu.Lock()
+	if p.state == ready || p.state == shut {
+		p.mu.Unlock()
+		return
+	}
+	p.state, p.err, p.retryAt = down, err, retryAt
+	var failed []*request
+	kept := p.queue[:0]
+	for _, r := range p.queue {
+		if r.deadline.After(retryAt) {
+			kept = append(kept, r)
+		} else {
+			failed = append(failed, r)
+		}
+	}
+	clear(p.queue[len(kept):])
+	p.queue = kept
+	p.mu.Unlock()
+	for _, r := range failed {
+		r.to.receive(r.i, nil, notSent(err))
+	}
+}
+
+// setConnecting records that a pipe that was down is to connect again.
+func (p *pipe) setConnecting() {
+	p.mu.Lock()
+	if p.state == down {
+		p.state = connecting
+	}
+	p.mu.Unlock()
+}
+
+// serving reports whether the pipe serves a connection.
+func (p *pipe) serving() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.state == ready
+}
+
+// setReady makes conn the pipe's connection.
+func (p *pipe) setReady(conn redis.Conn) {
+	p.mu.Lock()
+	p.state, p.err, p.conn = ready, nil, conn
+	p.mu.Unlock()
+}
+
+// close ends the pipe at Close: every request still queued or written
+// fails with ErrClosed.
+func (p *pipe) close() {
+	p.mu.Lock()
+	p.state, p.err = shut, ErrClosed
+	queued, written := p.queue, p.sent[p.head:]
+	p.queue, p.sent, p.head = nil, nil, 0
+	if p.stall != nil {
+		p.stall.Stop()
+	}
+	p.mu.Unlock()
+	for _, r := range queued {
+		r.to.receive(r.i, nil, notSent(ErrClosed))
+	}
+	for _, r := range written {
+		r.to.receive(r.i, nil, ErrClosed)
+	}
+}
+
+// serve runs conn until it breaks or the Client closes: the writer in this
+// goroutine, the reader in another that serve waits for.
+func (p *pipe) serve(conn redis.Conn) error {
+	p.signal() // requests queued while connecting
+	readErr := make(chan error, 1)
+	go func() { readErr <- p.read(conn) }()
+	err, readerDone := p.write(conn, readErr)
+	conn.Close() // stops the reader
+	if !readerDone {
+		<-readErr
+	}
+	p.detach(err)
+	return err
+}
+
+// detach forgets a broken connection: its written requests fail (they may
+// have reached the node), and the queued ones wait for the next.
+func (p *pipe) detach(err error) {
+	p.mu.Lock()
+	written := p.sent[p.head:]
+	p.sent, p.head, p.held, p.conn = nil, 0, false, nil
+	p.state, p.err = connecting, err
+	p.mu.Unlock()
+	for _, r := range written {
+		r.to.receive(r.i, nil, err)
+	}
+}
+
+// write is the writer: at every wake-up it sends what is queued in one
+// write. It returns when a write fails, the reader stops (readerDone), or
+// the Client closes.
+func (p *pipe) write(conn redis.Conn, readErr <-chan error) (err error, readerDone bool) {
+	var batch, expired []*request
+	for {
+		select {
+		case <-p.wake:
+		case err := <-readErr:
+			return err, true
+		case <-p.t.ctx.Done():
+			return ErrClosed, false
+		}
+		batch, expired = p.take(batch[:0], expired[:0])
+		for _, r := range expired {
+			r.to.receive(r.i, nil, notSent(fmt.Errorf("%w: queued past its deadline", context.DeadlineExceeded)))
+		}
+		for _, r := range batch {
+			cmd, args := "EVALSHA", r.c.sha
+			if r.eval {
+				cmd, args = "EVAL", r.c.evalArgs()
+			}
+			if err := conn.Send(cmd, args...); err != nil {
+				return err, false
+			}
+		}
+		if len(batch) > 0 {
+			if err := conn.Flush(); err != nil {
+				return err, false
+			}
+		}
+		clear(batch)
+		clear(expired)
+	}
+}
+
+// take moves the queued requests to the written ones and returns them in
+// batch, except those already past their deadline, returned in expired.
+// While the oldest written request is overdue it takes nothing: a node
+// that stopped answering gets no more requests before it answers or its
+// pipe is closed as stalled.
+func (p *pipe) take(batch, expired []*request) ([]*request, []*request) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	at := time.Now()
+	if p.head < len(p.sent) && at.After(p.sent[p.head].deadline) {
+		p.held = true
+		return batch, expired
+	}
+	p.held = false
+	for _, r := range p.queue {
+		if at.After(r.deadline) {
+			expired = append(expired, r)
+			continue
+		}
+		batch = append(batch, r)
+		p.sent = append(p.sent, r)
+	}
+	clear(p.queue)
+	p.queue = p.queue[:0]
+	if len(batch) > 0 && !p.stalled {
+		p.armStallLocked(at)
+	}
+	return batch, expired
+}
+
+// armStallLocked sets the stall timer for the oldest written request.
+// Under p.mu.
+func (p *pipe) armStallLocked(at time.Time) {
+	d := p.sent[p.head].deadline.Add(p.t.grace).Sub(at)
+	p.stalled = true
+	if p.stall == nil {
+		p.stall = time.AfterFunc(d, p.checkStall)
+		return
+	}
+	p.stall.Reset(d)
+}
+
+// checkStall runs when the oldest written request may be overdue by grace:
+// then the connection has stalled and is closed; its reader fails and the
+// pipe reconnects.
+func (p *pipe) checkStall() {
+	p.mu.Lock()
+	if p.head == len(p.sent) || p.conn == nil {
+		p.stalled = false
+		p.mu.Unlock()
+		return
+	}
+	at := time.Now()
+	oldest := p.sent[p.head]
+	if due := oldest.deadline.Add(p.t.grace); at.Before(due) {
+		p.stall.Reset(due.Sub(at))
+		p.mu.Unlock()
+		return
+	}
+	p.stalled = false
+	conn := p.conn
+	p.mu.Unlock()
+	p.t.logger.Debug("redlock: connection stalled: no reply past the deadline", "node", p.t.name, "overdue", at.Sub(oldest.deadline).Round(time.Millisecond))
+	conn.Close()
+}
+
+// read is the reader: it hands every reply to the oldest written request.
+// A NOSCRIPT reply (the node lost its scripts) sends the call again as
+// EVAL while its deadline lasts.
+func (p *pipe) read(conn redis.Conn) error {
+	for {
+		reply, err := redis.ReceiveWithTimeout(conn, 0)
+		re, refused := err.(redis.Error)
+		if err != nil && !refused {
+			return err
+		}
+		r := p.pop()
+		if r == nil {
+			return errors.New("a reply nobody asked for: the connection is out of step")
+		}
+		switch {
+		case refused && strings.HasPrefix(string(re), "NOSCRIPT ") && !r.eval && time.Now().Before(r.deadline):
+			r.eval = true
+			if err := p.submit([]*request{r}); err != nil {
+				r.to.receive(r.i, nil, notSent(err))
+			}
+		case refused:
+			r.to.receive(r.i, nil, serverError(re))
+		default:
+			r.to.receive(r.i, reply, nil)
+		}
+	}
+}
+
+// pop takes the oldest written request, nil when none is waiting.
+func (p *pipe) pop() *request {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.head == len(p.sent) {
+		return nil
+	}
+	r := p.sent[p.head]
+	p.sent[p.head] = nil
+	p.head++
+	if p.head == len(p.sent) {
+		p.sent, p.head = p.sent[:0], 0
+	}
+	if p.held && len(p.queue) > 0 {
+		p.signal() // the overdue reply came: the writer may go on
+	}
+	return r
+}

@@ -1,0 +1,122 @@
+package redlock
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redlock-go/redlock/redlocktest"
+)
+
+// The native connection layer (conn.go), through its seam: replies go to
+// the request that asked, in order, whatever the concurrency; a late reply
+// is dropped, never handed to a later caller; a broken connection fails
+// its requests at once.
+
+// viewOwner sends view.lua for key on p and returns the one owner it
+// finds there.
+func viewOwner(p *peer, key string, timeout time.Duration) (string, error) {
+	reply, err := p.do(viewScript.call(key), now().Add(timeout))
+	if err != nil {
+		return "", err
+	}
+	vs, err := redis.Values(reply, nil)
+	if err != nil || len(vs) != 3 {
+		return "", fmt.Errorf("unexpected view %v (%v)", reply, err)
+	}
+	return redis.String(vs[1], nil)
+}
+
+// waitConnected waits until p answers.
+func waitConnected(t *testing.T, p *peer) {
+	t.Helper()
+	require.Eventually(t, func() bool { return p.t.unreachable() == nil }, 10*time.Second, 10*time.Millisecond)
+}
+
+func TestLateReplyNeverReachesAnotherCaller(t *testing.T) {
+	cl := redlocktest.Start(t, 1, redlocktest.WithProxy())
+	const callers = 64
+	for i := 0; i < callers; i++ {
+		_, err := cl.Do(0, "HSET", fmt.Sprint("key-", i), fmt.Sprint("owner-", i), 1)
+		require.NoError(t, err)
+	}
+	_, err := cl.Do(0, "HSET", "held-key", "owner-held", 1)
+	require.NoError(t, err)
+	c, err := Dial(cl.URLs(), WithNodeTimeout(200*time.Millisecond), WithQuarantine(0))
+	require.NoError(t, err)
+	defer c.Close()
+	p := c.peers[0]
+	waitConnected(t, p)
+	// Every reply on the connection that carries held-key's read waits
+	// 400ms: past the deadline of its caller and of the callers behind it.
+	require.NoError(t, cl.Intercept(0, "held-key", redlocktest.Action{HoldReplies: 400 * time.Millisecond}))
+
+	var ok, late, wrong atomic.Int64
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for i := 0; i < callers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			want := fmt.Sprint("owner-", i)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				got, err := viewOwner(p, fmt.Sprint("key-", i), 200*time.Millisecond)
+				switch {
+				case err != nil:
+					late.Add(1)
+				case got != want:
+					wrong.Add(1)
+					t.Errorf("caller %d got %q's reply", i, got)
+				default:
+					ok.Add(1)
+				}
+			}
+		}()
+	}
+	for j := 0; j < 5; j++ {
+		_, err := viewOwner(p, "held-key", 200*time.Millisecond)
+		require.ErrorIs(t, err, context.DeadlineExceeded, "the held reply came within its deadline")
+		time.Sleep(100 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	t.Logf("%d replies to their own caller, %d past their deadline, %d to another caller", ok.Load(), late.Load(), wrong.Load())
+	assert.Zero(t, wrong.Load())
+	assert.Positive(t, ok.Load())
+}
+
+func TestBrokenConnectionFailsItsRequestsAtOnce(t *testing.T) {
+	cl := redlocktest.Start(t, 1)
+	c, err := Dial(cl.URLs(), WithQuarantine(0))
+	require.NoError(t, err)
+	defer c.Close()
+	p := c.peers[0]
+	waitConnected(t, p)
+	require.NoError(t, cl.Pause(0))
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		_, err := viewOwner(p, "outstanding", 5*time.Second)
+		done <- err
+	}()
+	time.Sleep(100 * time.Millisecond) // written, waiting for the reply
+	require.NoError(t, cl.Kill(0))
+	err = <-done
+	elapsed := time.Since(start)
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, context.DeadlineExceeded)
+	assert.Less(t, elapsed, 2*time.Second, "the request waited for its deadline instead of failing with its connection")
+	t.Logf("failed after %v: %v", elapsed.Round(time.Millisecond), err)
+}

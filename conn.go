@@ -179,14 +179,19 @@ func (t *native) shutdown() {
 	}
 }
 
-// send queues one script call due by deadline.
+// send queues one script call due by deadline on the pipe of its lane: the
+// calls of one lane keep their order.
 func (t *native) send(c call, deadline time.Time, to receiver, i int) {
 	r := &request{c: c, deadline: deadline, to: to, i: i}
-	t.submit([]*request{r})
+	p := t.pipes[c.lane%uint32(len(t.pipes))]
+	if err := p.submit([]*request{r}); err != nil {
+		to.receive(i, nil, notSent(err))
+	}
 }
 
-// sendBatch queues calls due by deadline on one pipe, to go in one write;
-// to receives call j's outcome as j.
+// sendBatch queues calls due by deadline on one pipe, the one that will
+// send them soonest, to go in one write; to receives call j's outcome as
+// j. A batch keeps no lane.
 func (t *native) sendBatch(calls []call, deadline time.Time, to receiver) {
 	rs := make([]*request, len(calls))
 	backing := make([]request, len(calls))

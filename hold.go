@@ -1,7 +1,6 @@
 package redlock
 
 import (
-	"sync/atomic"
 	"time"
 )
 
@@ -18,15 +17,15 @@ type hold struct {
 	lost chan struct{} // closed by end
 
 	// The fields below are protected by m.mu.
-	count    int             // reentrant count, authoritative
-	seq      int64           // sequence of the latest successful write
-	token    int64           // fencing token of the outermost acquisition (WithFencing)
-	lease    time.Duration   // lease of the latest acquisition
-	inflight []*atomic.Int32 // per acquisition of this hold: its node calls still in flight
-	until    time.Time       // drift-adjusted end of validity
-	renew    bool            // renewed by the watchdog
-	timer    *time.Timer     // declares the loss at until
-	state    holdState
+	count int           // reentrant count, authoritative
+	seq   int64         // sequence of the latest successful write
+	token int64         // fencing token of the outermost acquisition (WithFencing)
+	lease time.Duration // lease of the latest acquisition
+	late  []*stragglers // per acquisition of this hold that may still reach a node
+	until time.Time     // drift-adjusted end of validity
+	renew bool          // renewed by the watchdog
+	timer *time.Timer   // declares the loss at until
+	state holdState
 }
 
 // holdState is where a hold is in its life.
@@ -52,9 +51,9 @@ const (
 )
 
 // grant records an acquisition of m that reached a quorum: count holds with
-// write sequence seq, valid until until, its node calls counted by inflight.
-// It starts a new hold when m holds nothing.
-func (m *Mutex) grant(count int, seq, token int64, lease time.Duration, inflight *atomic.Int32, until time.Time, renew bool) {
+// write sequence seq, valid until until, with its round's late calls. It
+// starts a new hold when m holds nothing.
+func (m *Mutex) grant(count int, seq, token int64, lease time.Duration, late *stragglers, until time.Time, renew bool) {
 	m.mu.Lock()
 	h := m.h
 	fresh := h == nil || h.state.ended()
@@ -63,7 +62,7 @@ func (m *Mutex) grant(count int, seq, token int64, lease time.Duration, inflight
 		m.h = h
 	}
 	h.count, h.seq, h.lease = count, seq, lease
-	h.addInflightLocked(inflight)
+	h.addLateLocked(late)
 	if until.After(h.until) {
 		h.until = until
 	}
@@ -237,28 +236,28 @@ func (h *hold) renewal() (count int, seq int64) {
 	return h.count, h.seq
 }
 
-// addInflightLocked records the in-flight counter of one more acquisition of
-// h, dropping those whose calls have all finished. Every acquisition counts,
-// not only the latest: a re-entrant acquisition that is answered everywhere
-// does not make an earlier one's straggler harmless. Under m.mu.
-func (h *hold) addInflightLocked(inflight *atomic.Int32) {
-	kept := h.inflight[:0]
-	for _, n := range h.inflight {
-		if n.Load() > 0 {
-			kept = append(kept, n)
+// addLateLocked records the stragglers of one more acquisition of h,
+// dropping those of earlier ones that can no longer reach a node. Every
+// acquisition counts, not only the latest: a re-entrant acquisition that is
+// answered everywhere does not make an earlier one's straggler harmless.
+// Under m.mu.
+func (h *hold) addLateLocked(late *stragglers) {
+	kept := h.late[:0]
+	for _, s := range append(h.late, late) {
+		if s != nil && (s.inflight.Load() > 0 || s.astray.Load()) {
+			kept = append(kept, s)
 		}
 	}
-	if inflight != nil && inflight.Load() > 0 {
-		kept = append(kept, inflight)
-	}
-	h.inflight = kept
+	h.late = kept
 }
 
-// stragglingLocked reports whether a node call of any acquisition of h may
-// still land. Under m.mu.
-func (h *hold) stragglingLocked() bool {
-	for _, n := range h.inflight {
-		if n.Load() > 0 {
+// mayLandLocked reports whether a call of an acquisition of h may reach a
+// node after a release of h sent now: one that failed after it may have
+// been written, or, for a release not sent on the lock's lane (ordered
+// false), one still in flight. Under m.mu.
+func (h *hold) mayLandLocked(ordered bool) bool {
+	for _, s := range h.late {
+		if s.astray.Load() || !ordered && s.inflight.Load() > 0 {
 			return true
 		}
 	}
@@ -266,13 +265,14 @@ func (h *hold) stragglingLocked() bool {
 }
 
 // releaseArgs are release.lua's keys and arguments for setting the hold's
-// count to target with sequence seq. Under m.op, like every release.
-func (h *hold) releaseArgs(target int, seq int64) []interface{} {
+// count to target with sequence seq; ordered says whether the release goes
+// on the lock's lane. Under m.op, like every release.
+func (h *hold) releaseArgs(target int, seq int64, ordered bool) []interface{} {
 	m := h.m
 	m.mu.Lock()
 	mark := 0
-	if h.stragglingLocked() {
-		mark = 1 // a straggler of an acquisition may land after this release
+	if h.mayLandLocked(ordered) {
+		mark = 1 // an acquisition's call may land after this release
 	}
 	lease := h.lease
 	m.mu.Unlock()

@@ -137,12 +137,15 @@ func TestRetriedReleaseAfterTheLockMovedOn(t *testing.T) {
 }
 
 // An acquisition decided at the majority leaves a straggler on a slow node.
-// The final release must make the straggler a no-op when it lands, not let
-// it re-create the lock for a lease: when a re-entrant acquisition was
-// answered everywhere meanwhile (as when Close releases the hold), and when the
-// release finds the key absent on that node because nothing arrived yet.
+// The final release must make the straggler harmless when it lands, not let
+// it re-create the lock for a lease: when Unlock sends the release on the
+// lock's lane (it runs after the straggler on that node), when Close sends
+// it in a batch that may overtake the straggler (a rollback mark refuses
+// it), with a re-entrant acquisition queued behind the straggler, and when
+// the release finds the key absent on that node because nothing arrived
+// yet.
 func TestReleaseRefusesAStragglerOfTheHold(t *testing.T) {
-	for _, mode := range []string{"reentry/unlock", "reentry/close", "absent/unlock"} {
+	for _, mode := range []string{"unlock", "close", "reentry/close", "absent/unlock"} {
 		t.Run(mode, func(t *testing.T) {
 			// The scenario needs the release to happen while the straggler
 			// is on its way; on a loaded machine the set-up can miss that
@@ -169,9 +172,8 @@ func releasedBeforeStraggler(t *testing.T, mode string) bool {
 	defer c.Close()
 	ctx := context.Background()
 	m := c.NewMutex("straggler")
-	// Warm each pool: one idle connection, past its INFO and with the
-	// scripts loaded, so the first Lock's call to node 2 is one command that
-	// the proxy delays.
+	// Warm the connections (set up, scripts loaded), so the first Lock's
+	// call to node 2 is one command that the proxy delays.
 	require.NoError(t, m.Lock(ctx))
 	require.NoError(t, m.Unlock(ctx))
 	eventuallyFree(t, cl, "straggler")
@@ -185,26 +187,22 @@ func releasedBeforeStraggler(t *testing.T, mode string) bool {
 	}
 	holds := 1
 	if strings.HasPrefix(mode, "reentry") {
-		require.NoError(t, m.Lock(ctx)) // a fresh connection to node 2: on time
+		require.NoError(t, m.Lock(ctx)) // decided by nodes 0 and 1; node 2's call waits behind the straggler
 		holds++
-		// Decided at the majority too: wait for its call to node 2.
-		for !assert.ObjectsAreEqual(repeat("2", 3), counts(t, cl, "straggler")) {
-			if time.Since(start) > delay/2 {
-				return false
-			}
-			time.Sleep(time.Millisecond)
-		}
 	}
 	if strings.HasSuffix(mode, "close") {
 		if time.Since(start) > 3*delay/4 {
 			return false
 		}
-		require.NoError(t, c.Close()) // waits for the straggler's goroutine
+		// Close waits for every node's answer: node 2's comes after the
+		// straggler has landed there, and its release may have come
+		// before it (another connection) or after it (the same one).
+		require.NoError(t, c.Close())
 	} else {
 		for i := 0; i < holds; i++ {
 			require.NoError(t, m.Unlock(ctx))
 		}
-		if time.Since(start) > 3*delay/4 {
+		if time.Since(start) > 3*delay/4 || counts(t, cl, "straggler")[2] != "" {
 			// Too late to tell: the straggler may have landed before the
 			// release. Let it land, and free the name for the next try.
 			time.Sleep(time.Until(start.Add(2 * delay)))

@@ -17,13 +17,13 @@ type subscriber struct {
 	c *Client
 	n *peer
 
-	mu        sync.Mutex               // protects the fields below
-	conn      redis.Conn               // nil while disconnected
-	refs      map[string]int           // waiters per channel
-	inflight  map[string]int           // SUBSCRIBE commands sent, not yet confirmed
-	confirmed map[string]bool          // subscription active on the node
-	pending   map[string][]chan<- bool // told when the channel is confirmed
-	stopped   bool
+	mu          sync.Mutex               // protects the fields below
+	conn        redis.Conn               // nil while disconnected
+	refs        map[string]int           // waiters per channel
+	unconfirmed map[string]int           // SUBSCRIBE commands sent, not yet confirmed
+	confirmed   map[string]bool          // subscription active on the node
+	pending     map[string][]chan<- bool // told when the channel is confirmed
+	stopped     bool
 
 	reader worker
 }
@@ -31,10 +31,10 @@ type subscriber struct {
 func newSubscriber(c *Client, n *peer) *subscriber {
 	return &subscriber{
 		c: c, n: n,
-		refs:      make(map[string]int),
-		inflight:  make(map[string]int),
-		confirmed: make(map[string]bool),
-		pending:   make(map[string][]chan<- bool),
+		refs:        make(map[string]int),
+		unconfirmed: make(map[string]int),
+		confirmed:   make(map[string]bool),
+		pending:     make(map[string][]chan<- bool),
 	}
 }
 
@@ -111,7 +111,7 @@ func (s *subscriber) remove(channel string) {
 // it and the reader reconnects. s.mu must be held.
 func (s *subscriber) sendLocked(cmd, channel string) {
 	if cmd == "SUBSCRIBE" {
-		s.inflight[channel]++
+		s.unconfirmed[channel]++
 	}
 	if err := s.conn.Send(cmd, channel); err == nil {
 		err = s.conn.Flush()
@@ -222,7 +222,7 @@ func (s *subscriber) detach(conn redis.Conn) {
 	for ch := range s.refs {
 		chans = append(chans, ch)
 		delete(s.confirmed, ch)
-		delete(s.inflight, ch)
+		delete(s.unconfirmed, ch)
 	}
 	s.mu.Unlock()
 	for _, ch := range chans {
@@ -256,13 +256,13 @@ func (s *subscriber) read(conn redis.Conn) {
 func (s *subscriber) confirm(channel string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.inflight[channel] > 0 {
-		s.inflight[channel]--
+	if s.unconfirmed[channel] > 0 {
+		s.unconfirmed[channel]--
 	}
-	if s.inflight[channel] > 0 || s.refs[channel] == 0 {
+	if s.unconfirmed[channel] > 0 || s.refs[channel] == 0 {
 		return
 	}
-	delete(s.inflight, channel)
+	delete(s.unconfirmed, channel)
 	s.confirmed[channel] = true
 	for _, ok := range s.pending[channel] {
 		ok <- true

@@ -94,6 +94,17 @@ type answer struct {
 	err   error
 }
 
+// stragglers is what of one round's calls may still change a node after the
+// round is decided. A call not answered yet runs on its node before any
+// later call of the same lock there (they share a lane); a call that failed
+// after it may have been written (its connection broke or stalled) may
+// still run on its node out of order: a paused node runs what it received
+// when it resumes.
+type stragglers struct {
+	inflight atomic.Int32 // calls not answered yet
+	astray   atomic.Bool  // a call failed after it may have been written
+}
+
 // round is one script call fanned out to every node at once. A round with
 // an undo is an acquisition: the answers of nodes in restart quarantine
 // count as failures (a restarted node may have forgotten a hold and must not
@@ -108,9 +119,7 @@ type round struct {
 	answers  chan answer // from receive to collect
 	start    time.Time
 
-	// inflight counts the node calls not answered yet; a hold granted by
-	// this round may still get late answers while it is above zero.
-	inflight atomic.Int32
+	late stragglers // what may still reach the nodes once the round is decided
 
 	undo     func() call  // makes the call that rolls a node back
 	undoErrs chan nodeErr // the rollbacks settle waits for
@@ -161,7 +170,7 @@ func (c *Client) launch(cl call, classify func(interface{}) vote, undo func() ca
 	if undo != nil {
 		r.undos = make([]nodeUndo, n)
 	}
-	r.inflight.Store(int32(n))
+	r.late.inflight.Store(int32(n))
 	deadline := r.start.Add(c.opts.nodeTimeout)
 	for i, p := range c.peers {
 		p.t.send(cl, deadline, r, i)
@@ -185,7 +194,10 @@ func (r *round) receive(i int, reply interface{}, err error) {
 			r.sendRollback(i)
 		}
 	}
-	r.inflight.Add(-1)
+	if _, refused := err.(serverError); err != nil && !refused && !errors.Is(err, errNotSent) {
+		r.late.astray.Store(true)
+	}
+	r.late.inflight.Add(-1)
 }
 
 // collect reads answers until stop says the outcome is certain. When ctx

@@ -174,7 +174,7 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew bool) attemp
 	elapsed := since(start)
 	undoErr := r.settle(!ok)
 	if ok {
-		m.grant(prev+1, seq, token, lease, &r.inflight, start.Add(lease-dr), renew)
+		m.grant(prev+1, seq, token, lease, &r.late, start.Add(lease-dr), renew)
 		return attempt{ok: true}
 	}
 	a := attempt{freeIn: m.freeIn(r, lease), split: r.ballot.yes > 0, took: elapsed}
@@ -462,7 +462,7 @@ func (m *Mutex) release(ctx context.Context) error {
 	if state == unsure && target == 0 {
 		classify = classifyAnyInt
 	}
-	r := c.fanout(ctx, releaseScript, h.releaseArgs(target, seq), classify, (*ballot).certain, nil)
+	r := c.fanout(ctx, releaseScript, h.releaseArgs(target, seq, true), classify, (*ballot).certain, nil)
 	if target == 0 {
 		c.wakeLocal(m.channel, m.field+"/"+strconv.FormatInt(seq, 10))
 	}
@@ -501,7 +501,7 @@ func (c *Client) releaseHolds(ctx context.Context, ms []*Mutex) *multierror.Erro
 		}
 		c.wd.withdraw(h)
 		hs = append(hs, h)
-		calls = append(calls, releaseScript.call(h.releaseArgs(0, m.seq.Add(1))...))
+		calls = append(calls, releaseScript.call(h.releaseArgs(0, m.seq.Add(1), false)...))
 	}
 	if len(hs) == 0 {
 		return nil

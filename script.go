@@ -59,8 +59,9 @@ func newScript(keyCount int, src string) script {
 // call is one script call, prepared once and shared read-only by every node
 // of a round: the EVALSHA arguments are built once.
 type call struct {
-	s   script
-	sha []interface{} // hash, key count, keys and arguments
+	s    script
+	sha  []interface{} // hash, key count, keys and arguments
+	lane uint32        // from the first key: the calls of one lock share a lane
 }
 
 // call prepares a call of s with keysAndArgs: the keys then the arguments,
@@ -68,10 +69,23 @@ type call struct {
 func (s script) call(keysAndArgs ...interface{}) call {
 	sha := make([]interface{}, 0, 2+len(keysAndArgs))
 	sha = append(sha, s.hash)
+	var lane uint32
 	if s.keyCount >= 0 {
 		sha = append(sha, s.keyCount)
+		if key, ok := keysAndArgs[0].(string); ok && s.keyCount > 0 {
+			lane = laneOf(key)
+		}
 	}
-	return call{s: s, sha: append(sha, keysAndArgs...)}
+	return call{s: s, sha: append(sha, keysAndArgs...), lane: lane}
+}
+
+// laneOf hashes a key (FNV-1a) to choose its lane.
+func laneOf(key string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(key); i++ {
+		h = (h ^ uint32(key[i])) * 16777619
+	}
+	return h
 }
 
 // evalArgs are the arguments of EVAL for c, for a server that answered

@@ -1,0 +1,112 @@
+package redlock
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redlock-go/redlock/redlocktest"
+)
+
+// Rollback marks (hold.go, mayLandLocked): a final release writes one only
+// when an acquisition's call may still land after it: a call that failed
+// after it may have been written, or, for a release not sent on the lock's
+// lane (Close's batch), a call still in flight.
+
+func TestUnitMarkOnlyWhenACallMayLandAfterTheRelease(t *testing.T) {
+	_, c, _ := unitClients(t)
+	m := c.NewMutex("marks")
+	answered, inflight, astray := &stragglers{}, &stragglers{}, &stragglers{}
+	inflight.inflight.Store(1)
+	astray.astray.Store(true)
+	for _, tc := range []struct {
+		name    string
+		late    []*stragglers
+		ordered bool
+		mark    int
+	}{
+		{"all answered, on the lane", []*stragglers{answered}, true, 0},
+		{"all answered, in a batch", []*stragglers{answered}, false, 0},
+		{"in flight, on the lane: runs before the release", []*stragglers{inflight}, true, 0},
+		{"in flight, in a batch: may overtake", []*stragglers{inflight}, false, 1},
+		{"astray, on the lane", []*stragglers{astray}, true, 1},
+		{"an earlier acquisition astray", []*stragglers{astray, answered}, true, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &hold{m: m, lease: time.Second}
+			for _, s := range tc.late {
+				h.addLateLocked(s)
+			}
+			args := h.releaseArgs(0, 9, tc.ordered)
+			assert.Equal(t, tc.mark, args[6])
+		})
+	}
+}
+
+// TestCloseOvertakingAStragglerMarksIt: an acquisition decided at the
+// majority leaves a straggler on a slow node; Close's batched release goes
+// there on another connection and overtakes it: its mark must refuse the
+// straggler when it lands.
+func TestCloseOvertakingAStragglerMarksIt(t *testing.T) {
+	cl := redlocktest.Start(t, 3, redlocktest.WithProxy())
+	c, err := Dial(cl.URLs(), WithNodeTimeout(3*time.Second), WithConnections(2))
+	require.NoError(t, err)
+	defer c.Close()
+	ctx := context.Background()
+	t2 := c.peers[2].t.(*native)
+	require.Eventually(t, func() bool { return t2.pipes[0].serving() && t2.pipes[1].serving() }, 5*time.Second, time.Millisecond)
+	// Close's batch goes first to the pipe after the last one a batch
+	// used; the lock's calls go on their lane: make them differ.
+	batchPipe := (t2.next.Load() + 1) % 2
+	name := ""
+	for i := 0; name == ""; i++ {
+		if n := fmt.Sprint("overtaken-", i); laneOf(c.opts.prefix+"lock:"+n)%2 != batchPipe {
+			name = n
+		}
+	}
+	m := c.NewMutex(name)
+	const delay = time.Second
+	require.NoError(t, cl.SetLatency(2, delay))
+	start := time.Now()
+	require.NoError(t, m.Lock(ctx)) // decided by nodes 0 and 1
+	require.NoError(t, cl.Heal(2))  // its call to node 2 is still on its way
+	n, err := redis.Int(cl.Do(2, "EXISTS", c.opts.prefix+"lock:"+name))
+	require.NoError(t, err)
+	require.Zero(t, n, "the straggler landed before Close: the test missed its window")
+	require.Less(t, time.Since(start), delay/2, "the test missed its window")
+	require.NoError(t, c.Close())
+	time.Sleep(time.Until(start.Add(2 * delay))) // the straggler has landed
+	for i := 0; i < 3; i++ {
+		n, err := redis.Int(cl.Do(i, "EXISTS", c.opts.prefix+"lock:"+name))
+		require.NoError(t, err)
+		assert.Zero(t, n, "node %d: the straggler re-created the lock", i)
+	}
+}
+
+// TestUnitStrayCalls: a call that failed after it may have been written is
+// astray; one that was never sent, or that the node refused, is not.
+func TestUnitStrayCalls(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		err    error
+		astray bool
+	}{
+		{"answered", nil, false},
+		{"connection broke", fmt.Errorf("read: %w", context.DeadlineExceeded), true},
+		{"never sent", notSent(ErrClosed), false},
+		{"refused by the node", serverError("WRONGTYPE Operation against a key holding the wrong kind of value"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &round{answers: make(chan answer, 1), classify: classifyOne}
+			r.late.inflight.Store(1)
+			r.receive(0, int64(1), tc.err)
+			assert.Equal(t, tc.astray, r.late.astray.Load())
+			assert.Zero(t, r.late.inflight.Load())
+		})
+	}
+}

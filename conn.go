@@ -57,8 +57,8 @@ type receiver interface {
 
 // request is one command on its way to a node and back.
 type request struct {
-	c        call // the script call; EVAL replaces EVALSHA on NOSCRIPT
-	eval     bool // sent as EVAL
+	c        *call // the script call, shared read-only; EVAL replaces EVALSHA on NOSCRIPT
+	eval     bool  // sent as EVAL
 	deadline time.Time
 	to       receiver
 	i        int // handed back to to
@@ -181,10 +181,9 @@ func (t *native) shutdown() {
 
 // send queues one script call due by deadline on the pipe of its lane: the
 // calls of one lane keep their order.
-func (t *native) send(c call, deadline time.Time, to receiver, i int) {
-	r := &request{c: c, deadline: deadline, to: to, i: i}
+func (t *native) send(c *call, deadline time.Time, to receiver, i int) {
 	p := t.pipes[c.lane%uint32(len(t.pipes))]
-	if err := p.submit([]*request{r}); err != nil {
+	if err := p.submit(request{c: c, deadline: deadline, to: to, i: i}); err != nil {
 		to.receive(i, nil, notSent(err))
 	}
 }
@@ -193,23 +192,24 @@ func (t *native) send(c call, deadline time.Time, to receiver, i int) {
 // send them soonest, to go in one write; to receives call j's outcome as
 // j. A batch keeps no lane.
 func (t *native) sendBatch(calls []call, deadline time.Time, to receiver) {
-	rs := make([]*request, len(calls))
-	backing := make([]request, len(calls))
-	for j, c := range calls {
-		backing[j] = request{c: c, deadline: deadline, to: to, i: j}
-		rs[j] = &backing[j]
+	p, err := t.soonest(deadline)
+	if err == nil {
+		err = p.submitBatch(calls, deadline, to)
 	}
-	t.submit(rs)
+	if err != nil {
+		for j := range calls {
+			to.receive(j, nil, notSent(err))
+		}
+	}
 }
 
-// submit queues rs on the pipe that will send them soonest: a ready one,
-// else one that is connecting or waiting on an overdue reply, else one
-// that will try to connect again before their deadline. When no pipe can
-// send them in time, rs fail at once with the latest reason.
-func (t *native) submit(rs []*request) {
+// soonest returns the pipe that will send a request due by deadline
+// soonest: a ready one, else one that is connecting or waiting on an
+// overdue reply, else one that will try to connect again before the
+// deadline; or why none can.
+func (t *native) soonest(deadline time.Time) (*pipe, error) {
 	n := len(t.pipes)
 	start := int(t.next.Add(1))
-	deadline := rs[0].deadline
 	var best *pipe
 	bestRank := rankNever
 	var err error
@@ -223,14 +223,10 @@ func (t *native) submit(rs []*request) {
 			err = perr
 		}
 	}
-	if best != nil {
-		if err = best.submit(rs); err == nil {
-			return
-		}
+	if best == nil {
+		return nil, err
 	}
-	for _, r := range rs {
-		r.to.receive(r.i, nil, notSent(err))
-	}
+	return best, nil
 }
 
 // unreachable returns why no pipe serves a connection, nil when one does.
@@ -340,8 +336,8 @@ type pipe struct {
 	err     error      // why the pipe is down, or why it broke
 	retryAt time.Time  // while down: when it tries to connect again
 	conn    redis.Conn // while ready
-	queue   []*request // waiting for the writer
-	sent    []*request // written, waiting for their replies in order, from head
+	queue   []request  // waiting for the writer
+	sent    []request  // written, waiting for their replies in order, from head
 	head    int
 	held    bool        // the writer waits: the oldest written request is overdue
 	stall   *time.Timer // fires when the oldest written request is overdue by grace
@@ -374,22 +370,44 @@ func (p *pipe) rank(deadline time.Time) (int, error) {
 	return rankNever, p.err
 }
 
-// submit queues rs for the writer, or returns why the pipe cannot send
-// them: it is shut, or down until after their deadline.
-func (p *pipe) submit(rs []*request) error {
+// submit queues r for the writer, or returns why the pipe cannot send it:
+// it is shut, or down until after r's deadline.
+func (p *pipe) submit(r request) error {
 	p.mu.Lock()
-	switch {
-	case p.state == shut:
-		p.mu.Unlock()
-		return ErrClosed
-	case p.state == down && !p.retryAt.Before(rs[0].deadline):
-		err := p.err
+	if err := p.refuseLocked(r.deadline); err != nil {
 		p.mu.Unlock()
 		return err
 	}
-	p.queue = append(p.queue, rs...)
+	p.queue = append(p.queue, r)
 	p.mu.Unlock()
 	p.signal()
+	return nil
+}
+
+// submitBatch queues calls, due by deadline, to go in one write.
+func (p *pipe) submitBatch(calls []call, deadline time.Time, to receiver) error {
+	p.mu.Lock()
+	if err := p.refuseLocked(deadline); err != nil {
+		p.mu.Unlock()
+		return err
+	}
+	for j := range calls {
+		p.queue = append(p.queue, request{c: &calls[j], deadline: deadline, to: to, i: j})
+	}
+	p.mu.Unlock()
+	p.signal()
+	return nil
+}
+
+// refuseLocked returns why the pipe cannot take a request due by deadline:
+// it is shut, or down until after the deadline. Under p.mu.
+func (p *pipe) refuseLocked(deadline time.Time) error {
+	switch {
+	case p.state == shut:
+		return ErrClosed
+	case p.state == down && !p.retryAt.Before(deadline):
+		return p.err
+	}
 	return nil
 }
 
@@ -411,7 +429,7 @@ func (p *pipe) goDown(err error, retryAt time.Time) {
 		return
 	}
 	p.state, p.err, p.retryAt = down, err, retryAt
-	var failed []*request
+	var failed []request
 	kept := p.queue[:0]
 	for _, r := range p.queue {
 		if r.deadline.After(retryAt) {
@@ -502,7 +520,7 @@ func (p *pipe) detach(err error) {
 // write. It returns when a write fails, the reader stops (readerDone), or
 // the Client closes.
 func (p *pipe) write(conn redis.Conn, readErr <-chan error) (err error, readerDone bool) {
-	var batch, expired []*request
+	var batch, expired []request
 	for {
 		select {
 		case <-p.wake:
@@ -539,7 +557,7 @@ func (p *pipe) write(conn redis.Conn, readErr <-chan error) (err error, readerDo
 // While the oldest written request is overdue it takes nothing: a node
 // that stopped answering gets no more requests before it answers or its
 // pipe is closed as stalled.
-func (p *pipe) take(batch, expired []*request) ([]*request, []*request) {
+func (p *pipe) take(batch, expired []request) ([]request, []request) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	at := time.Now()
@@ -610,14 +628,14 @@ func (p *pipe) read(conn redis.Conn) error {
 		if err != nil && !refused {
 			return err
 		}
-		r := p.pop()
-		if r == nil {
+		r, ok := p.pop()
+		if !ok {
 			return errors.New("a reply nobody asked for: the connection is out of step")
 		}
 		switch {
 		case refused && strings.HasPrefix(string(re), "NOSCRIPT ") && !r.eval && time.Now().Before(r.deadline):
 			r.eval = true
-			if err := p.submit([]*request{r}); err != nil {
+			if err := p.submit(r); err != nil {
 				r.to.receive(r.i, nil, notSent(err))
 			}
 		case refused:
@@ -628,21 +646,27 @@ func (p *pipe) read(conn redis.Conn) error {
 	}
 }
 
-// pop takes the oldest written request, nil when none is waiting.
-func (p *pipe) pop() *request {
+// pop takes the oldest written request; false when none is waiting.
+func (p *pipe) pop() (request, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.head == len(p.sent) {
-		return nil
+		return request{}, false
 	}
 	r := p.sent[p.head]
-	p.sent[p.head] = nil
+	p.sent[p.head] = request{}
 	p.head++
-	if p.head == len(p.sent) {
+	switch {
+	case p.head == len(p.sent):
 		p.sent, p.head = p.sent[:0], 0
+	case p.head >= 64 && 2*p.head >= len(p.sent):
+		// Under steady load the queue never empties: reuse its front.
+		n := copy(p.sent, p.sent[p.head:])
+		clear(p.sent[n:])
+		p.sent, p.head = p.sent[:n], 0
 	}
 	if p.held && len(p.queue) > 0 {
 		p.signal() // the overdue reply came: the writer may go on
 	}
-	return r
+	return r, true
 }

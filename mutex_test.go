@@ -78,7 +78,7 @@ type unitCounting struct {
 	n *atomic.Int64
 }
 
-func (t unitCounting) send(c call, deadline time.Time, to receiver, i int) {
+func (t unitCounting) send(c *call, deadline time.Time, to receiver, i int) {
 	t.n.Add(1)
 	t.transport.send(c, deadline, to, i)
 }

@@ -84,9 +84,10 @@ type transport interface {
 	// outcome, as i, exactly once, never another call's. Calls of one lane
 	// (c.lane: one lock's calls) reach the node in the order they were
 	// queued, so a call still in flight runs there before the next one.
-	send(c call, deadline time.Time, to receiver, i int)
+	send(c *call, deadline time.Time, to receiver, i int)
 	// sendBatch queues calls due by deadline to go in one round trip; to
-	// receives call j's outcome as j.
+	// receives call j's outcome as j. The calls are read, never changed,
+	// until every outcome is in.
 	sendBatch(calls []call, deadline time.Time, to receiver)
 	// unreachable says why the node has no working connection now (the
 	// last failed attempt, or the break), nil when it has one.
@@ -147,7 +148,7 @@ func (w replyWait) receive(_ int, reply interface{}, err error) { w <- outcome{r
 // comes later is dropped.
 func (p *peer) do(c call, deadline time.Time) (interface{}, error) {
 	w := make(replyWait, 1)
-	p.t.send(c, deadline, w, 0)
+	p.t.send(&c, deadline, w, 0)
 	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	select {

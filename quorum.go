@@ -78,20 +78,12 @@ func (b *ballot) done() bool { return b.yes+b.no+b.failed == b.n }
 // certain: the outcome can no longer change, or nothing more will come.
 func (b *ballot) certain() bool { return b.won() || b.denied() || b.unreachable() || b.done() }
 
-// slot is what a round learned from one node.
+// slot is how a round counted one node.
 type slot struct {
-	reply interface{} // nil until answered
-	err   error       // nil until failed
+	err   error // nil unless it failed
 	vote  vote
 	got   bool // counted before the decision: answered, failed, or given up on
-	heard bool // counted from its own answer (not given up on)
-}
-
-// answer is one node's reply to a round's call.
-type answer struct {
-	node  int
-	reply interface{}
-	err   error
+	heard bool // counted from its own answer (in the round's outcomes)
 }
 
 // stragglers is what of one round's calls may still change a node after the
@@ -113,10 +105,12 @@ type stragglers struct {
 // settled.
 type round struct {
 	c        *Client
+	call     call // sent to every node
 	ballot   ballot
-	nodes    []slot // by node, in the Client's order: what collect counted
+	nodes    []slot    // by node, in the Client's order: what collect counted
+	outcomes []outcome // by node: its answer, written by receive before it tells collect
 	classify func(interface{}) vote
-	answers  chan answer // from receive to collect
+	answers  chan int // nodes that answered, from receive to collect
 	start    time.Time
 
 	late stragglers // what may still reach the nodes once the round is decided
@@ -132,10 +126,9 @@ type round struct {
 
 // nodeUndo is one node's part in the rollback of a failed acquisition.
 type nodeUndo struct {
-	heard   bool    // its answer arrived
-	outcome outcome // that answer
-	sent    bool    // its rollback was sent
-	waited  bool    // settle waits for its rollback
+	heard  bool // its answer arrived (in the round's outcomes)
+	sent   bool // its rollback was sent
+	waited bool // settle waits for its rollback
 }
 
 // nodeErr is a rollback's outcome on node i.
@@ -149,7 +142,7 @@ type nodeErr struct {
 // never waits for a straggler after that, nor after ctx is done. classify
 // turns a node's reply into its vote. With an undo the round is an
 // acquisition (see round) and must be settled with settle.
-func (c *Client) fanout(ctx context.Context, s script, args []interface{}, classify func(interface{}) vote, stop func(*ballot) bool, undo func() call) *round {
+func (c *Client) fanout(ctx context.Context, s *script, args []interface{}, classify func(interface{}) vote, stop func(*ballot) bool, undo func() call) *round {
 	r := c.launch(s.call(args...), classify, undo)
 	r.collect(ctx, stop)
 	return r
@@ -160,10 +153,12 @@ func (c *Client) launch(cl call, classify func(interface{}) vote, undo func() ca
 	n := len(c.peers)
 	r := &round{
 		c:        c,
+		call:     cl,
 		ballot:   newBallot(n),
 		nodes:    make([]slot, n),
+		outcomes: make([]outcome, n),
 		classify: classify,
-		answers:  make(chan answer, n),
+		answers:  make(chan int, n),
 		start:    now(),
 		undo:     undo,
 	}
@@ -173,7 +168,7 @@ func (c *Client) launch(cl call, classify func(interface{}) vote, undo func() ca
 	r.late.inflight.Store(int32(n))
 	deadline := r.start.Add(c.opts.nodeTimeout)
 	for i, p := range c.peers {
-		p.t.send(cl, deadline, r, i)
+		p.t.send(&r.call, deadline, r, i)
 	}
 	return r
 }
@@ -182,14 +177,18 @@ func (c *Client) launch(cl call, classify func(interface{}) vote, undo func() ca
 // settled as failed, rolls the node back if the answer shows the call may
 // have applied.
 func (r *round) receive(i int, reply interface{}, err error) {
-	r.answers <- answer{i, reply, err}
-	if r.undo != nil {
+	if r.undo == nil {
+		r.outcomes[i] = outcome{reply, err}
+		r.answers <- i
+	} else {
 		r.mu.Lock()
+		r.outcomes[i] = outcome{reply, err}
 		u := &r.undos[i]
-		u.heard, u.outcome = true, outcome{reply, err}
+		u.heard = true
 		late := r.failed && !u.sent && mayHaveApplied(reply, err, r.classify)
 		u.sent = u.sent || late
 		r.mu.Unlock()
+		r.answers <- i
 		if late {
 			r.sendRollback(i)
 		}
@@ -205,19 +204,19 @@ func (r *round) receive(i int, reply interface{}, err error) {
 // slowest nodes, the nodes not heard from count as failed; their answers
 // may still come, and receive takes them.
 func (r *round) collect(ctx context.Context, stop func(*ballot) bool) {
-	timeout := time.NewTimer(r.c.opts.nodeTimeout - since(r.start))
-	defer timeout.Stop()
+	timeout := startTimer(r.c.opts.nodeTimeout - since(r.start))
+	defer stopTimer(timeout)
 	var patience *time.Timer // armed once an acquisition met another owner
 	var giveUp <-chan time.Time
 	defer func() {
 		if patience != nil {
-			patience.Stop()
+			stopTimer(patience)
 		}
 	}()
 	for !stop(&r.ballot) {
 		select {
-		case a := <-r.answers:
-			r.record(a)
+		case i := <-r.answers:
+			r.record(i)
 		case <-timeout.C:
 			r.abandon(fmt.Errorf("%w: no answer within the node timeout %v", context.DeadlineExceeded, r.c.opts.nodeTimeout))
 			return
@@ -238,7 +237,7 @@ func (r *round) collect(ctx context.Context, stop func(*ballot) bool) {
 			// at least a quarter of the node timeout.
 			d := max(4*since(r.start)+time.Millisecond, r.c.opts.nodeTimeout/4)
 			if patience == nil {
-				patience = time.NewTimer(d)
+				patience = startTimer(d)
 				giveUp = patience.C
 			} else {
 				patience.Reset(d)
@@ -247,24 +246,28 @@ func (r *round) collect(ctx context.Context, stop func(*ballot) bool) {
 	}
 }
 
-// record counts one node's answer.
-func (r *round) record(a answer) {
-	p := r.c.peers[a.node]
+// record counts node i's answer.
+func (r *round) record(i int) {
+	p, o := r.c.peers[i], r.outcomes[i]
 	v := voteFailed
 	var err error
-	if a.err == nil {
-		v = r.classify(a.reply)
+	if o.err == nil {
+		v = r.classify(o.reply)
 		if r.undo != nil {
 			if qerr := r.c.quarantined(p); qerr != nil {
 				v, err = voteFailed, p.fail(qerr)
 			}
 		}
 	} else {
-		err = p.fail(a.err)
+		err = p.fail(o.err)
 	}
-	r.nodes[a.node] = slot{reply: a.reply, err: err, vote: v, got: true, heard: true}
+	r.nodes[i] = slot{err: err, vote: v, got: true, heard: true}
 	r.ballot.add(v)
 }
+
+// reply is node i's reply. Only for a node whose answer collect counted
+// (heard, so any vote but voteFailed): any other's may still be written.
+func (r *round) reply(i int) interface{} { return r.outcomes[i].reply }
 
 // abandon counts every node not heard from as failed with err, and with
 // why the node is not connected, if it is not.
@@ -310,12 +313,12 @@ func (r *round) settle(failed bool) error {
 	r.failed, r.rollback = true, rollback
 	for i := range r.undos {
 		u, sl := &r.undos[i], &r.nodes[i]
-		o := u.outcome
-		switch {
-		case sl.heard:
-			o = outcome{sl.reply, sl.err}
-		case !u.heard:
+		if !sl.heard && !u.heard {
 			continue // receive rolls it back when its answer comes
+		}
+		o := r.outcomes[i]
+		if sl.heard && sl.err != nil {
+			o.err = sl.err // counted as failed: in quarantine, say
 		}
 		if !mayHaveApplied(o.reply, o.err, r.classify) {
 			continue
@@ -338,7 +341,7 @@ func (r *round) settle(failed bool) error {
 // sendRollback sends node i the round's rollback, due a node timeout from
 // now.
 func (r *round) sendRollback(i int) {
-	r.c.peers[i].t.send(r.rollback, now().Add(r.c.opts.nodeTimeout), rollbackTo{r}, i)
+	r.c.peers[i].t.send(&r.rollback, now().Add(r.c.opts.nodeTimeout), rollbackTo{r}, i)
 }
 
 // rollbackTo receives the outcome of a round's rollbacks.

@@ -163,7 +163,7 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew bool) attemp
 		fencing = 1
 	}
 	args := []interface{}{m.key, m.marks, m.fence, m.field, prev + 1, lease.Milliseconds(), seq, fencing}
-	r := c.fanout(ctx, acquireScript, args, classifyAcquire, (*ballot).certain, m.rollback(seq, prev, lease))
+	r := c.fanout(ctx, &acquireScript, args, classifyAcquire, (*ballot).certain, m.rollback(seq, prev, lease))
 	ok := r.ballot.won() && validity(lease, since(start), dr) > 0
 	var token int64
 	var fenceErr error
@@ -217,17 +217,20 @@ func joinRollback(name string, err, undoErr error) error {
 // lies.
 func (m *Mutex) fenceToken(ctx context.Context, r *round) (int64, error) {
 	var token int64
-	for _, sl := range r.nodes {
-		if a, ok := parseAcquire(sl.reply); ok && sl.vote == voteYes && a.n > token {
+	for i, sl := range r.nodes {
+		if sl.vote != voteYes {
+			continue // not heard: its outcome may still be written
+		}
+		if a, ok := parseAcquire(r.reply(i)); ok && a.n > token {
 			token = a.n
 		}
 	}
 	at, below := 0, 0
-	for _, sl := range r.nodes {
+	for i, sl := range r.nodes {
 		if sl.vote != voteYes {
 			continue
 		}
-		if a, ok := parseAcquire(sl.reply); ok && a.n == token {
+		if a, ok := parseAcquire(r.reply(i)); ok && a.n == token {
 			at++
 		} else {
 			below++
@@ -236,7 +239,7 @@ func (m *Mutex) fenceToken(ctx context.Context, r *round) (int64, error) {
 	if at >= m.c.quorum && below == 0 {
 		return token, nil
 	}
-	wb := m.c.fanout(ctx, fenceScript, []interface{}{m.fence, token}, classifyOne, (*ballot).certain, nil)
+	wb := m.c.fanout(ctx, &fenceScript, []interface{}{m.fence, token}, classifyOne, (*ballot).certain, nil)
 	if !wb.ballot.won() {
 		return 0, wb.noQuorum("fencing token write-back for " + strconv.Quote(m.name))
 	}
@@ -302,7 +305,7 @@ func classifyAnyInt(reply interface{}) vote {
 // r, the lease when that cannot be told (or a key has no expiry).
 func (m *Mutex) freeIn(r *round, lease time.Duration) time.Duration {
 	ttls := make([]time.Duration, 0, len(r.nodes))
-	for _, sl := range r.nodes {
+	for i, sl := range r.nodes {
 		if !sl.got {
 			continue
 		}
@@ -310,7 +313,7 @@ func (m *Mutex) freeIn(r *round, lease time.Duration) time.Duration {
 		case voteYes:
 			ttls = append(ttls, 0)
 		case voteNo:
-			if a, _ := parseAcquire(sl.reply); a.n >= 0 {
+			if a, _ := parseAcquire(r.reply(i)); a.n >= 0 {
 				ttls = append(ttls, time.Duration(a.n)*time.Millisecond)
 			} else {
 				ttls = append(ttls, lease)
@@ -462,7 +465,7 @@ func (m *Mutex) release(ctx context.Context) error {
 	if state == unsure && target == 0 {
 		classify = classifyAnyInt
 	}
-	r := c.fanout(ctx, releaseScript, h.releaseArgs(target, seq, true), classify, (*ballot).certain, nil)
+	r := c.fanout(ctx, &releaseScript, h.releaseArgs(target, seq, true), classify, (*ballot).certain, nil)
 	if target == 0 {
 		c.wakeLocal(m.channel, m.field+"/"+strconv.FormatInt(seq, 10))
 	}
@@ -541,7 +544,7 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	msg := "force:" + m.field + "/" + strconv.FormatInt(m.seq.Add(1), 10)
-	r := m.c.fanout(ctx, forceScript, []interface{}{m.key, m.channel, msg}, classifyOne, (*ballot).done, nil)
+	r := m.c.fanout(ctx, &forceScript, []interface{}{m.key, m.channel, msg}, classifyOne, (*ballot).done, nil)
 	m.c.wakeLocal(m.channel, "")
 	switch {
 	case r.ballot.won():
@@ -570,7 +573,7 @@ func (m *Mutex) inspect(ctx context.Context, op string, pred func(exists, count 
 		return voteNo
 	}
 	stop := func(b *ballot) bool { return b.won() || b.denied() || b.done() }
-	r := m.c.fanout(ctx, inspectScript, []interface{}{m.key, m.field}, classify, stop, nil)
+	r := m.c.fanout(ctx, &inspectScript, []interface{}{m.key, m.field}, classify, stop, nil)
 	switch {
 	case r.ballot.won():
 		return true, nil

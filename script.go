@@ -40,7 +40,7 @@ var (
 	fenceScript    = newScript(1, fenceLua)
 
 	// scripts lists every script, for loading them all at once.
-	scripts = []script{acquireScript, rollbackScript, releaseScript, forceScript, inspectScript, viewScript, renewScript, fenceScript}
+	scripts = []*script{&acquireScript, &rollbackScript, &releaseScript, &forceScript, &inspectScript, &viewScript, &renewScript, &fenceScript}
 )
 
 // script is a Lua script: its source, for SCRIPT LOAD and EVAL, its SHA1,
@@ -59,14 +59,14 @@ func newScript(keyCount int, src string) script {
 // call is one script call, prepared once and shared read-only by every node
 // of a round: the EVALSHA arguments are built once.
 type call struct {
-	s    script
+	s    *script       // one of the package's scripts
 	sha  []interface{} // hash, key count, keys and arguments
 	lane uint32        // from the first key: the calls of one lock share a lane
 }
 
 // call prepares a call of s with keysAndArgs: the keys then the arguments,
 // preceded by the number of keys when s.keyCount is -1.
-func (s script) call(keysAndArgs ...interface{}) call {
+func (s *script) call(keysAndArgs ...interface{}) call {
 	sha := make([]interface{}, 0, 2+len(keysAndArgs))
 	sha = append(sha, s.hash)
 	var lane uint32

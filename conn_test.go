@@ -49,18 +49,31 @@ func TestLateReplyNeverReachesAnotherCaller(t *testing.T) {
 	}
 	_, err := cl.Do(0, "HSET", "held-key", "owner-held", 1)
 	require.NoError(t, err)
-	c, err := Dial(cl.URLs(), WithNodeTimeout(200*time.Millisecond), WithQuarantine(0))
+	// Two connections: one carries held-key's lane, the other keeps
+	// serving.
+	c, err := Dial(cl.URLs(), WithNodeTimeout(200*time.Millisecond), WithQuarantine(0), WithConnections(2))
 	require.NoError(t, err)
 	defer c.Close()
 	p := c.peers[0]
 	waitConnected(t, p)
 	// Every reply on the connection that carries held-key's read waits
-	// 400ms: past the deadline of its caller and of the callers behind it.
-	require.NoError(t, cl.Intercept(0, "held-key", redlocktest.Action{HoldReplies: 400 * time.Millisecond}))
+	// 300ms: past the 200ms deadline of its caller and of the callers
+	// behind it, and short of the 400ms (deadline and a node timeout)
+	// after which the connection counts as stalled and is closed.
+	require.NoError(t, cl.Intercept(0, "held-key", redlocktest.Action{HoldReplies: 300 * time.Millisecond}))
 
 	var ok, late, wrong atomic.Int64
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
+	stopped := false
+	halt := func() {
+		if !stopped {
+			stopped = true
+			close(stop)
+			wg.Wait()
+		}
+	}
+	defer halt() // also when an assertion below ends the test early
 	for i := 0; i < callers; i++ {
 		wg.Add(1)
 		go func() {
@@ -90,8 +103,7 @@ func TestLateReplyNeverReachesAnotherCaller(t *testing.T) {
 		require.ErrorIs(t, err, context.DeadlineExceeded, "the held reply came within its deadline")
 		time.Sleep(100 * time.Millisecond)
 	}
-	close(stop)
-	wg.Wait()
+	halt()
 	t.Logf("%d replies to their own caller, %d past their deadline, %d to another caller", ok.Load(), late.Load(), wrong.Load())
 	assert.Zero(t, wrong.Load())
 	assert.Positive(t, ok.Load())

@@ -15,40 +15,39 @@
 -- The field ARGV[1]..'#' keeps the sequence of the owner's latest write, so a
 -- late, reordered write of an older attempt changes nothing.
 local seqf = ARGV[1] .. '#'
+-- Every attempt looks for a mark: one written after the attempt was sent
+-- (its rollback, or a release that overtook it) is the one that matters.
 local mark = redis.call('hget', KEYS[2], ARGV[1])
 if mark and tonumber(mark) >= tonumber(ARGV[4]) then
   return {0, 0}
+end
+if redis.call('exists', KEYS[1]) == 0 then
+  redis.call('hset', KEYS[1], ARGV[1], ARGV[2], seqf, ARGV[4])
+  redis.call('pexpire', KEYS[1], ARGV[3])
+else
+  local seq = redis.call('hget', KEYS[1], seqf)
+  if not seq then
+    return {0, redis.call('pttl', KEYS[1])}
+  end
+  if tonumber(seq) < tonumber(ARGV[4]) then
+    redis.call('hset', KEYS[1], ARGV[1], ARGV[2], seqf, ARGV[4])
+  end
+  if redis.call('pttl', KEYS[1]) < tonumber(ARGV[3]) then
+    redis.call('pexpire', KEYS[1], ARGV[3])
+  end
+end
+if ARGV[5] ~= '1' then
+  return {1, 0}
 end
 -- The fencing counter grows by one per new hold, and never stays below the
 -- node's clock in milliseconds times 1024: a node that restarted empty (and
 -- lost its counter) starts above every token issued before its restart, as
 -- long as node clocks differ by less than the restart quarantine.
-local fence = function()
-  if ARGV[5] ~= '1' then
-    return 0
-  end
-  local t = redis.call('time')
-  local floor = (tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)) * 1024
-  local c = tonumber(redis.call('get', KEYS[3]) or '0') + 1
-  if c < floor then
-    c = floor
-  end
-  redis.call('set', KEYS[3], string.format('%d', c))
-  return c
+local t = redis.call('time')
+local floor = (tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)) * 1024
+local c = tonumber(redis.call('get', KEYS[3]) or '0') + 1
+if c < floor then
+  c = floor
 end
-if redis.call('exists', KEYS[1]) == 0 then
-  redis.call('hset', KEYS[1], ARGV[1], ARGV[2], seqf, ARGV[4])
-  redis.call('pexpire', KEYS[1], ARGV[3])
-  return {1, fence()}
-end
-local seq = redis.call('hget', KEYS[1], seqf)
-if not seq then
-  return {0, redis.call('pttl', KEYS[1])}
-end
-if tonumber(seq) < tonumber(ARGV[4]) then
-  redis.call('hset', KEYS[1], ARGV[1], ARGV[2], seqf, ARGV[4])
-end
-if redis.call('pttl', KEYS[1]) < tonumber(ARGV[3]) then
-  redis.call('pexpire', KEYS[1], ARGV[3])
-end
-return {1, fence()}
+redis.call('set', KEYS[3], string.format('%d', c))
+return {1, c}

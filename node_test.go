@@ -14,6 +14,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/redlocktest"
@@ -227,4 +228,31 @@ func TestSlowNodesCountOnceConnected(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Close stops the whole connection layer at once, whatever state each node
+// is in: a healthy node (writer and reader), a dead one (reconnecting with
+// backoff) and a paused one (a connection's set-up waiting on the node),
+// with no goroutine left behind.
+func TestCloseStopsTheConnectionLayer(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	ignore := goleak.IgnoreCurrent()
+	c, err := redlock.Dial(cl.URLs(), redlock.WithNodeTimeout(nodeTimeout))
+	require.NoError(t, err)
+	lockUnlock(t, c, "close-warm")
+	m := c.NewMutex("close-held")
+	require.NoError(t, m.Lock(context.Background()))
+	require.NoError(t, cl.Kill(1))
+	require.NoError(t, cl.Pause(2))
+	t.Cleanup(func() { cl.Resume(2) })
+	// Long enough for node 2's connection to stall and a new set-up to
+	// start waiting on it, and for node 1 to be in backoff.
+	time.Sleep(3 * nodeTimeout)
+	start := time.Now()
+	err = c.Close()
+	elapsed := time.Since(start)
+	t.Logf("Close took %v: %v", elapsed.Round(time.Millisecond), err)
+	require.ErrorIs(t, err, redlock.ErrNoQuorum, "the held lock reached one node of three")
+	assert.Less(t, elapsed, 4*nodeTimeout+time.Second, "Close waited on a node")
+	goleak.VerifyNone(t, ignore)
 }

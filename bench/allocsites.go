@@ -124,14 +124,11 @@ func shortFn(fn string) string {
 type siteNote struct{ match, what, fix string }
 
 var siteNotes = []siteNote{
-	{"(*conn).DoContext", "redigo's `conn.DoContext` runs each command in a new goroutine with a result channel", "bound each command with the connection's read deadline (`DoWithTimeout`) instead of `DoContext`"},
 	{"context.WithDeadlineCause", "a context with its timer for each node call or round", "one deadline per round, applied as the connection's read deadline"},
 	{"(*cancelCtx).Done", "the done channels of those contexts", ""},
-	{"writeArg", "redigo's `writeArg` has no case for one of the arguments' types (the owner's sequence number is a `uint64`), so it formats it with `fmt.Fprint` into a fresh `bytes.Buffer` on every node call", "pass the sequence number as `int64` (or a string)"},
-	{"(*Script).args", "redigo's `Script` building a fresh EVALSHA argument list for every node call", "build the EVALSHA argument list once per round"},
-	{"fanoutQ", "the fan-out's own bookkeeping: per-round slices, channels and one goroutine closure per node", "reuse a round's buffers (a `sync.Pool` of rounds)"},
-	{"fanout", "the fan-out's own bookkeeping: the round with its per-node slots, its channels and one goroutine closure per node", "reuse a round's buffers (a `sync.Pool` of rounds)"},
-	{"(*Pool).GetContext", "redigo's pool checkout (one `activeConn` per checkout)", ""},
+	{"writeArg", "redigo's `writeArg` has no case for one of the arguments' types, so it formats it with `fmt.Fprint` into a fresh `bytes.Buffer` on every node call", "pass that argument as an `int64` or a string"},
+	{"(*Client).launch", "the fan-out's round: the round itself, its per-node slots and outcomes and its answer channel (and an acquisition's per-node rollback state); it outlives the call while answers may still arrive", ""},
+	{"(*Client).fanout", "the fan-out's round: the round itself, its per-node slots and outcomes and its answer channel", ""},
 	{"readReply", "redigo parsing the replies", ""},
 }
 

@@ -36,6 +36,7 @@ const (
 	kRedsyncFF
 	kRedislock
 	kFloor
+	kFloorPipe // the floor over one auto-pipelined connection per node
 	kRedsyncNX // redsync WithSetNXOnExtend: only in the restart scenario
 )
 
@@ -45,6 +46,7 @@ var kindNames = map[kind]string{
 	kRedsyncFF: "redsync failfast",
 	kRedislock: "redislock (1 node)",
 	kFloor:     "floor",
+	kFloorPipe: "floor (pipelined)",
 	kRedsyncNX: "redsync SetNXOnExtend",
 }
 
@@ -53,11 +55,26 @@ func (k kind) String() string { return kindNames[k] }
 // short is a file- and id-friendly name.
 func (k kind) short() string {
 	return map[kind]string{kRedlock: "redlock", kRedsync: "redsync", kRedsyncFF: "redsyncff",
-		kRedislock: "redislock", kFloor: "floor", kRedsyncNX: "redsyncnx"}[k]
+		kRedislock: "redislock", kFloor: "floor", kFloorPipe: "floorpipe", kRedsyncNX: "redsyncnx"}[k]
 }
 
-// allKinds are the contenders of every scenario but the restart one.
-var allKinds = []kind{kRedlock, kRedsync, kRedsyncFF, kRedislock, kFloor}
+// allKinds are the contenders of every scenario but the restart one; the
+// pipelined floor is left out of the contended and herd scenarios (see
+// pollers).
+var allKinds = []kind{kRedlock, kRedsync, kRedsyncFF, kRedislock, kFloor, kFloorPipe}
+
+// pollers are the contenders of the contended and herd scenarios: there
+// the floor's cost is its polling, which the pipelined floor shares, so
+// the plain floor stands for both.
+func pollers() []kind {
+	var ks []kind
+	for _, k := range allKinds {
+		if k != kFloorPipe {
+			ks = append(ks, k)
+		}
+	}
+	return ks
+}
 
 // contender is one client of one library over the cluster's nodes. Two
 // contenders of the same kind are two independent clients (own pools).
@@ -72,17 +89,39 @@ type contender struct {
 // buildOpts tunes a contender for one scenario.
 type buildOpts struct {
 	redlock []redlock.Option
-	count   *counters // wrap every redigo connection to count round trips
-	prefix  string    // key prefix, so scenarios never share keys
+	count   *counters             // wrap every redigo connection to count round trips
+	dials   map[kind]*dialCounter // count the dials of each kind's client, by node
+	prefix  string                // key prefix, so scenarios never share keys
 }
 
-// nodeTimeout is redlock's default node timeout; the floor uses the same
-// bound for every command, so both survive a paused node the same way.
+// nodeTimeout is redlock's default node timeout; the floors use the same
+// bound for every command, so all survive a paused node the same way.
 const nodeTimeout = 250 * time.Millisecond
 
-// redlockStylePool is the pool redlock.Dial builds (redlock.go, endpoint.pool):
-// every dial, read and write bounded, up to 512 connections, 64 idle.
-func redlockStylePool(addr string, node int, cnt *counters, maxActive int) *redis.Pool {
+// redlockDialPool is a pool for redlock.NewNode whose dial function makes
+// the connections redlock.Dial's nodes make (node.go, dialNode): a write
+// bounded by the node timeout, connecting bounded by the context redlock
+// passes (its set-up bound). redlock uses only the pool's DialContext, to
+// dial its own long-lived connections, so wrapping them here counts all
+// its traffic and every dial.
+func redlockDialPool(addr string, node int, cnt *counters, dials *dialCounter) *redis.Pool {
+	return &redis.Pool{
+		DialContext: func(ctx context.Context) (redis.Conn, error) {
+			dials.add(node)
+			c, err := redis.DialContext(ctx, "tcp", addr, redis.DialWriteTimeout(nodeTimeout))
+			if err != nil || cnt == nil {
+				return c, err
+			}
+			return cnt.wrap(c, node), nil
+		},
+	}
+}
+
+// floorPool is the plain floor's pool: every dial, read and write bounded
+// by the node timeout, no limit on active connections (a checkout never
+// waits), 64 idle connections kept so that it does not redial on the hot
+// path.
+func floorPool(addr string, node int, cnt *counters, dials *dialCounter) *redis.Pool {
 	dopts := []redis.DialOption{
 		redis.DialConnectTimeout(nodeTimeout),
 		redis.DialReadTimeout(nodeTimeout),
@@ -90,10 +129,9 @@ func redlockStylePool(addr string, node int, cnt *counters, maxActive int) *redi
 	}
 	return &redis.Pool{
 		MaxIdle:     64,
-		MaxActive:   maxActive,
-		Wait:        maxActive > 0,
 		IdleTimeout: 5 * time.Minute,
 		DialContext: func(ctx context.Context) (redis.Conn, error) {
+			dials.add(node)
 			c, err := redis.DialContext(ctx, "tcp", addr, dopts...)
 			if err != nil || cnt == nil {
 				return c, err
@@ -105,14 +143,15 @@ func redlockStylePool(addr string, node int, cnt *counters, maxActive int) *redi
 
 // redsyncPool is redigo's Pool as redsync's documentation builds it, at
 // redigo's defaults (no connect, read or write timeout, no limit on active
-// connections) but with 64 idle connections kept, as redlock's pool does,
-// so that neither library redials on the hot path. No TestOnBorrow PING:
+// connections) but with 64 idle connections kept, as the floor's pool
+// does, so that it does not redial on the hot path. No TestOnBorrow PING:
 // it would add a round trip to every checkout.
-func redsyncPool(addr string, node int, cnt *counters) *redis.Pool {
+func redsyncPool(addr string, node int, cnt *counters, dials *dialCounter) *redis.Pool {
 	return &redis.Pool{
 		MaxIdle:     64,
 		IdleTimeout: 5 * time.Minute,
 		Dial: func() (redis.Conn, error) {
+			dials.add(node)
 			c, err := redis.Dial("tcp", addr)
 			if err != nil || cnt == nil {
 				return c, err
@@ -129,7 +168,7 @@ func build(k kind, addrs []string, o buildOpts) (*contender, error) {
 		var c *redlock.Client
 		var err error
 		opts := append([]redlock.Option{redlock.WithKeyPrefix(o.prefix + k.short() + ":")}, o.redlock...)
-		if o.count == nil {
+		if o.count == nil && o.dials[k] == nil {
 			urls := make([]string, len(addrs))
 			for i, a := range addrs {
 				urls[i] = "redis://" + a
@@ -139,7 +178,7 @@ func build(k kind, addrs []string, o buildOpts) (*contender, error) {
 			nodes := make([]*redlock.Node, len(addrs))
 			var pools []*redis.Pool
 			for i, a := range addrs {
-				p := redlockStylePool(a, i, o.count, 512)
+				p := redlockDialPool(a, i, o.count, o.dials[k])
 				pools = append(pools, p)
 				nodes[i] = redlock.NewNode(a, p)
 			}
@@ -167,7 +206,7 @@ func build(k kind, addrs []string, o buildOpts) (*contender, error) {
 		pools := make([]*redis.Pool, len(addrs))
 		var sp []rsredis.Pool
 		for i, a := range addrs {
-			pools[i] = redsyncPool(a, i, o.count)
+			pools[i] = redsyncPool(a, i, o.count, o.dials[k])
 			sp = append(sp, rsredigo.NewPool(pools[i]))
 		}
 		rs := redsync.New(sp...)
@@ -196,10 +235,17 @@ func build(k kind, addrs []string, o buildOpts) (*contender, error) {
 			close:     func() { rc.Close() }}, nil
 
 	case kFloor:
-		f, err := newFloor(addrs, o.count)
+		f, err := newFloor(addrs, o.count, o.dials[k])
 		if err != nil {
 			return nil, err
 		}
+		prefix := o.prefix + k.short() + ":"
+		return &contender{kind: k,
+			newLocker: func(name string) locker { return f.newLock(prefix + name) },
+			close:     f.close}, nil
+
+	case kFloorPipe:
+		f := newPipeFloor(addrs, o.count, o.dials[k])
 		prefix := o.prefix + k.short() + ":"
 		return &contender{kind: k,
 			newLocker: func(name string) locker { return f.newLock(prefix + name) },

@@ -139,3 +139,25 @@ func (cc *countConn) ReceiveContext(ctx context.Context) (interface{}, error) {
 func (cc *countConn) ReceiveWithTimeout(d time.Duration) (interface{}, error) {
 	return cc.stamp(redis.ReceiveWithTimeout(cc.Conn, d))
 }
+
+// dialCounter counts, per node, the calls of a client's dial function:
+// every attempt to open a connection, whether it succeeds or not.
+type dialCounter struct{ n []atomic.Int64 }
+
+func newDialCounter(nodes int) *dialCounter { return &dialCounter{n: make([]atomic.Int64, nodes)} }
+
+// add counts one dial of node i; a nil counter counts nothing.
+func (d *dialCounter) add(i int) {
+	if d != nil {
+		d.n[i].Add(1)
+	}
+}
+
+// snapshot copies the counts.
+func (d *dialCounter) snapshot() []int64 {
+	out := make([]int64, len(d.n))
+	for i := range d.n {
+		out[i] = d.n[i].Load()
+	}
+	return out
+}

@@ -24,14 +24,14 @@ func uncParagraph(res *results) string {
 	if u == nil {
 		return ""
 	}
-	rl, rs, rsf, rk, fl := u.get(kRedlock), u.get(kRedsync), u.get(kRedsyncFF), u.get(kRedislock), u.get(kFloor)
-	if rl == nil || rs == nil || rsf == nil || rk == nil || fl == nil {
+	rl, rs, rsf, rk, fl, fp := u.get(kRedlock), u.get(kRedsync), u.get(kRedsyncFF), u.get(kRedislock), u.get(kFloor), u.get(kFloorPipe)
+	if rl == nil || rs == nil || rsf == nil || rk == nil || fl == nil || fp == nil {
 		return ""
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Every quorum contender makes the same two fan-outs per op, acquire then release, each to all five nodes; redlock, redsync with fail-fast and the floor return at the third answer, plain redsync waits for all five. So the differences among them are work, not round trips. In this run redlock's p50 was %s the floor's, redsync's %s and redsync failfast's %s; redislock, one node and one round trip each way, %s. Per Lock+Unlock, redlock allocated %.0f objects (%.0f B) against redsync's %.0f and the floor's %.0f, spent %s of client CPU (redsync %s, floor %s) and %s of redis-server CPU summed over the five nodes (redsync %s, floor %s). The client and the five servers share %d CPUs here, so CPU spent anywhere shows up as latency.\n\n",
-		fmtRatio(rl.ratio), fmtRatio(rs.ratio), fmtRatio(rsf.ratio), fmtRatio(rk.ratio),
-		rl.mallocs, rl.bytes, rs.mallocs, fl.mallocs, cpuPer(rl), cpuPer(rs), cpuPer(fl), fmtDur(rl.srv), fmtDur(rs.srv), fmtDur(fl.srv), res.machine.nproc)
+	fmt.Fprintf(&b, "Every quorum contender makes the same two fan-outs per op, acquire then release, each to all five nodes; redlock, redsync with fail-fast and both floors return at the third answer, plain redsync waits for all five. So the differences among them are work, not round trips. In this run redlock's p50 was %s the floor's (%s the pipelined floor's), redsync's %s, redsync failfast's %s and the pipelined floor's %s; redislock, one node and one round trip each way, %s. Per Lock+Unlock, redlock allocated %.0f objects (%.0f B) against redsync's %.0f (%.0f B), the floor's %.0f and the pipelined floor's %.0f, spent %s of client CPU (redsync %s, floor %s, pipelined floor %s) and %s of redis-server CPU summed over the five nodes (redsync %s, floor %s, pipelined floor %s). The client and the five servers share %d CPUs here, so CPU spent anywhere shows up as latency.\n\n",
+		fmtRatio(rl.ratio), fmtRatio(rl.pipe), fmtRatio(rs.ratio), fmtRatio(rsf.ratio), fmtRatio(fp.ratio), fmtRatio(rk.ratio),
+		rl.mallocs, rl.bytes, rs.mallocs, rs.bytes, fl.mallocs, fp.mallocs, cpuPer(rl), cpuPer(rs), cpuPer(fl), cpuPer(fp), fmtDur(rl.srv), fmtDur(rs.srv), fmtDur(fl.srv), fmtDur(fp.srv), res.machine.nproc)
 	if sites := res.allocSites[kRedlock]; len(sites) > 0 {
 		total := 0.0
 		for _, s := range sites {
@@ -68,16 +68,44 @@ func tputParagraph(res *results) string {
 	if res.tput == nil {
 		return ""
 	}
-	parts := []string{}
+	var parts, bounds []string
 	for _, t := range res.tput {
 		if t.ops == 0 {
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("%s %s + %s", t.kind, fmtDur(t.cpu/time.Duration(t.ops)), fmtDur(t.srv/time.Duration(t.ops))))
+		c, sv := perOp(t.cpu, t.ops), perOp(t.srv, t.ops)
+		parts = append(parts, fmt.Sprintf("%s %s + %s", t.kind, fmtDur(c), fmtDur(sv)))
+		if c+sv > 0 {
+			bounds = append(bounds, fmt.Sprintf("%s %.0f (measured %.0f)", t.kind, float64(res.machine.nproc)*float64(time.Second)/float64(c+sv), t.median()))
+		}
 	}
-	rl := findTput(res.tput, kRedlock)
-	return fmt.Sprintf("With %d goroutines the limit is the %d CPUs that the client and the five servers share, not the network: the table's client and server CPU per op are what each op costs (client + server: %s). redlock did %.0f ops/s, %s the floor's.",
-		res.cfg.tputGoroutines, res.machine.nproc, strings.Join(parts, "; "), rl.median(), fmtRatio(rl.ratio))
+	rl, rs, fp := findTput(res.tput, kRedlock), findTput(res.tput, kRedsync), findTput(res.tput, kFloorPipe)
+	if rl == nil || rs == nil || fp == nil {
+		return ""
+	}
+	return fmt.Sprintf("With %d goroutines the limit is the %d CPUs that the client and the five servers share, not the network: the table's client and server CPU per op are what each op costs (client + server: %s). %d CPU-seconds per second divided by that cost bounds each rate (ops/s at most: %s). The floor, redsync and redislock send each command on a pooled connection of its own, a write and a read per command; redlock and the pipelined floor send every request queued on a node's connection since its last write in one write, and read the replies as one stream. redlock did %.0f ops/s: %s the floor's, %s redsync's, %s the pipelined floor's.",
+		res.cfg.tputGoroutines, res.machine.nproc, strings.Join(parts, "; "), res.machine.nproc, strings.Join(bounds, "; "),
+		rl.median(), fmtRatio(rl.ratio), fmtRatio(rl.median()/rs.median()), fmtRatio(rl.pipe))
+}
+
+// scriptParagraph sets the script costs beside the server CPU per op.
+func scriptParagraph(res *results) string {
+	s := res.scripts
+	if s == nil {
+		return ""
+	}
+	pairs := scriptPairs(s)
+	rl, fl := pairs[0].usec, pairs[2].usec
+	var b strings.Builder
+	fmt.Fprintf(&b, "redlock's Lock+Unlock costs the server %.1f µs per node in scripts (%.1f µs when the release writes a rollback mark, which it does only when a call of the acquisition may reach a node after the release, such as one that failed after it may have been written), against the floor's %.1f µs (%s). Over five nodes that is %.0f µs per op against the floor's %.0f µs.",
+		rl, pairs[1].usec, fl, fmtRatio(rl/fl), 5*rl, 5*fl)
+	if u := res.unc; u != nil && u.get(kRedlock) != nil && u.get(kFloor) != nil {
+		fmt.Fprintf(&b, " The server CPU per op measured under Uncontended (redlock %s, floor %s, five nodes) also holds reading, parsing and answering each command, and the servers' own background work.", fmtDur(u.get(kRedlock).srv), fmtDur(u.get(kFloor).srv))
+	}
+	if r := s.get(scRenew1000); r > 0 {
+		fmt.Fprintf(&b, " renew.lua costs %.2f µs per hold at 1,000 holds per call (%.2f µs for a call of one hold), so a watchdog round of 10,000 holds takes about %s of script time on an idle node; the watchdog section measures it with five nodes and the client sharing the CPUs (commandstats counts the time a script runs, including the time its server waits for a CPU).", r/1000, s.get(scRenew1), fmtDur(time.Duration(10*r)*time.Microsecond))
+	}
+	return b.String()
 }
 
 func contParagraph(res *results) string {
@@ -113,19 +141,46 @@ func seqStatus(s *seqScenario, k kind) string {
 	return fmt.Sprintf("p50 %s (%s the floor)", fmtDur(pct(r.lat, 50)), fmtRatio(r.ratio))
 }
 
+// dialsTo is k's dials to node i in a fault scenario; -1 when not counted.
+func dialsTo(s *seqScenario, k kind, i int) int64 {
+	if s == nil {
+		return -1
+	}
+	if d, ok := s.dials[k]; ok && i < len(d) {
+		return d[i]
+	}
+	return -1
+}
+
+// dialsPerOp is k's dials to node i per Lock+Unlock of its own.
+func dialsPerOp(s *seqScenario, k kind, i int) string {
+	r := s.get(k)
+	d := dialsTo(s, k, i)
+	if r == nil || r.ops == 0 || d < 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f", float64(d)/float64(r.ops))
+}
+
 func faultParagraph(res *results) string {
 	var b strings.Builder
-	if res.slow != nil {
-		fmt.Fprintf(&b, "**Slow minority.** Plain redsync waits for every node, so each op pays two round trips to a slow node: %s. redsync failfast (%s), redlock (%s) and the floor (%s) decide at the third answer; the slow nodes' answers arrive after the op returned. Every byte here also passes through redlocktest's proxy, which runs in the benchmark's own process, so a contender that sends more bytes or runs more goroutines per op pays for it twice.\n\n",
-			seqStatus(res.slow, kRedsync), seqStatus(res.slow, kRedsyncFF), seqStatus(res.slow, kRedlock), fmtDur(res.slow.p50(kFloor)))
+	if s := res.slow; s != nil {
+		fmt.Fprintf(&b, "**Slow minority.** Plain redsync waits for every node, so each op pays two round trips to a slow node: %s. redsync failfast (%s), redlock (%s) and the floors (floor %s, pipelined floor %s) decide at the third answer; the slow nodes' answers arrive after the op returned. Every byte here also passes through redlocktest's proxy, which runs in the benchmark's own process, so a contender that sends more bytes or runs more goroutines per op pays for it twice. A pooled connection stays busy with a slow node until its answer comes, after the op returned, so the pool-based contenders that return at the majority dial new connections as their pools grow (node 3: floor %d, redsync failfast %d dials); plain redsync, which waits for every answer, has its connections back before its next op (%d dials); redlock and the pipelined floor keep one connection per node (%d and %d dials).\n\n",
+			seqStatus(s, kRedsync), seqStatus(s, kRedsyncFF), seqStatus(s, kRedlock), seqStatus(s, kFloor), seqStatus(s, kFloorPipe),
+			dialsTo(s, kFloor, 3), dialsTo(s, kRedsyncFF, 3), dialsTo(s, kRedsync, 3), dialsTo(s, kRedlock, 3), dialsTo(s, kFloorPipe, 3))
 	}
-	if res.paused != nil {
-		fmt.Fprintf(&b, "**Paused minority.** A stopped redis-server keeps its connections open and never answers. Plain redsync: %s: at redigo's defaults its commands have no read timeout and it waits for every node, so `Lock` returns only when the nodes resume (its context bounds only the connection checkout). redsync failfast: %s: it returns at the majority, but each call leaves a goroutine and a connection blocked on each paused node until it resumes. redlock: %s: every node call is bounded by the node timeout (250 ms) and the round is decided at the third answer; the blocked calls end at the timeout, in the background. The floor: %s.\n\n",
-			seqStatus(res.paused, kRedsync), seqStatus(res.paused, kRedsyncFF), seqStatus(res.paused, kRedlock), fmtDur(res.paused.p50(kFloor)))
+	if p := res.paused; p != nil {
+		fmt.Fprintf(&b, "**Paused minority.** A stopped redis-server keeps its connections open and never answers. Plain redsync: %s: at redigo's defaults its commands have no read timeout and it waits for every node, so `Lock` returns only when the nodes resume (its context bounds only the connection checkout). redsync failfast: %s: it returns at the majority, but each call leaves a goroutine and a connection blocked on each paused node until it resumes, so the next call to that node dials again: %d dials to node 3, %s per Lock+Unlock. The floor: %s: each command to a paused node times out after 250 ms and its connection is discarded, so it too dials for every command (%d dials to node 3, %s per Lock+Unlock). ",
+			seqStatus(p, kRedsync), seqStatus(p, kRedsyncFF), dialsTo(p, kRedsyncFF, 3), dialsPerOp(p, kRedsyncFF, 3), seqStatus(p, kFloor), dialsTo(p, kFloor, 3), dialsPerOp(p, kFloor, 3))
+		d3, d4 := dialsTo(p, kRedlock, 3), dialsTo(p, kRedlock, 4)
+		fmt.Fprintf(&b, "redlock: %s: the round is decided at the third answer and never waits for a paused node; the connection to it is closed once its oldest request is a node timeout past its deadline, and one reconnect at a time follows, with a backoff of %v doubling to %v after each failed attempt; each attempt (the dial, then INFO server and SCRIPT LOAD) waits for the paused node up to its set-up bound, max(2 s, 8 node timeouts) = 2 s, and fails. So it dialled node 3 %d times and node 4 %d times in %s (%s). Meanwhile requests to a paused node queue, unsent, until a connection serves them or an attempt fails; no round waits for them. The pipelined floor: %s: it stops writing to a node whose oldest request is past its deadline and fails new requests to it at once, keeping its connection: %d dials.\n\n",
+			seqStatus(p, kRedlock), minBackoff, maxBackoff, d3, d4, fmtDur(p.window), dialEvery(p.window, max(d3, d4)), seqStatus(p, kFloorPipe), dialsTo(p, kFloorPipe, 3))
 	}
-	if res.dead != nil {
-		fmt.Fprintf(&b, "**Dead minority.** Connections to a killed node are refused at once, so nobody waits: redlock %s, redsync %s, redsync failfast %s.",
-			seqStatus(res.dead, kRedlock), seqStatus(res.dead, kRedsync), seqStatus(res.dead, kRedsyncFF))
+	if d := res.dead; d != nil {
+		fmt.Fprintf(&b, "**Dead minority.** Connections to a killed node are refused at once, so nobody waits: redlock %s, redsync %s, redsync failfast %s, the pipelined floor %s. The pool-based contenders dial for every command to a dead node (node 3: floor %d, redsync %d, redsync failfast %d dials, %s, %s and %s per Lock+Unlock); redlock's one reconnect loop per node dialled node 3 %d times in %s (%s); a request to a dead node fails at once when the next attempt comes after its deadline and otherwise waits for that attempt, which no round waits for. The pipelined floor, with the same backoff and failing every request at once while it is down, dialled it %d times.",
+			seqStatus(d, kRedlock), seqStatus(d, kRedsync), seqStatus(d, kRedsyncFF), seqStatus(d, kFloorPipe),
+			dialsTo(d, kFloor, 3), dialsTo(d, kRedsync, 3), dialsTo(d, kRedsyncFF, 3), dialsPerOp(d, kFloor, 3), dialsPerOp(d, kRedsync, 3), dialsPerOp(d, kRedsyncFF, 3),
+			dialsTo(d, kRedlock, 3), fmtDur(d.window), dialEvery(d.window, dialsTo(d, kRedlock, 3)), dialsTo(d, kFloorPipe, 3))
 	}
 	return b.String()
 }
@@ -145,8 +200,12 @@ func deadMajParagraph(res *results) string {
 		return ""
 	}
 	rl, rs, rk := findDM(res.deadMaj, kRedlock), findDM(res.deadMaj, kRedsync), findDM(res.deadMaj, kRedislock)
-	s := fmt.Sprintf("redlock decides as soon as a majority can no longer answer (three failures of five) and returns `ErrNoQuorum` wrapping one `*NodeError` per failed node, each with the node's URL and address: %s. redsync names nodes by their index (`node #0`); only its dial errors carry an address, so the first trial after the kill, which fails on pooled connections with EOF, names no address: %s. ",
-		dmStatus(rl), dmStatus(rs))
+	s := fmt.Sprintf("redlock decides as soon as a majority can no longer answer (three failures of five) and returns `ErrNoQuorum` wrapping one `*NodeError` per failed node, each with the node's URL and address: %s. A request to a node whose connection is down fails at once only when the node's next reconnect attempt comes after the request's deadline; otherwise it waits for that attempt (they back off from %v to %v), so the third failure comes when the attempts that fall within the node timeout have failed, not at once. ", dmStatus(rl), minBackoff, maxBackoff)
+	if rs != nil && rs.named < rs.trials {
+		s += fmt.Sprintf("redsync names nodes by their index (`node #0`); only its dial errors carry an address, so a trial that fails on pooled connections (the first after the kill, with EOF) names no address: %s. ", dmStatus(rs))
+	} else {
+		s += fmt.Sprintf("redsync: %s. ", dmStatus(rs))
+	}
 	if rk != nil && rk.trials > 0 {
 		s += fmt.Sprintf("redislock's single node is dead; go-redis retries a failed command (three retries with backoff by default, each on a new connection), until it gives up or the context ends: p50 %s, max %s, first trial's error `%s`.", fmtDur(pct(rk.times, 50)), fmtDur(pct(rk.times, 100)), rk.errText)
 	}
@@ -169,17 +228,22 @@ func wdParagraph(res *results) string {
 	if r.alive == 0 {
 		fmt.Fprintf(&b, "No measured round had a hold left to renew: every one of the %d holds was lost first. ", w.locks)
 	}
-	fmt.Fprintf(&b, "A renewal round is one pipelined round trip per node carrying every live hold, 1,000 holds per renew.lua call: the %d live holds of the round described here made %s on node 0. ", r.alive, r.cmds)
-	if strings.Contains(r.cmds, "INFO") {
-		b.WriteString("The `INFO` is the restart quarantine's check of which server process answers: redlock makes it every lease/3 on pools it did not open (this scenario hands its own counting pools to `redlock.New`); on `Dial`'s pools it runs once per new connection instead. ")
+	fmt.Fprintf(&b, "A renewal round sends every live hold to each node as one batch of renew.lua calls, 1,000 holds per call, queued together so that they go out in one write: the %d live holds of the round described here made %s on node 0, in %s round trip(s) per node. ", r.alive, r.cmds, ints(r.rtPerNode))
+	if strings.Contains(r.cmds, "INFO") || strings.Contains(r.cmds, "SCRIPT") {
+		b.WriteString("The `INFO` and `SCRIPT` commands are a new connection's set-up (which server process answers, for the restart quarantine, and the scripts): a connection was made during the round. ")
 	}
 	fmt.Fprintf(&b, "Each node spent %s of server time in those scripts (`INFO commandstats` usec), the round took %s from the first request to the last reply, and %s of client CPU.",
 		fmtDur(time.Duration(avg(r.evalshaUsec))*time.Microsecond), fmtDur(r.wall), fmtDur(r.cpu))
 	var slowest time.Duration
+	var calls int64
 	for _, x := range w.rounds {
 		slowest = max(slowest, x.wall)
+		for _, c := range x.cmdPerNode {
+			calls = max(calls, c)
+		}
 	}
-	fmt.Fprintf(&b, " The slowest measured round took %s from its first request to its last reply, %.0f%% of the 250 ms node timeout that bounds each node's whole round.", fmtDur(slowest), 100*slowest.Seconds()/0.25)
+	bound := 250 * time.Millisecond * time.Duration(max(calls, 1))
+	fmt.Fprintf(&b, " A node's round is bounded by one node timeout per renew.lua call (%d calls: %s); the slowest measured round took %s from its first request to its last reply, %.0f%% of that.", calls, fmtDur(bound), fmtDur(slowest), 100*slowest.Seconds()/bound.Seconds())
 	_, renewed, alive := wdSummary(w)
 	failed := len(w.rounds) - fullRounds(w)
 	if w.lostAcquire > 0 || w.lostEnd > 0 {
@@ -190,7 +254,7 @@ func wdParagraph(res *results) string {
 			failed, len(w.rounds), renewed, alive)
 	}
 	if failed > 0 || w.lostAcquire > 0 || w.lostEnd > 0 {
-		b.WriteString(" A node's whole round, every hold at once, is bounded by one node timeout (250 ms); the node needs the server time above (it grows when the five nodes and the client compete for two CPUs), and a node whose reply comes late counts as failed for every hold at once; when that happens on three nodes, no hold is renewed in that round.")
+		b.WriteString(" A node's round, every hold at once, is bounded by one node timeout per renew.lua call; the node needs the server time above (it grows when the five nodes and the client compete for two CPUs), and a node whose replies come late counts as failed for every hold it did not answer; when that happens on three nodes, those holds are not renewed in that round.")
 		if len(w.warnings) > 0 {
 			fmt.Fprintf(&b, " redlock's own warnings during this pass: %s.", strings.Join(w.warnings, "; "))
 		}
@@ -198,7 +262,7 @@ func wdParagraph(res *results) string {
 	if l := res.wdLong; l != nil && len(l.rounds) > 0 {
 		lm, lr, la := wdSummary(l)
 		lr0 := l.rounds[len(l.rounds)-1]
-		fmt.Fprintf(&b, "\n\nWith `WithNodeTimeout(%s)`: %d of %d holds lost while acquiring; the measured round(s) renewed %d of %d live holds with at most %d round trips per node (%s on node 0), %s of server time per node, %s wall, %s of client CPU; %d holds lost one lease later.",
+		fmt.Fprintf(&b, "\n\nWith `WithNodeTimeout(%s)`: %d of %d holds lost while acquiring; the measured round(s) renewed %d of %d live holds with at most %d round trip(s) per node (%s on node 0), %s of server time per node, %s wall, %s of client CPU; %d holds lost one lease later.",
 			l.nodeTimeout, l.lostAcquire, l.locks, lr, la, lm, lr0.cmds, fmtDur(time.Duration(avg(lr0.evalshaUsec))*time.Microsecond), fmtDur(lr0.wall), fmtDur(lr0.cpu), l.lostEnd)
 		if len(l.warnings) > 0 {
 			fmt.Fprintf(&b, " Warnings: %s.", strings.Join(l.warnings, "; "))
@@ -238,7 +302,7 @@ func restartParagraph(res *results) string {
 	fmt.Fprintf(&b, "When B tries at once, the restarted node 0 is empty and nodes 3 and 4 never had A's key, so three nodes say yes to B while A still counts on its two. redsync counts the empty node: %d double holds in %d trials, %d in %d with `WithSetNXOnExtend` (the option acts only when the holder extends). redlock: %d double holds in %d trials. ",
 		rs.violation, rs.trials, rn.violation, rn.trials, rl.violation, rl.trials)
 	if rl.violation == 0 && rl.acquired == 0 {
-		b.WriteString("Its restart quarantine keeps node 0 out of every quorum: B's client saw node 0's run_id on its first try and a different one after the restart, so node 0's yes does not count until the quarantine (the longest lease, 30 s by default) has passed, and B cannot reach three nodes. ")
+		b.WriteString("Its restart quarantine keeps node 0 out of every quorum: B's client read node 0's run_id when it connected and a different one when it reconnected after the restart, so node 0's yes does not count until the quarantine (the longest lease, 30 s by default) has passed, and B cannot reach three nodes. ")
 	} else if rl.violation > 0 {
 		b.WriteString("redlock counted the empty node like redsync does: without restart quarantine a node that lost its data votes again at once. ")
 	}
@@ -250,15 +314,28 @@ func restartParagraph(res *results) string {
 	return b.String()
 }
 
-// missedNotes says, for each missed target, by how much, why, and what
-// would close it.
+// missedNotes says, for each missed target, by how much and what the
+// run's own numbers show about why.
 func missedNotes(res *results) string {
 	var notes []string
+	scripts := ""
+	if sc := res.scripts; sc != nil {
+		p := scriptPairs(sc)
+		scripts = fmt.Sprintf(" In scripts alone a Lock+Unlock costs redlock %.1f µs of server time per node and the floor %.1f µs (see Server time per script call): %.0f against %.0f µs over five nodes.", p[0].usec, p[2].usec, 5*p[0].usec, 5*p[2].usec)
+	}
+	if rl, rs, fl, fp := findTput(res.tput, kRedlock), findTput(res.tput, kRedsync), findTput(res.tput, kFloor), findTput(res.tput, kFloorPipe); rl != nil && rs != nil && fl != nil && fp != nil && rl.ops > 0 {
+		xf, xs := rl.median()/fl.median(), rl.median()/rs.median()
+		cpu, srv := perOp(rl.cpu, rl.ops), perOp(rl.srv, rl.ops)
+		if xf < 2 || xs < 2 || cpu >= perOp(rs.cpu, rs.ops) || srv >= perOp(rs.srv, rs.ops) {
+			notes = append(notes, fmt.Sprintf("**Throughput** (%s the floor's and %s redsync's ops/s, target 2×; %s the pipelined floor's): the %d CPUs bound the rate, so it follows the CPU per op (client + server): redlock %s + %s, redsync %s + %s, floor %s + %s, pipelined floor %s + %s.%s",
+				fmtRatio(xf), fmtRatio(xs), fmtRatio(rl.pipe), res.machine.nproc, fmtDur(cpu), fmtDur(srv), fmtDur(perOp(rs.cpu, rs.ops)), fmtDur(perOp(rs.srv, rs.ops)),
+				fmtDur(perOp(fl.cpu, fl.ops)), fmtDur(perOp(fl.srv, fl.ops)), fmtDur(perOp(fp.cpu, fp.ops)), fmtDur(perOp(fp.srv, fp.ops)), scripts))
+		}
+	}
 	u := res.unc
-	if u != nil && u.get(kRedlock) != nil && u.get(kRedsync) != nil {
-		rl, rs := u.get(kRedlock), u.get(kRedsync)
-		r := rl.ratio
-		if r > 1.15 || rl.mallocs > rs.mallocs {
+	if u != nil && u.get(kRedlock) != nil && u.get(kRedsync) != nil && u.get(kFloor) != nil {
+		rl, rs, fl := u.get(kRedlock), u.get(kRedsync), u.get(kFloor)
+		if rl.ratio > 1.15 || rl.mallocs > rs.mallocs || rl.bytes > rs.bytes {
 			var fixes []string
 			seen := map[string]bool{}
 			covered := 0.0
@@ -274,59 +351,64 @@ func missedNotes(res *results) string {
 					}
 				}
 			}
-			note := fmt.Sprintf("**Uncontended latency and allocations** (p50 %s the floor, target 1.15×; %.0f allocations per op against redsync's %.0f): the round trips are the floor's; the difference is work per node call, in the client (see the allocation table under Uncontended) and in the scripts (server CPU per op: redlock %s, floor %s).",
-				fmtRatio(r), rl.mallocs, rs.mallocs, fmtDur(rl.srv), fmtDur(u.get(kFloor).srv))
+			note := fmt.Sprintf("**Uncontended** (p50 %s the floor, target 1.15×; %.0f allocations and %.0f B per op against redsync's %.0f and %.0f B): the round trips are the floor's; the difference is work per node call, in the client (client CPU per op: redlock %s, floor %s; see the allocation table under Uncontended) and in the servers (server CPU per op: redlock %s, floor %s).%s",
+				fmtRatio(rl.ratio), rl.mallocs, rl.bytes, rs.mallocs, rs.bytes, fmtDur(rl.cpu), fmtDur(fl.cpu), fmtDur(rl.srv), fmtDur(fl.srv), scripts)
 			if len(fixes) > 0 {
-				what := "What would close the allocation gap"
-				if rl.mallocs <= rs.mallocs {
-					what = "Allocations are within the target; what would still cut the client's work per call"
-				}
-				note += fmt.Sprintf(" %s: %s; the sites these address are %.0f objects per op in this run.", what, strings.Join(fixes, "; "), covered)
+				note += fmt.Sprintf(" What would cut the client's work per call: %s; the sites these address are %.0f objects per op in this run.", strings.Join(fixes, "; "), covered)
 			}
 			notes = append(notes, note)
 		}
 	}
-	if res.handoff != nil {
-		hl, hs := findCont(res.handoff, kRedlock), findCont(res.handoff, kRedsync)
-		if x := hl.median() / hs.median(); x < 10 {
-			notes = append(notes, fmt.Sprintf("**Handoff rate** (%s redsync's, the target is 10×): with a %v critical section the cycle is at least %v plus the gap; 10× redsync's %.0f/s is %.0f/s, a mean cycle of %s, while redlock's mean cycle was %s (gap p50 %s, p99 %s). The tail of the gap is where it goes: every release publishes on five nodes and each message re-wakes the head waiter, so heads retry while the new holder holds the lock, and a split vote between the two clients' heads costs both a rollback. What would close it: wake a head once per release (the releasing owner and sequence in the message, duplicates dropped), and after a split vote back off by a random fraction of a round trip before the next try.",
-				fmtRatio(x), res.cfg.crit, res.cfg.crit, hs.median(), 10*hs.median(), fmtDur(time.Duration(float64(time.Second)/(10*hs.median()))), fmtDur(time.Duration(float64(time.Second)/hl.median())), fmtDur(pct(hl.gaps, 50)), fmtDur(pct(hl.gaps, 99))))
-		}
-		if g := pct(hl.gaps, 50); g >= time.Millisecond {
-			notes = append(notes, fmt.Sprintf("**Handoff gap** (p50 %s): the gap is one release round trip, one pub/sub message and one acquire round trip; on this machine each is a few hundred microseconds because the five servers share two CPUs with the client. The wake-up duplication above adds attempts that compete with the real one.", fmtDur(g)))
-		}
-	}
 	for _, f := range []struct {
-		name string
-		s    *seqScenario
-	}{{"Slow minority", res.slow}, {"Paused minority", res.paused}} {
-		if f.s == nil {
+		name  string
+		s     *seqScenario
+		limit float64
+	}{{"2 of 5 slow", res.slow, 1.1}, {"2 of 5 paused", res.paused, 1.15}, {"2 of 5 dead", res.dead, 1.05}} {
+		if f.s == nil || f.s.get(kRedlock) == nil || f.s.get(kFloor) == nil {
 			continue
 		}
-		if r := f.s.ratioOf(kRedlock); r > 1.3 {
-			base := math.NaN()
+		rl, fl := f.s.get(kRedlock), f.s.get(kFloor)
+		if rl.ratio <= f.limit {
+			continue
+		}
+		base := math.NaN()
+		if u != nil {
+			base = u.ratioOf(kRedlock)
+		}
+		note := fmt.Sprintf("**%s** (p50 %s the floor, target %s; %s the pipelined floor; healthy nodes in the same run: %s): both decide at the third answer and never wait for the faulty nodes; per op, redlock spent %s of client CPU and %s of server CPU, the floor %s and %s.",
+			f.name, fmtRatio(rl.ratio), fmtRatio(f.limit), fmtRatio(rl.pipe), fmtRatio(base), fmtDur(rl.cpu), fmtDur(rl.srv), fmtDur(fl.cpu), fmtDur(fl.srv))
+		if f.s == res.slow {
+			note += " Every byte also passes through the in-process proxy, so the client's CPU counts twice here."
+		}
+		notes = append(notes, note)
+	}
+	if p := res.paused; p != nil {
+		if ff := p.get(kRedsyncFF); ff != nil && len(ff.lat) > 0 && p.p50(kRedlock) >= p.p50(kRedsyncFF) {
+			note := fmt.Sprintf("**2 of 5 paused, against redsync failfast** (redlock %s, redsync failfast %s): ", fmtDur(p.p50(kRedlock)), fmtDur(p.p50(kRedsyncFF)))
 			if u != nil {
-				base = u.ratioOf(kRedlock)
+				note += fmt.Sprintf("with healthy nodes in this run redsync failfast's p50 was %s the floor's and redlock's %s, and that order holds here; ", fmtRatio(u.ratioOf(kRedsyncFF)), fmtRatio(u.ratioOf(kRedlock)))
 			}
-			notes = append(notes, fmt.Sprintf("**%s** (p50 %s the floor, target 1.3×; healthy nodes in the same run: %s): both decide at the third answer, so the gap is the healthy case's per-call work plus the calls left in flight to the faulty nodes, each holding a goroutine and a pool connection until the node answers or the node timeout (250 ms) fires; on paused nodes each timed-out connection is closed and the next call dials again. What would close it: the same per-call changes as for the uncontended case.",
-				f.name, fmtRatio(r), fmtRatio(base)))
+			note += fmt.Sprintf("redsync failfast's call to a paused node blocks a goroutine and a connection and dials anew (%s dials per Lock+Unlock to node 3), off the path of its op, which returns at the majority.", dialsPerOp(p, kRedsyncFF, 3))
+			notes = append(notes, note)
+		}
+		if d, ok := p.dials[kRedlock]; ok {
+			if worst := max(d[3], d[4]); worst > int64(backoffAllows(p.window)) {
+				notes = append(notes, fmt.Sprintf("**Dials to the paused nodes** (%d in %s, the backoff allows %d): more than one reconnect attempt per backoff period.", worst, fmtDur(p.window), backoffAllows(p.window)))
+			}
 		}
 	}
-	if d := findDM(res.deadMaj, kRedlock); d != nil && d.trials > 0 {
-		if w := pct(d.times, 100); w > 10*time.Millisecond {
-			notes = append(notes, fmt.Sprintf("**Dead majority** (worst %s): redlock returns at the third failure; a slow trial is the dial of a refused connection or the machine's noise.", fmtDur(w)))
-		}
-		if d.named < d.trials {
-			notes = append(notes, fmt.Sprintf("**Dead majority, naming** (%d of %d trials): the early decision returns at the third failure; the error lists the failed nodes known then.", d.named, d.trials))
+	if h := res.handoff; h != nil && findCont(h, kRedlock) != nil && findCont(h, kRedsync) != nil {
+		hl, hs := findCont(h, kRedlock), findCont(h, kRedsync)
+		g := pct(hl.gaps, 50)
+		if x := hl.median() / hs.median(); g > before.gap || x < before.handoffRedsync || hl.ratio < before.handoffF {
+			notes = append(notes, fmt.Sprintf("**Handoff** (gap p50 %s, p99 %s; %.0f acquisitions/s, %s redsync's and %s the floor's; before: %s, %s and %s): a cycle is at least the %v critical section plus the gap, so the rate follows the mean gap, which the tail weighs on: the mean cycle was %s. The gap is the release reaching the nodes, the unlock message reaching the head waiter and the waiter's acquire round trip, each of which needs the CPUs the five servers and the client share. redsync's rate is set by its random sleeps between tries (50–250 ms), so the ratio to it also varies with those.",
+				fmtDur(g), fmtDur(pct(hl.gaps, 99)), hl.median(), fmtRatio(x), fmtRatio(hl.ratio), fmtDur(before.gap), fmtRatio(before.handoffRedsync), fmtRatio(before.handoffF), res.cfg.crit, fmtDur(time.Duration(float64(time.Second)/hl.median()))))
 		}
 	}
 	if w := res.wd; w != nil && len(w.rounds) > 0 {
-		renewed, alive := 0, 0
-		for _, r := range w.rounds {
-			renewed, alive = renewed+r.renewed, alive+r.alive
-		}
+		_, renewed, alive := wdSummary(w)
 		if renewed < alive || w.lostAcquire > 0 || w.lostEnd > 0 {
-			notes = append(notes, fmt.Sprintf("**Watchdog at scale**: one node timeout bounds a node's whole round, all holds at once; at 10,000 holds nodes' replies came after it: %d of %d measured rounds did not renew every hold, %d holds lost while acquiring, %d one lease after the rounds (see the watchdog section).", len(w.rounds)-fullRounds(w), len(w.rounds), w.lostAcquire, w.lostEnd)+" What would close it: a deadline per 1,000-hold batch rather than per round (or a round deadline that grows with the batches, bounded by the lease/3 period), counting each batch's holds as soon as its reply is read; and a cheaper renew.lua (`PEXPIRE key ms GT` would replace the PTTL-then-PEXPIRE pair).")
+			notes = append(notes, fmt.Sprintf("**Watchdog at scale**: %d of %d measured rounds did not renew every hold, %d holds lost while acquiring, %d one lease after the rounds (see the watchdog section for the server time and the wall time of each round against its bound).", len(w.rounds)-fullRounds(w), len(w.rounds), w.lostAcquire, w.lostEnd))
 		}
 	}
 	if len(notes) == 0 {

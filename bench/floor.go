@@ -19,9 +19,14 @@ import (
 // same for a compare-and-DEL; each node's cleanup sent only after that node
 // answered its SET. No reentrancy, no renewal, no pub/sub, no drift check:
 // it polls every millisecond when the lock is taken.
+const (
+	floorSetLua = `return redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])`
+	floorDelLua = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0`
+)
+
 var (
-	floorSet = redis.NewScript(1, `return redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])`)
-	floorDel = redis.NewScript(1, `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0`)
+	floorSet = redis.NewScript(1, floorSetLua)
+	floorDel = redis.NewScript(1, floorDelLua)
 )
 
 const floorLeaseMs = 30000 // redlock's default lease
@@ -34,14 +39,14 @@ type floor struct {
 	seq    atomic.Uint64
 }
 
-func newFloor(addrs []string, cnt *counters) (*floor, error) {
+func newFloor(addrs []string, cnt *counters, dials *dialCounter) (*floor, error) {
 	var id [8]byte
 	rand.Read(id[:])
 	f := &floor{addrs: addrs, quorum: len(addrs)/2 + 1, id: hex.EncodeToString(id[:]) + ":"}
 	for i, a := range addrs {
-		// No limit on active connections: a checkout never waits, and every
-		// command is bounded by the node timeout (DoWithTimeout, no goroutine).
-		f.pools = append(f.pools, redlockStylePool(a, i, cnt, 0))
+		// Every command is bounded by the node timeout (DoWithTimeout, no
+		// goroutine).
+		f.pools = append(f.pools, floorPool(a, i, cnt, dials))
 	}
 	// Load the scripts so the hot path is one EVALSHA; a node that is down
 	// now loads them on first use (NOSCRIPT fallback below).
@@ -146,7 +151,13 @@ func (l *floorLock) TryLock(ctx context.Context) (bool, error) {
 }
 
 // Lock polls every millisecond.
-func (l *floorLock) Lock(ctx context.Context) error {
+func (l *floorLock) Lock(ctx context.Context) error { return pollLock(ctx, l) }
+
+// pollLock calls l.TryLock every millisecond until it succeeds or ctx is
+// done: the floors' way of waiting.
+func pollLock(ctx context.Context, l interface {
+	TryLock(context.Context) (bool, error)
+}) error {
 	var t *time.Timer
 	for {
 		ok, err := l.TryLock(ctx)

@@ -47,6 +47,8 @@ type config struct {
 	herdWarm, contWarm  time.Duration
 	restartTrials       int
 	restartRenewTrials  int
+	scriptCalls         int // calls per script and run in the script-cost scenario
+	scriptRuns          int
 	crit                time.Duration
 	slowLatency         time.Duration
 	wdLease             time.Duration
@@ -68,6 +70,7 @@ var quickCfg = config{
 	wdLocks:       10000, wdRounds: 1, wdDefaultOnly: true,
 	herdRounds: 1, herdWindow: 800 * time.Millisecond, herdWarm: 250 * time.Millisecond, contWarm: 100 * time.Millisecond,
 	restartTrials: 2, restartRenewTrials: 1,
+	scriptCalls: 5000, scriptRuns: 3,
 }
 
 var fullCfg = config{
@@ -79,6 +82,7 @@ var fullCfg = config{
 	wdLocks:       10000, wdRounds: 3,
 	herdRounds: 3, herdWindow: 3 * time.Second, herdWarm: time.Second, contWarm: 300 * time.Millisecond,
 	restartTrials: 20, restartRenewTrials: 6,
+	scriptCalls: 20000, scriptRuns: 3,
 }
 
 func (c *config) fill() {
@@ -112,17 +116,18 @@ type results struct {
 	herd                 []*herdResult
 	restartNow, restartR []*restartResult
 	allocSites           map[kind][]allocSite
+	scripts              *scriptCosts
 	failures             []string // scenarios that could not run, and why
 }
 
 func main() {
 	quick := flag.Bool("quick", false, "run every scenario briefly (under a minute)")
-	only := flag.String("only", "", "comma-separated scenarios to run (unc,tput,cont,faults,deadmaj,watchdog,herd,restart); default all")
+	only := flag.String("only", "", "comma-separated scenarios to run (unc,tput,cont,faults,deadmaj,watchdog,herd,restart,scripts); default all")
 	root := flag.String("root", "..", "the redlock repository (for scripts/ and docs/)")
 	write := flag.Bool("write", true, "write benchmarks.md and img/*.svg into -docs")
 	docs := flag.String("docs", "", "the docs directory to write (default: -root/docs)")
 	commit := flag.String("commit", "", "how to name the library version measured (default: git describe of -root)")
-	kindsFlag := flag.String("kinds", "", "comma-separated contenders to run (redlock,redsync,redsyncff,redislock,floor); default all")
+	kindsFlag := flag.String("kinds", "", "comma-separated contenders to run (redlock,redsync,redsyncff,redislock,floor,floorpipe); default all")
 	flag.Parse()
 	if *kindsFlag != "" {
 		var ks []kind
@@ -175,6 +180,13 @@ func main() {
 		*docs = filepath.Join(*root, "docs")
 	}
 
+	if want("scripts") {
+		logf("script costs")
+		var err error
+		if res.scripts, err = runScriptCosts(*root, cfg.scriptCalls, cfg.scriptRuns, logf); err != nil {
+			fail("script costs", err)
+		}
+	}
 	if want("unc") || want("tput") || want("cont") || want("herd") || want("watchdog") {
 		if err := runMain(res, cfg, want, scripts, logf); err != nil {
 			fail("main cluster", err)
@@ -275,7 +287,7 @@ func runMain(res *results, cfg config, want func(string) bool, scripts map[strin
 					}
 				}
 			}()
-			for _, k := range allKinds {
+			for _, k := range pollers() {
 				for i := 0; i < cfg.contClients; i++ {
 					c, err := build(k, cl.Addrs(), buildOpts{prefix: "c:"})
 					if err != nil {
@@ -288,14 +300,14 @@ func runMain(res *results, cfg config, want func(string) bool, scripts map[strin
 				}
 			}
 			logf("contended: barge")
-			res.barge = runContendedScenario("barge", clients, allKinds, cfg.contGoroutines, cfg.contRounds, cfg.crit, cfg.contWarm, cfg.contWindow, false, logf)
+			res.barge = runContendedScenario("barge", clients, pollers(), cfg.contGoroutines, cfg.contRounds, cfg.crit, cfg.contWarm, cfg.contWindow, false, logf)
 			logf("contended: handoff")
-			res.handoff = runContendedScenario("handoff", clients, allKinds, cfg.contGoroutines, cfg.contRounds, cfg.crit, cfg.contWarm, cfg.contWindow, true, logf)
+			res.handoff = runContendedScenario("handoff", clients, pollers(), cfg.contGoroutines, cfg.contRounds, cfg.crit, cfg.contWarm, cfg.contWindow, true, logf)
 		}
 		if want("herd") {
 			logf("herd")
 			var err error
-			if res.herd, err = runHerd(cl, allKinds, cfg.herdRounds, cfg.herdWarm, cfg.herdWindow, cfg.crit, scripts, logf); err != nil {
+			if res.herd, err = runHerd(cl, pollers(), cfg.herdRounds, cfg.herdWarm, cfg.herdWindow, cfg.crit, scripts, logf); err != nil {
 				res.failures = append(res.failures, "herd: "+err.Error())
 			}
 		}
@@ -369,7 +381,11 @@ func runFaults(res *results, cfg config, logf func(string, ...any), fail func(st
 			opts = append(opts, redlocktest.WithProxy())
 		}
 		err := withCluster(func(cl *redlocktest.Cluster) error {
-			cs, closeAll, err := buildAll(allKinds, cl, buildOpts{prefix: "f:"})
+			dials := map[kind]*dialCounter{}
+			for _, k := range allKinds {
+				dials[k] = newDialCounter(cl.N())
+			}
+			cs, closeAll, err := buildAll(allKinds, cl, buildOpts{prefix: "f:", dials: dials})
 			if err != nil {
 				return err
 			}
@@ -377,11 +393,27 @@ func runFaults(res *results, cfg config, logf func(string, ...any), fail func(st
 			if err := warmUp(cs, "f", 10); err != nil {
 				return err
 			}
+			d0 := map[kind][]int64{}
+			for k, d := range dials {
+				d0[k] = d.snapshot()
+			}
+			start := time.Now()
 			if err := f.apply(cl); err != nil {
 				return err
 			}
 			defer f.lift(cl)
-			*f.target = runSeqScenario(strings.ReplaceAll(f.name, " ", "-"), cs, cfg.faultRounds, cfg.faultOps, cfg.faultBudget, cfg.opTimeout, func() time.Duration { return serverCPU(cl) }, logf)
+			sc := runSeqScenario(strings.ReplaceAll(f.name, " ", "-"), cs, cfg.faultRounds, cfg.faultOps, cfg.faultBudget, cfg.opTimeout, func() time.Duration { return serverCPU(cl) }, logf)
+			sc.window = time.Since(start)
+			sc.dials = map[kind][]int64{}
+			for k, d := range dials {
+				n := d.snapshot()
+				for i := range n {
+					n[i] -= d0[k][i]
+				}
+				sc.dials[k] = n
+			}
+			logf("  dials to nodes 3 and 4 over %v: %s", sc.window.Round(time.Second), dialLog(sc))
+			*f.target = sc
 			return nil
 		}, opts...)
 		if err != nil {
@@ -433,4 +465,16 @@ func loadAvg() string {
 		return "unknown"
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// dialLog is the dials of each contender to nodes 3 and 4 in a fault
+// scenario, for the progress log.
+func dialLog(sc *seqScenario) string {
+	var parts []string
+	for _, k := range allKinds {
+		if d, ok := sc.dials[k]; ok && len(d) == 5 {
+			parts = append(parts, fmt.Sprintf("%s %d/%d", k.short(), d[3], d[4]))
+		}
+	}
+	return strings.Join(parts, ", ")
 }

@@ -27,27 +27,37 @@ func uncTable(s *seqScenario, withMem bool) string {
 	if s == nil {
 		return "_not run_\n"
 	}
-	head := []string{"contender", "p50", "p90", "p99", "p50 / floor (paired per round)", "ops", "errors"}
+	head := []string{"contender", "p50", "p90", "p99", "p50 / floor (paired per round)", "p50 / floor (pipelined)", "ops", "errors"}
 	if withMem {
 		head = append(head, "allocs/op", "bytes/op", "client CPU/op", "server CPU/op")
 	}
+	if s.dials != nil {
+		head = append(head, "dials to node 3 / 4")
+	}
 	var rows [][]string
 	for _, r := range s.results {
+		var row []string
 		if r.timedOut && len(r.lat) == 0 {
-			row := []string{kindLabel(r.kind), "timed out", "–", "–", "–", fmt.Sprint(r.ops), fmt.Sprint(r.errs)}
+			row = []string{kindLabel(r.kind), "timed out", "–", "–", "–", "–", fmt.Sprint(r.ops), fmt.Sprint(r.errs)}
 			if withMem {
 				row = append(row, "–", "–", "–", "–")
 			}
-			rows = append(rows, row)
-			continue
+		} else {
+			errs := fmt.Sprint(r.errs)
+			if r.timedOut {
+				errs += " (then timed out)"
+			}
+			row = []string{kindLabel(r.kind), fmtDur(pct(r.lat, 50)), fmtDur(pct(r.lat, 90)), fmtDur(pct(r.lat, 99)), fmtRatio(r.ratio) + " (" + fmtRatio(r.paired) + ")", fmtRatio(r.pipe), fmt.Sprint(r.ops), errs}
+			if withMem {
+				row = append(row, fmt.Sprintf("%.0f", r.mallocs), fmt.Sprintf("%.0f", r.bytes), fmtDur(r.cpu), fmtDur(r.srv))
+			}
 		}
-		errs := fmt.Sprint(r.errs)
-		if r.timedOut {
-			errs += " (then timed out)"
-		}
-		row := []string{kindLabel(r.kind), fmtDur(pct(r.lat, 50)), fmtDur(pct(r.lat, 90)), fmtDur(pct(r.lat, 99)), fmtRatio(r.ratio) + " (" + fmtRatio(r.paired) + ")", fmt.Sprint(r.ops), errs}
-		if withMem {
-			row = append(row, fmt.Sprintf("%.0f", r.mallocs), fmt.Sprintf("%.0f", r.bytes), fmtDur(r.cpu), fmtDur(r.srv))
+		if s.dials != nil {
+			d := "–"
+			if n, ok := s.dials[r.kind]; ok && len(n) > 4 && r.kind != kRedislock {
+				d = fmt.Sprintf("%d / %d", n[3], n[4])
+			}
+			row = append(row, d)
 		}
 		rows = append(rows, row)
 	}
@@ -60,13 +70,9 @@ func tputTable(ts []*tputResult) string {
 	}
 	var rows [][]string
 	for _, t := range ts {
-		var cpu, srv time.Duration
-		if t.ops > 0 {
-			cpu, srv = t.cpu/time.Duration(t.ops), t.srv/time.Duration(t.ops)
-		}
-		rows = append(rows, []string{kindLabel(t.kind), fmt.Sprintf("%.0f", t.median()), fmtRatio(t.ratio), fmtDur(cpu), fmtDur(srv), fmt.Sprint(t.errs)})
+		rows = append(rows, []string{kindLabel(t.kind), fmt.Sprintf("%.0f", t.median()), fmtRatio(t.ratio), fmtRatio(t.pipe), fmtDur(perOp(t.cpu, t.ops)), fmtDur(perOp(t.srv, t.ops)), fmt.Sprint(t.errs)})
 	}
-	return table([]string{"contender", "ops/s (median of rounds)", "/ floor", "client CPU/op", "server CPU/op", "errors"}, rows)
+	return table([]string{"contender", "ops/s (median of rounds)", "/ floor", "/ floor (pipelined)", "client CPU/op", "server CPU/op", "errors"}, rows)
 }
 
 func contTable(cs []*contResult) string {
@@ -187,9 +193,10 @@ func summaryTable(res *results) string {
 	b.WriteString("\n### throughput (32 goroutines)\n" + tputTable(res.tput))
 	b.WriteString("\n### contended: barge\n" + contTable(res.barge))
 	b.WriteString("\n### contended: handoff\n" + contTable(res.handoff))
-	b.WriteString("\n### slow minority\n" + uncTable(res.slow, false))
-	b.WriteString("\n### paused minority\n" + uncTable(res.paused, false))
-	b.WriteString("\n### dead minority\n" + uncTable(res.dead, false))
+	b.WriteString("\n### script costs (server µs per call)\n" + scriptTable(res.scripts))
+	b.WriteString("\n### slow minority\n" + uncTable(res.slow, true))
+	b.WriteString("\n### paused minority\n" + uncTable(res.paused, true))
+	b.WriteString("\n### dead minority\n" + uncTable(res.dead, true))
 	b.WriteString("\n### dead majority\n" + deadMajTable(res.deadMaj, nil))
 	b.WriteString("\n### watchdog at scale\n" + wdTable(res.wd) + "\n" + wdTable(res.wdLong))
 	b.WriteString("\n### herd\n" + herdTable(res.herd))

@@ -100,6 +100,7 @@ type seqResult struct {
 	srv      time.Duration // redis-server CPU per op, every node
 	ratio    float64       // p50 of every sample / the floor's
 	paired   float64       // median over rounds of (round p50 / floor's round p50)
+	pipe     float64       // p50 of every sample / the pipelined floor's
 	rounds   []time.Duration
 }
 
@@ -107,6 +108,10 @@ type seqResult struct {
 type seqScenario struct {
 	name    string
 	results []*seqResult
+	// In the fault scenarios: each contender's dials to each node from the
+	// moment the nodes were broken to the end of the last round (window).
+	dials  map[kind][]int64
+	window time.Duration
 }
 
 func (s *seqScenario) get(k kind) *seqResult {
@@ -187,16 +192,20 @@ func runSeqScenario(name string, cs []*contender, rounds, opsPerBatch int, budge
 		}
 		r.paired = median(ratios)
 	}
-	if f := sc.get(kFloor); f != nil && len(f.lat) > 0 {
-		for _, r := range sc.results {
-			if len(r.lat) > 0 {
-				r.ratio = float64(pct(r.lat, 50)) / float64(pct(f.lat, 50))
-			} else {
-				r.ratio = math.NaN()
-			}
-		}
+	for _, r := range sc.results {
+		r.ratio = p50Ratio(r, sc.get(kFloor))
+		r.pipe = p50Ratio(r, sc.get(kFloorPipe))
 	}
 	return sc
+}
+
+// p50Ratio is r's p50 over every sample divided by base's; NaN when either
+// has none.
+func p50Ratio(r, base *seqResult) float64 {
+	if r == nil || base == nil || len(r.lat) == 0 || len(base.lat) == 0 {
+		return math.NaN()
+	}
+	return float64(pct(r.lat, 50)) / float64(pct(base.lat, 50))
 }
 
 // tputResult is one contender's throughput.
@@ -208,6 +217,7 @@ type tputResult struct {
 	srv    time.Duration // redis-server CPU over every round
 	errs   int
 	ratio  float64 // median ops/s divided by the floor's
+	pipe   float64 // median ops/s divided by the pipelined floor's
 }
 
 func (t *tputResult) median() float64 { return median(t.opsSec) }
@@ -221,7 +231,8 @@ func runThroughput(cs []*contender, g, rounds int, window time.Duration, srvCPU 
 		acc[c.kind] = &tputResult{kind: c.kind}
 		out = append(out, acc[c.kind])
 	}
-	// One unmeasured round first, so every pool holds its g connections.
+	// One unmeasured round first, so every pool holds its g connections
+	// (and every client has connected).
 	for round := -1; round < rounds; round++ {
 		for j := range cs {
 			c := cs[(j+max(round, 0))%len(cs)]
@@ -267,9 +278,13 @@ func runThroughput(cs []*contender, g, rounds int, window time.Duration, srvCPU 
 			acc[c.kind].errs += int(errs.Load())
 		}
 	}
-	if f := acc[kFloor]; f != nil {
-		for _, r := range out {
+	for _, r := range out {
+		r.ratio, r.pipe = math.NaN(), math.NaN()
+		if f := acc[kFloor]; f != nil {
 			r.ratio = r.median() / f.median()
+		}
+		if f := acc[kFloorPipe]; f != nil {
+			r.pipe = r.median() / f.median()
 		}
 	}
 	return out
@@ -294,8 +309,8 @@ func buildAll(kinds []kind, cl *redlocktest.Cluster, o buildOpts) ([]*contender,
 	return cs, closeAll, nil
 }
 
-// warmUp makes a few Lock+Unlock per contender, so pools hold connections
-// and scripts are loaded, before anything is measured or broken.
+// warmUp makes a few Lock+Unlock per contender, so every client has
+// connected and scripts are loaded before anything is measured or broken.
 func warmUp(cs []*contender, prefix string, n int) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

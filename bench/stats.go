@@ -76,6 +76,11 @@ func commandStats(c *redlocktest.Cluster, i int) (map[string]cmdStat, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseCommandStats(s), nil
+}
+
+// parseCommandStats reads the text of INFO commandstats.
+func parseCommandStats(s string) map[string]cmdStat {
 	out := map[string]cmdStat{}
 	for _, line := range strings.Split(s, "\n") {
 		line = strings.TrimSpace(line)
@@ -95,7 +100,7 @@ func commandStats(c *redlocktest.Cluster, i int) (map[string]cmdStat, error) {
 		}
 		out[strings.TrimPrefix(name, "cmdstat_")] = st
 	}
-	return out, nil
+	return out
 }
 
 // allCommandStats reads every node's commandstats.

@@ -124,7 +124,7 @@ func (t *native) run() {
 		backoff = min(max(2*backoff, minBackoff), maxBackoff)
 		wait := backoff + jitter(backoff/2)
 		for _, p := range t.pipes {
-			p.goDown(err, time.Now().Add(wait))
+			p.goDown(err)
 		}
 		timer := time.NewTimer(wait)
 		select {
@@ -192,7 +192,7 @@ func (t *native) send(c *call, deadline time.Time, to receiver, i int) {
 // send them soonest, to go in one write; to receives call j's outcome as
 // j. A batch keeps no lane.
 func (t *native) sendBatch(calls []call, deadline time.Time, to receiver) {
-	p, err := t.soonest(deadline)
+	p, err := t.soonest()
 	if err == nil {
 		err = p.submitBatch(calls, deadline, to)
 	}
@@ -203,11 +203,10 @@ func (t *native) sendBatch(calls []call, deadline time.Time, to receiver) {
 	}
 }
 
-// soonest returns the pipe that will send a request due by deadline
-// soonest: a ready one, else one that is connecting or waiting on an
-// overdue reply, else one that will try to connect again before the
-// deadline; or why none can.
-func (t *native) soonest(deadline time.Time) (*pipe, error) {
+// soonest returns the pipe that will send a request soonest: a ready one,
+// else one that is connecting or waiting on an overdue reply; or why none
+// can.
+func (t *native) soonest() (*pipe, error) {
 	n := len(t.pipes)
 	start := int(t.next.Add(1))
 	var best *pipe
@@ -215,7 +214,7 @@ func (t *native) soonest(deadline time.Time) (*pipe, error) {
 	var err error
 	for k := 0; k < n && bestRank != rankNow; k++ {
 		p := t.pipes[(start+k)%n]
-		rank, perr := p.rank(deadline)
+		rank, perr := p.rank()
 		if rank < bestRank {
 			best, bestRank = p, rank
 		}
@@ -334,7 +333,6 @@ type pipe struct {
 	mu      sync.Mutex // protects the fields below
 	state   pipeState
 	err     error      // why the pipe is down, or why it broke
-	retryAt time.Time  // while down: when it tries to connect again
 	conn    redis.Conn // while ready
 	queue   []request  // waiting for the writer
 	sent    []request  // written, waiting for their replies in order, from head
@@ -348,13 +346,12 @@ type pipe struct {
 const (
 	rankNow   = iota // ready
 	rankSoon         // connecting, or waiting on an overdue reply
-	rankLater        // down, trying again before the request's deadline
-	rankNever        // down until after the deadline, or shut
+	rankNever        // down or shut
 )
 
-// rank says how soon the pipe would send a request due by deadline, and
-// why it cannot when it cannot.
-func (p *pipe) rank(deadline time.Time) (int, error) {
+// rank says how soon the pipe would send a request, and why it cannot
+// when it cannot.
+func (p *pipe) rank() (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch {
@@ -362,8 +359,6 @@ func (p *pipe) rank(deadline time.Time) (int, error) {
 		return rankNow, nil
 	case p.state == ready || p.state == connecting:
 		return rankSoon, nil
-	case p.state == down && p.retryAt.Before(deadline):
-		return rankLater, p.err
 	case p.state == shut:
 		return rankNever, ErrClosed
 	}
@@ -371,10 +366,10 @@ func (p *pipe) rank(deadline time.Time) (int, error) {
 }
 
 // submit queues r for the writer, or returns why the pipe cannot send it:
-// it is shut, or down until after r's deadline.
+// it is shut, or down.
 func (p *pipe) submit(r request) error {
 	p.mu.Lock()
-	if err := p.refuseLocked(r.deadline); err != nil {
+	if err := p.refuseLocked(); err != nil {
 		p.mu.Unlock()
 		return err
 	}
@@ -387,7 +382,7 @@ func (p *pipe) submit(r request) error {
 // submitBatch queues calls, due by deadline, to go in one write.
 func (p *pipe) submitBatch(calls []call, deadline time.Time, to receiver) error {
 	p.mu.Lock()
-	if err := p.refuseLocked(deadline); err != nil {
+	if err := p.refuseLocked(); err != nil {
 		p.mu.Unlock()
 		return err
 	}
@@ -399,13 +394,13 @@ func (p *pipe) submitBatch(calls []call, deadline time.Time, to receiver) error 
 	return nil
 }
 
-// refuseLocked returns why the pipe cannot take a request due by deadline:
-// it is shut, or down until after the deadline. Under p.mu.
-func (p *pipe) refuseLocked(deadline time.Time) error {
-	switch {
-	case p.state == shut:
+// refuseLocked returns why the pipe cannot take a request: it is shut, or
+// down. Under p.mu.
+func (p *pipe) refuseLocked() error {
+	switch p.state {
+	case shut:
 		return ErrClosed
-	case p.state == down && !p.retryAt.Before(deadline):
+	case down:
 		return p.err
 	}
 	return nil
@@ -419,27 +414,20 @@ func (p *pipe) signal() {
 	}
 }
 
-// goDown records a failed attempt to connect, for reason err, and the
-// latest time of the next: queued requests due before it fail with err,
-// the others wait for it.
-func (p *pipe) goDown(err error, retryAt time.Time) {
+// goDown records a failed attempt to connect, for reason err: the queued
+// requests fail with err, and so does every request until the next attempt.
+// (Waiting for that attempt would make a call that needs the node's answer,
+// a dead majority's or a split vote's, wait up to a node timeout for a
+// refusal it can have at once.)
+func (p *pipe) goDown(err error) {
 	p.mu.Lock()
 	if p.state == ready || p.state == shut {
 		p.mu.Unlock()
 		return
 	}
-	p.state, p.err, p.retryAt = down, err, retryAt
-	var failed []request
-	kept := p.queue[:0]
-	for _, r := range p.queue {
-		if r.deadline.After(retryAt) {
-			kept = append(kept, r)
-		} else {
-			failed = append(failed, r)
-		}
-	}
-	clear(p.queue[len(kept):])
-	p.queue = kept
+	p.state, p.err = down, err
+	failed := p.queue
+	p.queue = nil
 	p.mu.Unlock()
 	for _, r := range failed {
 		r.to.receive(r.i, nil, notSent(err))

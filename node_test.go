@@ -184,7 +184,9 @@ func TestRestartedNodeReconnectsWithScriptsAndIsQuarantined(t *testing.T) {
 	var lastOK bool
 	require.Eventually(t, func() bool {
 		lastOK, last = m.TryLock(context.Background(), 0, 0)
-		return errors.Is(last, redlock.ErrQuarantined)
+		// Both restarted nodes answered, and neither counted.
+		return errors.Is(last, redlock.ErrQuarantined) &&
+			strings.Count(last.Error(), "restart quarantine") == 2
 	}, 5*time.Second, 10*time.Millisecond, "the restarted nodes must be reconnected and quarantined; last: %v %v", lastOK, last)
 	for _, i := range []int{1, 2} {
 		assert.Positive(t, calls(t, cl, i, "evalsha"), "node %d was reached", i)

@@ -23,9 +23,15 @@ type hold struct {
 	lease time.Duration // lease of the latest acquisition
 	late  []*stragglers // per acquisition of this hold that may still reach a node
 	until time.Time     // drift-adjusted end of validity
-	renew bool          // renewed by the watchdog
+	renew bool          // taken with the watchdog lease
+	watch bool          // in the watchdog's queue (see watchdog.add)
+	gen   uint32        // the watchdog registration it is in: a new one for each add and drop
 	timer *time.Timer   // declares the loss at until
 	state holdState
+
+	// The hold's key and owner field as renew.lua's arguments, boxed at its
+	// first renewal; used only by the watchdog's loop.
+	keyArg, fieldArg interface{}
 }
 
 // holdState is where a hold is in its life.
@@ -218,22 +224,76 @@ func (h *hold) paid() {
 	h.m.mu.Unlock()
 }
 
-// extend moves the validity of a hold that is not over on to until, after a
-// renewal reached a quorum.
-func (h *hold) extend(until time.Time) {
+// enlist records that the watchdog renews the hold from now on, and
+// returns the registration's generation; false when it already does, or
+// the hold has ended.
+func (h *hold) enlist() (gen uint32, ok bool) {
 	h.m.mu.Lock()
-	if !h.state.ended() && until.After(h.until) {
+	defer h.m.mu.Unlock()
+	if h.watch || h.state.ended() {
+		return 0, false
+	}
+	h.watch = true
+	h.gen++
+	return h.gen, true
+}
+
+// delist records that the watchdog no longer renews the hold, and reports
+// whether it did.
+func (h *hold) delist() bool {
+	h.m.mu.Lock()
+	defer h.m.mu.Unlock()
+	was := h.watch
+	h.watch = false
+	h.gen++
+	return was
+}
+
+// enlisted reports whether registration gen is the hold's current one.
+func (h *hold) enlisted(gen uint32) bool {
+	h.m.mu.Lock()
+	defer h.m.mu.Unlock()
+	return h.watch && h.gen == gen
+}
+
+// renewed moves the validity of a hold the watchdog still renews on to
+// until, after a renewal reached a quorum. (The answer to a renewal sent
+// before the hold was released is ignored.)
+func (h *hold) renewed(until time.Time) {
+	h.m.mu.Lock()
+	if h.watch && !h.state.ended() && until.After(h.until) {
 		h.until = until
 		h.armLocked()
 	}
 	h.m.mu.Unlock()
 }
 
-// renewal returns what a renewal of the hold writes: its count and sequence.
-func (h *hold) renewal() (count int, seq int64) {
+// takenAway ends a hold the watchdog still renews, which its renewal found
+// gone or another owner's on a majority.
+func (h *hold) takenAway() {
+	h.m.mu.Lock()
+	watched := h.watch
+	h.m.mu.Unlock()
+	if watched {
+		h.end(endTaken)
+	}
+}
+
+// repairing returns what a repair of the hold writes, its count and
+// sequence, and records the repair's stragglers in the hold before it is
+// sent, so that a final release sent while it may still land marks the
+// hold; false when the watchdog no longer renews it (a release has begun:
+// it must not be written back).
+func (h *hold) repairing(late *stragglers) (count int, seq int64, ok bool) {
 	h.m.mu.Lock()
 	defer h.m.mu.Unlock()
-	return h.count, h.seq
+	if !h.watch || h.state.ended() {
+		return 0, 0, false
+	}
+	if n := len(h.late); n == 0 || h.late[n-1] != late {
+		h.addLateLocked(late)
+	}
+	return h.count, h.seq, true
 }
 
 // addLateLocked records the stragglers of one more acquisition of h,
@@ -251,13 +311,14 @@ func (h *hold) addLateLocked(late *stragglers) {
 	h.late = kept
 }
 
-// mayLandLocked reports whether a call of an acquisition of h may reach a
-// node after a release of h sent now: one that failed after it may have
-// been written, or, for a release not sent on the lock's lane (ordered
-// false), one still in flight. Under m.mu.
+// mayLandLocked reports whether a call of an acquisition or a repair of h
+// may reach a node after a release of h sent now: one that failed after it
+// may have been written, or one still in flight that is not on the lock's
+// lane (a repair) or, for a release not sent on the lock's lane (ordered
+// false), any one still in flight. Under m.mu.
 func (h *hold) mayLandLocked(ordered bool) bool {
 	for _, s := range h.late {
-		if s.astray.Load() || !ordered && s.inflight.Load() > 0 {
+		if s.astray.Load() || (!ordered || s.offLane) && s.inflight.Load() > 0 {
 			return true
 		}
 	}

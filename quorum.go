@@ -91,10 +91,12 @@ type slot struct {
 // later call of the same lock there (they share a lane); a call that failed
 // after it may have been written (its connection broke or stalled) may
 // still run on its node out of order: a paused node runs what it received
-// when it resumes.
+// when it resumes. The watchdog's repairs are stragglers too, sent off the
+// lock's lane.
 type stragglers struct {
 	inflight atomic.Int32 // calls not answered yet
 	astray   atomic.Bool  // a call failed after it may have been written
+	offLane  bool         // the calls were not sent on the lock's lane
 }
 
 // round is one script call fanned out to every node at once. A round with

@@ -146,11 +146,11 @@ func newClient(nodes []*Node, o options) (*Client, error) {
 		queues: make(map[string]*waitQueue),
 	}
 	c.maxLease.Store(int64(o.lease))
-	c.wd = newWatchdog(c)
 	c.peers = make([]*peer, len(nodes))
 	for i, n := range nodes {
 		c.peers[i] = newPeer(c, n)
 	}
+	c.wd = newWatchdog(c)
 	return c, nil
 }
 

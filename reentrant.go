@@ -453,8 +453,10 @@ func (m *Mutex) release(ctx context.Context) error {
 	}
 	c := m.c
 	if target == 0 {
-		// The watchdog must not re-create the key this release deletes.
-		c.wd.withdraw(h)
+		// The watchdog must not re-create the key this release deletes:
+		// from here on it sends no repair of h, and releaseArgs sees the
+		// repairs already sent.
+		c.wd.drop(h)
 	}
 	seq := m.seq.Add(1)
 	// A retry of a final release that reached no quorum: the first try was
@@ -502,7 +504,7 @@ func (c *Client) releaseHolds(ctx context.Context, ms []*Mutex) *multierror.Erro
 		if h == nil {
 			continue
 		}
-		c.wd.withdraw(h)
+		c.wd.drop(h)
 		hs = append(hs, h)
 		calls = append(calls, releaseScript.call(h.releaseArgs(0, m.seq.Add(1), false)...))
 	}

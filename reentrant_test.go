@@ -161,6 +161,7 @@ func TestFailedReentrantAcquisitionKeepsTheHold(t *testing.T) {
 	// longer a quorum, and Unlock says so.
 	require.NoError(t, cl.Restart(1))
 	require.NoError(t, cl.Restart(2))
+	waitReachable(t, c)
 	require.ErrorIs(t, m.Unlock(ctx), redlock.ErrNotHeld)
 	<-m.Lost()
 	eventuallyFree(t, cl, "keep")

@@ -2,67 +2,124 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
 )
 
-// renewBatch is how many holds one renew.lua call extends; a node's round
-// pipelines as many calls as it needs into one round trip, so no single
-// script blocks a node for long.
+// renewBatch is how many holds one renew.lua call extends: enough that a
+// call costs far more in the script than in the round trip, few enough
+// that no single call blocks a node for long (1,000 holds take about 2 ms
+// of server time).
 const renewBatch = 1000
 
-// watchdog is the Client's one renewal loop. Every lease/3 it renews every
-// watchdog hold in one round per node, all of that node's holds pipelined
-// into a single round trip, and checks the pub/sub connections.
+// chunksInFlight bounds the renewal calls sent and not yet answered. It
+// keeps a node's backlog of renewals far below a node timeout (a request
+// still waiting for its reply that long would make its connection count as
+// stalled); when the bound is reached the queue waits, and falls behind,
+// which the watchdog reports.
+const chunksInFlight = 16
+
+// The watchdog renews every hold taken with the watchdog lease, each on its
+// own schedule: a lease/3 period after it was taken, then every period, so
+// the holds of a busy client are spread over the period the way their
+// acquisitions were. Holds wait in one queue ordered by when they are due
+// (a hold is pushed at its acquisition, and pushed back when its renewal is
+// sent, a period later each time: pushes come in time order, so the queue
+// is a FIFO ring and both ends cost O(1)). The loop takes what is due,
+// together with what falls due within a short margin, in chunks of up to
+// renewBatch holds and sends each chunk to every node as one script call
+// without waiting for the chunks before it. Registering a hold and
+// dropping it are O(1) and never wait for a renewal: a dropped hold's entry
+// stays in the queue until its turn, where it is skipped (or until the
+// queue is compacted, when dropped entries outnumber live ones).
 type watchdog struct {
 	c      *Client
-	period time.Duration
+	period time.Duration // lease/3: how often a hold is renewed
+	early  time.Duration // how far ahead of its due time a hold may go, to share a call
+	base   time.Time     // the queue's times are durations since base
 	loop   worker
+	wake   chan struct{} // capacity 1: a hold was pushed to an empty queue
+	slots  chan struct{} // one per chunk in flight, up to chunksInFlight
 
-	mu    sync.Mutex         // protects holds
-	holds map[*hold]struct{} // holds renewed by the loop
+	mu    sync.Mutex // protects the fields below
+	queue renewQueue
+	live  int // holds registered (queue entries not dropped)
 
-	// round is held for the whole of a renewal round, so that withdraw can
-	// wait for the round in flight.
-	round sync.Mutex
+	stats    watchdogCounters
+	warnedAt atomic.Int64 // when the loop last warned of its lag, since base; 0: never
+	nodeWarn []atomic.Int64
+}
+
+// watchdogCounters are the watchdog's running totals (see WatchdogStats).
+type watchdogCounters struct {
+	sent    atomic.Int64 // hold renewals sent
+	renewed atomic.Int64 // of which renewed on a quorum
+	late    atomic.Int64 // sent later than half a period after they were due
+	maxLag  atomic.Int64 // the longest a renewal waited past its due time
 }
 
 func newWatchdog(c *Client) *watchdog {
+	period := c.opts.lease / 3
 	return &watchdog{
-		c:      c,
-		period: c.opts.lease / 3,
-		holds:  make(map[*hold]struct{}),
+		c:        c,
+		period:   period,
+		early:    period / 16,
+		base:     now(),
+		wake:     make(chan struct{}, 1),
+		slots:    make(chan struct{}, chunksInFlight),
+		nodeWarn: make([]atomic.Int64, len(c.peers)),
 	}
 }
 
-// add registers a hold for renewal, starting the loop on first use.
+// clock is the time on the queue's scale.
+func (wd *watchdog) clock() time.Duration { return since(wd.base) }
+
+// add registers h for renewal, a period from now, and starts the loop on
+// first use. A hold already registered stays as it is.
 func (wd *watchdog) add(h *hold) {
-	wd.mu.Lock()
-	wd.holds[h] = struct{}{}
-	wd.mu.Unlock()
+	if wd.enqueue(h, wd.clock()) {
+		select {
+		case wd.wake <- struct{}{}:
+		default:
+		}
+	}
 	wd.start()
 }
 
-// drop stops renewing h, and reports whether it was renewed.
-func (wd *watchdog) drop(h *hold) bool {
+// enqueue puts h in the queue, due a period after at (now, on the queue's
+// clock), unless it is there already, and reports whether the queue was
+// empty.
+func (wd *watchdog) enqueue(h *hold, at time.Duration) (wasEmpty bool) {
+	gen, ok := h.enlist()
+	if !ok {
+		return false
+	}
 	wd.mu.Lock()
 	defer wd.mu.Unlock()
-	_, had := wd.holds[h]
-	delete(wd.holds, h)
-	return had
+	wasEmpty = wd.queue.len() == 0
+	// at was read before the lock: never push before the last entry.
+	if wd.queue.len() > 0 {
+		at = max(at, wd.queue.last().due-wd.period)
+	}
+	wd.queue.push(renewEntry{h: h, gen: gen, due: at + wd.period})
+	wd.live++
+	return wasEmpty
 }
 
-// withdraw stops renewing h and waits for a round in flight to finish, so a
-// release that follows never races a round that would re-create the key it
-// deletes.
-func (wd *watchdog) withdraw(h *hold) {
-	if wd.drop(h) {
-		wd.round.Lock()
-		//lint:ignore SA2001 an empty critical section: waiting for the round is the point
-		wd.round.Unlock()
+// drop stops renewing h at once. A renewal of h already sent may still
+// answer: its answer is ignored, and a repair in flight is known to a
+// release through the hold's stragglers (see repair).
+func (wd *watchdog) drop(h *hold) {
+	if !h.delist() {
+		return
 	}
+	wd.mu.Lock()
+	wd.live--
+	wd.mu.Unlock()
 }
 
 // start starts the loop if it is not running.
@@ -71,210 +128,396 @@ func (wd *watchdog) start() { wd.loop.start(wd.c, wd.run) }
 // stop waits for the loop to exit; Close cancels the client's context first.
 func (wd *watchdog) stop() { wd.loop.wait() }
 
+// run sends renewals as they fall due, and checks the pub/sub connections
+// every period, until Close.
 func (wd *watchdog) run() {
-	t := time.NewTicker(wd.period)
-	defer t.Stop()
 	c := wd.c
+	ping := time.NewTicker(wd.period)
+	defer ping.Stop()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
 	for {
+		next, ok := wd.dispatch(c.ctx)
+		wait := time.Hour
+		if ok {
+			wait = max(next-wd.clock(), 0)
+		}
+		timer.Reset(wait)
 		select {
 		case <-c.ctx.Done():
 			return
-		case <-t.C:
-		}
-		wd.renewAll(c.ctx)
-		for _, p := range c.peers {
-			p.sub.ping()
+		case <-wd.wake:
+		case <-timer.C:
+		case <-ping.C:
+			for _, p := range c.peers {
+				p.sub.ping()
+			}
 		}
 	}
 }
 
-// renewal is one hold's progress through a round.
+// dispatch sends every hold that is due, in chunks, and returns when the
+// next one is due (false: the queue is empty).
+func (wd *watchdog) dispatch(ctx context.Context) (next time.Duration, ok bool) {
+	for {
+		at := wd.clock()
+		hs, lag, next, ok := wd.take(at, renewBatch)
+		if len(hs) == 0 {
+			return next, ok
+		}
+		wd.noteLag(at, lag, len(hs))
+		select {
+		case wd.slots <- struct{}{}:
+		case <-ctx.Done():
+			return 0, false
+		}
+		if !wd.c.goAdd(1) {
+			return 0, false
+		}
+		go func() {
+			defer wd.c.bg.Done()
+			defer func() { <-wd.slots }()
+			wd.renew(ctx, hs)
+		}()
+	}
+}
+
+// take removes from the queue up to most holds that are due at time at (or
+// due within the early margin), pushes each back a period after at, and
+// returns them with the longest any of them waited past its due time, and
+// when the next one is due.
+func (wd *watchdog) take(at time.Duration, most int) (hs []*hold, lag, next time.Duration, ok bool) {
+	wd.mu.Lock()
+	defer wd.mu.Unlock()
+	if l := wd.queue.len(); l > 0 {
+		at = max(at, wd.queue.last().due-wd.period) // never push before the last entry
+	}
+	if wd.queue.len()-wd.live > max(wd.live, 1024) {
+		wd.queue.compact()
+	}
+	for wd.queue.len() > 0 {
+		e := wd.queue.peek()
+		if e.due > at+wd.early || len(hs) == most {
+			return hs, lag, e.due, true
+		}
+		wd.queue.pop()
+		if !e.h.enlisted(e.gen) {
+			continue
+		}
+		lag = max(lag, at-e.due)
+		hs = append(hs, e.h)
+		e.due = at + wd.period
+		wd.queue.push(e)
+	}
+	return hs, lag, 0, false
+}
+
+// noteLag counts renewals sent late, and warns, at most once a period, when
+// renewals fall behind by more than half a period: a hold is lost when its
+// renewal falls about two periods behind (its validity is the lease less
+// the drift allowance), so the warning comes well before any loss.
+func (wd *watchdog) noteLag(at, lag time.Duration, holds int) {
+	wd.stats.sent.Add(int64(holds))
+	for {
+		m := wd.stats.maxLag.Load()
+		if int64(lag) <= m || wd.stats.maxLag.CompareAndSwap(m, int64(lag)) {
+			break
+		}
+	}
+	if lag <= wd.period/2 {
+		return
+	}
+	wd.stats.late.Add(int64(holds))
+	last := wd.warnedAt.Load()
+	if last != 0 && at-time.Duration(last) < wd.period || !wd.warnedAt.CompareAndSwap(last, int64(at)) {
+		return
+	}
+	wd.mu.Lock()
+	live := wd.live
+	wd.mu.Unlock()
+	wd.c.opts.logger.Warn("redlock: renewal is falling behind: holds are renewed late and will be lost if it goes on",
+		"late", lag, "period", wd.period, "lost after about", wd.c.opts.lease-wd.c.drift-wd.period, "holds", live)
+}
+
+// renewal is the outcome of one chunk's renewal on every node, by hold.
 type renewal struct {
-	h      *hold
-	count  int
-	seq    int64
-	yes    int    // nodes that extended it and count
-	other  int    // nodes where another owner holds it
-	absent []bool // by node: the key was absent there
+	hs      []*hold
+	counted []bool  // by node: not in restart quarantine
+	yes     []int32 // by hold: counted nodes where it is held and extended
+	other   []int32 // by hold: nodes where another owner holds it
+	absent  []bool  // by node, then hold: the key was absent there
 }
 
-// renewAll runs one renewal round over every hold and returns how many holds
-// were renewed on a quorum. Per node, every hold's extension is pipelined
-// into one round trip; a second one repairs, on nodes that answered that the
-// key is absent, the holds a quorum still has.
-func (wd *watchdog) renewAll(ctx context.Context) int {
-	wd.round.Lock()
-	defer wd.round.Unlock()
-	rs := wd.renewals()
-	if len(rs) == 0 {
-		return 0
-	}
+// renew renews one chunk of holds on every node: one renew.lua call each,
+// then, where keys were absent, one repair.lua call on each node that
+// needs it. A hold renewed on a quorum is valid for a lease from when the
+// chunk was sent, less the drift allowance.
+func (wd *watchdog) renew(ctx context.Context, hs []*hold) {
 	c := wd.c
 	start := now()
-	calls := wd.calls(rs, false) // the same calls for every node, shared read-only
-	first := c.broadcast(ctx, wd.timeout(len(calls)), func(int) []call { return calls })
-	// A node in quarantine is written to but not counted.
-	counted := make([]bool, len(c.peers))
-	for i, res := range first {
-		counted[i] = res.counted
-		wd.tally(i, rs, res, func(r *renewal, v int64) {
+	cl := renewScript.call(wd.renewArgs(hs)...)
+	res := c.broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return []call{cl} })
+	n := len(c.peers)
+	r := &renewal{hs: hs, counted: make([]bool, n), yes: make([]int32, len(hs)), other: make([]int32, len(hs)), absent: make([]bool, n*len(hs))}
+	for i, res := range res {
+		r.counted[i] = res.counted
+		wd.tally(i, res, len(hs), func(k int, v int64) {
 			switch {
-			case v == 1 && !res.counted:
-			case v == 1:
-				r.yes++
+			case v == 1 && res.counted:
+				r.yes[k]++
 			case v == 0:
-				r.absent[i] = true
-			default:
-				r.other++
+				r.absent[i*len(hs)+k] = true
+			case v == -1:
+				r.other[k]++
 			}
 		})
 	}
-	wd.repair(ctx, rs, counted)
+	wd.repair(ctx, r)
 	until := start.Add(c.opts.lease - c.drift)
 	renewed := 0
-	for _, r := range rs {
+	for k, h := range hs {
 		switch {
-		case r.yes >= c.quorum:
+		case int(r.yes[k]) >= c.quorum:
 			renewed++
-			r.h.extend(until)
-		case r.gone(c.quorum):
-			r.h.end(endTaken)
+			h.renewed(until)
+		case r.gone(k, c.quorum):
+			h.takenAway()
 		}
 		// Otherwise the loss timer ends the hold at its current until
-		// unless a later round succeeds first.
+		// unless a later renewal succeeds first.
 	}
-	return renewed
+	wd.stats.renewed.Add(int64(renewed))
 }
 
-// renewals lists the holds to renew with what each writes.
-func (wd *watchdog) renewals() []*renewal {
-	wd.mu.Lock()
-	rs := make([]*renewal, 0, len(wd.holds))
-	for h := range wd.holds {
-		rs = append(rs, &renewal{h: h, absent: make([]bool, len(wd.c.peers))})
+// renewArgs are renew.lua's arguments for hs: the keys, the lease, the
+// owner fields. The boxed key and field of a hold are made at its first
+// renewal and kept, so a renewal allocates per chunk, not per hold.
+func (wd *watchdog) renewArgs(hs []*hold) []interface{} {
+	args := make([]interface{}, 0, 2+2*len(hs))
+	args = append(args, len(hs))
+	for _, h := range hs {
+		if h.keyArg == nil {
+			h.keyArg, h.fieldArg = h.m.key, h.m.field
+		}
+		args = append(args, h.keyArg)
 	}
-	wd.mu.Unlock()
-	for _, r := range rs {
-		r.count, r.seq = r.h.renewal()
+	args = append(args, wd.c.opts.lease.Milliseconds())
+	for _, h := range hs {
+		args = append(args, h.fieldArg)
 	}
-	return rs
+	return args
+}
+
+// gone reports whether hold k, not renewed, is gone from a majority
+// (deleted, or another owner's): then it is lost now.
+func (r *renewal) gone(k, quorum int) bool {
+	n := len(r.counted)
+	missing := int(r.other[k])
+	for i := 0; i < n; i++ {
+		if r.absent[i*len(r.hs)+k] {
+			missing++
+		}
+	}
+	return missing > n-quorum
+}
+
+// repairable reports whether hold k may be written back on the nodes where
+// its key is absent: that is a fresh acquisition there, so it needs no
+// other owner anywhere and enough nodes, held or absent, to make a
+// majority, and at least one node still holding it, so that a lock forced
+// away everywhere (ForceUnlock) stays away. A hold renewed on a quorum is
+// always repairable.
+func (r *renewal) repairable(k, quorum int) bool {
+	yes := int(r.yes[k])
+	if yes >= quorum {
+		return true
+	}
+	if yes == 0 || r.other[k] > 0 {
+		return false
+	}
+	for i, counted := range r.counted {
+		if counted && r.absent[i*len(r.hs)+k] {
+			yes++
+		}
+	}
+	return yes >= quorum
 }
 
 // repair writes holds back on nodes that answered "absent" (restarted
-// empty, or never reached by the acquisition). It is a fresh acquisition
-// there, so it needs no other owner anywhere and enough nodes, held or
-// absent, to make a majority; and at least one node still holding it, so a
-// lock forced away everywhere (ForceUnlock) stays away. Repaired nodes count
-// toward this round's quorum unless they are in quarantine. Every node's
-// list is decided from the first answers before any repair runs: the
-// repairs' answers change the counts.
-func (wd *watchdog) repair(ctx context.Context, rs []*renewal, counted []bool) {
+// empty, or never reached by the acquisition); the repaired nodes count
+// toward this renewal's quorum unless they are in quarantine. Every
+// node's list is decided from the first answers before any repair runs.
+// A repair re-creates a key, so it must never land after the release of
+// its hold: it is sent only for holds still registered, and recorded in
+// each hold's stragglers first, so that a final release sent meanwhile
+// marks the hold, and repair.lua refuses to write a hold whose sequence a
+// mark covers.
+func (wd *watchdog) repair(ctx context.Context, r *renewal) {
 	c := wd.c
-	fixes := make([][]*renewal, len(c.peers))
+	late := &stragglers{offLane: true}
+	late.inflight.Store(1) // in flight from the moment a hold records it
+	fixes := make([][]int, len(c.peers))
 	calls := make([][]call, len(c.peers))
-	most := 0
+	sent := 0
 	for i := range c.peers {
-		for _, r := range rs {
-			if r.absent[i] && r.repairable(counted, c.quorum) {
-				fixes[i] = append(fixes[i], r)
+		keys := []interface{}{0}
+		argv := []interface{}{c.opts.lease.Milliseconds()}
+		for k, h := range r.hs {
+			if !r.absent[i*len(r.hs)+k] || !r.repairable(k, c.quorum) {
+				continue
 			}
+			count, seq, ok := h.repairing(late)
+			if !ok {
+				continue
+			}
+			fixes[i] = append(fixes[i], k)
+			keys = append(keys, h.m.key, h.m.marks)
+			argv = append(argv, h.m.field, count, seq)
 		}
-		calls[i] = wd.calls(fixes[i], true) // differs per node
-		most = max(most, len(calls[i]))
+		if len(fixes[i]) > 0 {
+			keys[0] = len(keys) - 1
+			calls[i] = []call{repairScript.call(append(keys, argv...)...)}
+			sent++
+		}
 	}
-	if most == 0 {
+	late.inflight.Store(int32(sent))
+	if sent == 0 {
 		return
 	}
-	second := c.broadcast(ctx, wd.timeout(most), func(i int) []call { return calls[i] })
+	second := c.broadcast(ctx, c.opts.nodeTimeout, func(i int) []call { return calls[i] })
 	for i, res := range second {
-		wd.tally(i, fixes[i], res, func(r *renewal, v int64) {
-			if v == 1 && counted[i] {
-				r.yes++
+		if calls[i] == nil {
+			continue
+		}
+		if res.err != nil && !errors.Is(res.err, errNotSent) {
+			late.astray.Store(true) // it may still land: releases mark
+		}
+		late.inflight.Add(-1)
+		wd.tally(i, res, len(fixes[i]), func(j int, v int64) {
+			if v == 1 && r.counted[i] {
+				r.yes[fixes[i][j]]++
 			}
 		})
 	}
 }
 
-// repairable reports whether a hold may be written back on the nodes where
-// its key is absent (see repair).
-func (r *renewal) repairable(counted []bool, quorum int) bool {
-	if r.yes >= quorum {
-		return true
-	}
-	if r.yes == 0 || r.other > 0 {
-		return false
-	}
-	n := r.yes
-	for i, a := range r.absent {
-		if a && counted[i] {
-			n++
-		}
-	}
-	return n >= quorum
-}
-
-// gone reports whether a hold that was not renewed is gone from a majority
-// (deleted, or taken by another owner): then it is lost now.
-func (r *renewal) gone(quorum int) bool {
-	absent := 0
-	for _, a := range r.absent {
-		if a {
-			absent++
-		}
-	}
-	return r.other+absent > len(r.absent)-quorum
-}
-
-// timeout bounds a node's pipelined round of n renew.lua calls: a node
-// timeout per call of up to renewBatch holds, since a large round costs the
-// node real time (10,000 holds took 60-200ms of server time per node in the
-// benchmark on a loaded 2-core machine).
-func (wd *watchdog) timeout(n int) time.Duration {
-	return wd.c.opts.nodeTimeout * time.Duration(max(n, 1))
-}
-
-// calls builds the renew.lua calls for rs, renewBatch holds per call.
-func (wd *watchdog) calls(rs []*renewal, repair bool) []call {
-	lease := wd.c.opts.lease.Milliseconds()
-	mode := 0
-	if repair {
-		mode = 1
-	}
-	var out []call
-	for i := 0; i < len(rs); i += renewBatch {
-		part := rs[i:min(i+renewBatch, len(rs))]
-		args := make([]interface{}, 0, 3+4*len(part))
-		args = append(args, len(part))
-		for _, r := range part {
-			args = append(args, r.h.m.key)
-		}
-		args = append(args, lease, mode)
-		for _, r := range part {
-			args = append(args, r.h.m.field, r.count, r.seq)
-		}
-		out = append(out, renewScript.call(args...))
-	}
-	return out
-}
-
-// tally hands each hold's answer from node i (renew.lua's replies, call by
-// call) to f; a node that failed, or a call it refused, is logged.
-func (wd *watchdog) tally(i int, rs []*renewal, res batchResult, f func(*renewal, int64)) {
-	node := wd.c.peers[i].name
-	if res.err != nil {
-		wd.c.opts.logger.Warn("redlock: renewal failed on a node", "node", node, "holds", len(rs), "err", res.err)
-		return
-	}
-	for b, reply := range res.replies {
-		vs, err := redis.Int64s(reply, refused(reply))
-		if err != nil {
-			wd.c.opts.logger.Warn("redlock: renewal failed on a node", "node", node, "holds", min(renewBatch, len(rs)-b*renewBatch), "err", err)
-			continue
-		}
-		for j, v := range vs {
-			if k := b*renewBatch + j; k < len(rs) {
-				f(rs[k], v)
+// tally hands each hold's answer from node i (one script call's reply) to
+// f, by the hold's index in the call; a node that failed, or refused the
+// call, is logged, at most once a period per node.
+func (wd *watchdog) tally(i int, res batchResult, holds int, f func(k int, v int64)) {
+	err := res.err
+	if err == nil && len(res.replies) == 1 {
+		var vs []interface{}
+		vs, err = redis.Values(res.replies[0], refused(res.replies[0]))
+		for k, v := range vs {
+			if n, ok := v.(int64); ok && k < holds {
+				f(k, n)
 			}
 		}
+	}
+	if err == nil {
+		return
+	}
+	at := wd.clock()
+	last := wd.nodeWarn[i].Load()
+	if last != 0 && at-time.Duration(last) < wd.period || !wd.nodeWarn[i].CompareAndSwap(last, int64(at)) {
+		return
+	}
+	wd.c.opts.logger.Warn("redlock: renewal failed on a node", "node", wd.c.peers[i].name, "holds", holds, "err", err)
+}
+
+// WatchdogStats are the watchdog's running totals since the Client was
+// made, for metrics and health checks.
+type WatchdogStats struct {
+	Holds   int           // holds the watchdog renews now
+	Sent    int64         // renewals sent, one per hold per period
+	Renewed int64         // renewals that reached a quorum
+	Late    int64         // renewals sent more than half a period after they were due
+	MaxLag  time.Duration // the longest a renewal waited past its due time
+}
+
+// WatchdogStats returns the watchdog's totals. Late above zero means the
+// client could not keep up with its holds for a while (the log says when):
+// a hold is lost when its renewal is about two periods (2/3 of the lease)
+// late.
+func (c *Client) WatchdogStats() WatchdogStats {
+	wd := c.wd
+	wd.mu.Lock()
+	live := wd.live
+	wd.mu.Unlock()
+	return WatchdogStats{
+		Holds:   live,
+		Sent:    wd.stats.sent.Load(),
+		Renewed: wd.stats.renewed.Load(),
+		Late:    wd.stats.late.Load(),
+		MaxLag:  time.Duration(wd.stats.maxLag.Load()),
+	}
+}
+
+// renewEntry is a hold's place in the renewal queue: the registration it
+// belongs to (gen), and when it is due, since the watchdog's base.
+type renewEntry struct {
+	h   *hold
+	gen uint32
+	due time.Duration
+}
+
+// renewQueue is a FIFO ring of entries in the order they are due.
+type renewQueue struct {
+	buf  []renewEntry
+	head int
+	n    int
+}
+
+func (q *renewQueue) len() int { return q.n }
+
+// peek returns the first entry; the queue must not be empty.
+func (q *renewQueue) peek() renewEntry { return q.buf[q.head] }
+
+// last returns the last entry; the queue must not be empty.
+func (q *renewQueue) last() renewEntry { return q.buf[(q.head+q.n-1)%len(q.buf)] }
+
+// pop removes the first entry.
+func (q *renewQueue) pop() {
+	q.buf[q.head] = renewEntry{}
+	q.head = (q.head + 1) % len(q.buf)
+	q.n--
+}
+
+// push appends e, which must not be due before the last entry.
+func (q *renewQueue) push(e renewEntry) {
+	if q.n == len(q.buf) {
+		q.grow(max(16, 2*q.n))
+	}
+	q.buf[(q.head+q.n)%len(q.buf)] = e
+	q.n++
+}
+
+// grow moves the entries, in order, to a ring of size n.
+func (q *renewQueue) grow(n int) {
+	buf := make([]renewEntry, n)
+	for i := 0; i < q.n; i++ {
+		buf[i] = q.buf[(q.head+i)%len(q.buf)]
+	}
+	q.buf, q.head = buf, 0
+}
+
+// compact drops the entries of holds no longer registered, keeping the
+// order; the ring shrinks when it is mostly empty.
+func (q *renewQueue) compact() {
+	kept := 0
+	for i := 0; i < q.n; i++ {
+		e := q.buf[(q.head+i)%len(q.buf)]
+		if e.h.enlisted(e.gen) {
+			q.buf[(q.head+kept)%len(q.buf)] = e
+			kept++
+		}
+	}
+	for i := kept; i < q.n; i++ {
+		q.buf[(q.head+i)%len(q.buf)] = renewEntry{}
+	}
+	q.n = kept
+	if len(q.buf) > 64 && q.n < len(q.buf)/4 {
+		q.grow(max(16, 2*q.n))
 	}
 }

@@ -27,6 +27,8 @@ var (
 	viewLua string
 	//go:embed scripts/renew.lua
 	renewLua string
+	//go:embed scripts/repair.lua
+	repairLua string
 	//go:embed scripts/fence.lua
 	fenceLua string
 
@@ -37,10 +39,11 @@ var (
 	inspectScript  = newScript(1, inspectLua)
 	viewScript     = newScript(1, viewLua)
 	renewScript    = newScript(-1, renewLua) // the key count is the first argument
+	repairScript   = newScript(-1, repairLua)
 	fenceScript    = newScript(1, fenceLua)
 
 	// scripts lists every script, for loading them all at once.
-	scripts = []*script{&acquireScript, &rollbackScript, &releaseScript, &forceScript, &inspectScript, &viewScript, &renewScript, &fenceScript}
+	scripts = []*script{&acquireScript, &rollbackScript, &releaseScript, &forceScript, &inspectScript, &viewScript, &renewScript, &repairScript, &fenceScript}
 )
 
 // script is a Lua script: its source, for SCRIPT LOAD and EVAL, its SHA1,

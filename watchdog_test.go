@@ -1,0 +1,297 @@
+package redlock
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redlock-go/redlock/redlocktest"
+)
+
+// The watchdog's queue (renewal.go) with the time given by the test: a
+// watchdog of a Client whose nodes are never reached, driven through
+// enqueue and take without its loop.
+
+// unitWatchdog returns a watchdog with a 3s lease (1s period) and n holds,
+// one per Mutex, none of them in its queue yet.
+func unitWatchdog(t *testing.T, n int) (*watchdog, []*hold, *bytes.Buffer) {
+	t.Helper()
+	var log bytes.Buffer
+	c, err := New([]*Node{NewNode("a", unitPool(nil)), NewNode("b", unitPool(nil)), NewNode("c", unitPool(nil))},
+		WithLease(3*time.Second), WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	wd := newWatchdog(c)
+	hs := make([]*hold, n)
+	for i := range hs {
+		hs[i] = &hold{m: c.NewMutex(fmt.Sprint("q", i)), lost: make(chan struct{})}
+	}
+	return wd, hs, &log
+}
+
+// names returns the lock names of hs, for comparing orders.
+func names(hs []*hold) []string {
+	out := make([]string, len(hs))
+	for i, h := range hs {
+		out[i] = h.m.name
+	}
+	return out
+}
+
+func TestUnitRenewalQueueChunksInDueOrder(t *testing.T) {
+	wd, hs, _ := unitWatchdog(t, 2500)
+	for i, h := range hs {
+		wd.enqueue(h, time.Duration(i)*time.Microsecond) // 2.5ms apart in all
+	}
+	got, _, next, ok := wd.take(wd.period-wd.early-time.Millisecond, renewBatch)
+	assert.Empty(t, got, "nothing is due before a period less the early margin")
+	assert.True(t, ok)
+	assert.Equal(t, wd.period, next)
+
+	// Due: chunks of renewBatch, in the order they were enqueued.
+	at := wd.period + 10*time.Millisecond
+	var taken []*hold
+	for k, want := range []int{renewBatch, renewBatch, 500, 0} {
+		got, lag, _, _ := wd.take(at, renewBatch)
+		require.Len(t, got, want)
+		if want > 0 { // the chunk's first hold waited longest: 1ms less per chunk
+			assert.Equal(t, 10*time.Millisecond-time.Duration(k)*time.Millisecond, lag, "the longest wait past a due time")
+		}
+		taken = append(taken, got...)
+	}
+	assert.Equal(t, names(hs), names(taken))
+
+	// Each is due again a period after it was taken, in the same order.
+	_, _, next, _ = wd.take(at, renewBatch)
+	assert.Equal(t, at+wd.period, next)
+	taken = taken[:0]
+	for got, _, _, _ := wd.take(at+wd.period, renewBatch); len(got) > 0; got, _, _, _ = wd.take(at+wd.period, renewBatch) {
+		taken = append(taken, got...)
+	}
+	assert.Equal(t, names(hs), names(taken))
+}
+
+// Holds taken at different times are renewed at different times: a long
+// queue does not make everyone's renewal wait for one instant.
+func TestUnitRenewalSpreadsOverThePeriod(t *testing.T) {
+	wd, hs, _ := unitWatchdog(t, 4)
+	for i, h := range hs {
+		wd.enqueue(h, time.Duration(i)*wd.period/4)
+	}
+	for i := range hs {
+		at := wd.period + time.Duration(i)*wd.period/4
+		got, lag, next, ok := wd.take(at, renewBatch)
+		assert.Equal(t, names(hs[i:i+1]), names(got), "at %v", at)
+		assert.Zero(t, lag)
+		assert.True(t, ok)
+		if i < len(hs)-1 {
+			assert.Equal(t, at+wd.period/4, next)
+		}
+	}
+	// Holds due within the early margin of the first share its call.
+	wd2, hs2, _ := unitWatchdog(t, 3)
+	wd2.enqueue(hs2[0], 0)
+	wd2.enqueue(hs2[1], wd2.early)
+	wd2.enqueue(hs2[2], wd2.early+time.Millisecond)
+	got, _, _, _ := wd2.take(wd2.period, renewBatch)
+	assert.Equal(t, names(hs2[:2]), names(got))
+}
+
+// Dropping a hold is O(1): its entry stays and is skipped when its turn
+// comes. A hold dropped and added again is renewed once, not twice.
+func TestUnitDroppedHoldsAreSkipped(t *testing.T) {
+	wd, hs, _ := unitWatchdog(t, 6)
+	for _, h := range hs {
+		wd.enqueue(h, 0)
+	}
+	wd.drop(hs[1])
+	wd.drop(hs[3])
+	wd.drop(hs[4])
+	wd.enqueue(hs[4], 0) // back: a new entry; the old one is stale
+	wd.enqueue(hs[5], 0) // already there: nothing changes
+	got, _, _, _ := wd.take(wd.period, renewBatch)
+	assert.Equal(t, names([]*hold{hs[0], hs[2], hs[5], hs[4]}), names(got))
+	assert.Equal(t, 4, wd.live)
+
+	// An ended hold cannot be enlisted.
+	wd.drop(hs[0])
+	hs[0].end(endReleased)
+	wd.enqueue(hs[0], 0)
+	assert.Equal(t, 3, wd.live)
+	assert.Equal(t, 4, wd.queue.len(), "the stale entries were skipped; the four taken are back, one of them now stale")
+}
+
+// Dropped entries are compacted away once they outnumber the live ones
+// (and 1,024), so a client that takes and releases many holds keeps a
+// queue the size of what it holds.
+func TestUnitRenewalQueueCompacts(t *testing.T) {
+	wd, hs, _ := unitWatchdog(t, 3000)
+	for _, h := range hs {
+		wd.enqueue(h, 0)
+	}
+	for _, h := range hs[:2900] {
+		wd.drop(h)
+	}
+	assert.Equal(t, 3000, wd.queue.len())
+	got, _, _, _ := wd.take(0, renewBatch) // nothing due; compacts
+	assert.Empty(t, got)
+	assert.Equal(t, 100, wd.queue.len())
+	assert.Less(t, len(wd.queue.buf), 3000, "the ring shrank")
+	got, _, _, _ = wd.take(wd.period, renewBatch)
+	assert.Equal(t, names(hs[2900:]), names(got))
+}
+
+// A renewal sent more than half a period late is counted and logged, once
+// a period, long before a hold is lost (two periods late).
+func TestUnitLateRenewalIsReported(t *testing.T) {
+	wd, hs, log := unitWatchdog(t, 2)
+	wd.enqueue(hs[0], 0)
+	wd.enqueue(hs[1], 0)
+	at := wd.period + wd.period/4
+	got, lag, _, _ := wd.take(at, 1)
+	wd.noteLag(at, lag, len(got))
+	assert.Zero(t, wd.stats.late.Load(), "a quarter period late is in time")
+	assert.Empty(t, log.String())
+
+	at = wd.period + wd.period*3/4
+	got, lag, _, _ = wd.take(at, 1)
+	wd.noteLag(at, lag, len(got))
+	assert.Equal(t, int64(1), wd.stats.late.Load())
+	assert.Equal(t, int64(wd.period*3/4), wd.stats.maxLag.Load())
+	assert.Contains(t, log.String(), "renewal is falling behind")
+	assert.Equal(t, 1, bytes.Count(log.Bytes(), []byte("falling behind")))
+	wd.noteLag(at, lag, 1)
+	assert.Equal(t, 1, bytes.Count(log.Bytes(), []byte("falling behind")), "once a period")
+}
+
+// holdingBack is a transport that keeps the calls of one script until the
+// test lets them go, as a network that delays them; the others pass.
+type holdingBack struct {
+	transport
+	s       *script
+	held    chan struct{} // told when a call of s is held
+	release chan struct{} // closed by the test: held calls go on
+}
+
+func (t holdingBack) sendBatch(calls []call, deadline time.Time, to receiver) {
+	if calls[0].s != t.s {
+		t.transport.sendBatch(calls, deadline, to)
+		return
+	}
+	t.held <- struct{}{}
+	go func() {
+		<-t.release
+		t.transport.sendBatch(calls, deadline, to)
+	}()
+}
+
+// holdBack makes every node of c keep the calls of s until release closes.
+func holdBack(c *Client, s *script) (held chan struct{}, release chan struct{}) {
+	held, release = make(chan struct{}, 16), make(chan struct{})
+	for _, p := range c.peers {
+		p.t = holdingBack{p.t, s, held, release}
+	}
+	return held, release
+}
+
+// TestUnlockDoesNotWaitForARenewal: Unlock, Lock of another name and Close
+// return while a renewal of the hold is sent and unanswered; its late
+// answer changes nothing and ends no hold.
+func TestUnlockDoesNotWaitForARenewal(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	var log bytes.Buffer
+	c, err := Dial(cl.URLs(), WithNodeTimeout(5*time.Second), WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
+	require.NoError(t, err)
+	ctx := context.Background()
+	m := c.NewMutex("no-wait")
+	require.NoError(t, m.Lock(ctx))
+	held, release := holdBack(c, &renewScript)
+	renewed := make(chan struct{})
+	go func() { c.wd.renew(ctx, []*hold{m.current()}); close(renewed) }()
+	<-held
+
+	done := make(chan error, 1)
+	go func() {
+		if err := m.Unlock(ctx); err != nil {
+			done <- err
+			return
+		}
+		other := c.NewMutex("no-wait-other")
+		if err := other.Lock(ctx); err != nil {
+			done <- err
+			return
+		}
+		done <- other.Unlock(ctx)
+	}()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(3 * time.Second): // the renewal is answered only after release
+		t.Fatal("Unlock or Lock waited for the renewal in flight")
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close() }()
+	select {
+	case err := <-closed:
+		require.NoError(t, err)
+	case <-time.After(3 * time.Second):
+		t.Fatal("Close waited for the renewal in flight")
+	}
+	close(release)
+	<-renewed
+	assert.Equal(t, []string{"", "", ""}, countsOf(t, cl, c.opts.prefix+"lock:no-wait"))
+	assert.NotContains(t, log.String(), "lock lost", "a renewal answered after the release ended the hold as lost")
+}
+
+// TestRepairInFlightDoesNotRecreateAReleasedLock: a renewal found the key
+// absent on one node and sent a repair there; the hold is released while
+// the repair is on its way. The release marks the owner's sequence, so the
+// repair, landing after it, writes nothing: the lock is free everywhere.
+func TestRepairInFlightDoesNotRecreateAReleasedLock(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	c, err := Dial(cl.URLs(), WithNodeTimeout(5*time.Second), WithQuarantine(0))
+	require.NoError(t, err)
+	defer c.Close()
+	ctx := context.Background()
+	m := c.NewMutex("repair-race")
+	key := c.opts.prefix + "lock:repair-race"
+	require.NoError(t, m.Lock(ctx))
+	_, err = cl.Do(2, "DEL", key) // node 2 lost the hold
+	require.NoError(t, err)
+	held, release := holdBack(c, &repairScript)
+	renewed := make(chan struct{})
+	go func() { c.wd.renew(ctx, []*hold{m.current()}); close(renewed) }()
+	<-held // the repair of node 2 is on its way
+
+	require.NoError(t, m.Unlock(ctx))
+	close(release)
+	<-renewed
+	assert.Equal(t, []string{"", "", ""}, countsOf(t, cl, key), "the repair re-created a released lock")
+	mark, err := redis.Int64(cl.Do(2, "HGET", c.opts.prefix+"rollback:repair-race", m.field))
+	require.NoError(t, err, "the release marked the owner on node 2")
+	assert.Positive(t, mark)
+}
+
+// countsOf returns the hold count fields of key on every node ("" where
+// the key is absent).
+func countsOf(t *testing.T, cl *redlocktest.Cluster, key string) []string {
+	t.Helper()
+	out := make([]string, len(cl.URLs()))
+	for i := range out {
+		vals, err := redis.StringMap(cl.Do(i, "HGETALL", key))
+		require.NoError(t, err)
+		for f, v := range vals {
+			if f[len(f)-1] != '#' {
+				out[i] += v
+			}
+		}
+	}
+	return out
+}

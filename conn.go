@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -289,6 +290,9 @@ func (t *native) prepare(conn redis.Conn, deadline time.Time) error {
 		info, err := redis.String(receiveBefore(conn, deadline))
 		switch err.(type) {
 		case nil:
+			if err := supported(info); err != nil {
+				return err
+			}
 			t.observe(info, at)
 		case redis.Error:
 			// A server without INFO server: its restarts cannot be seen.
@@ -299,6 +303,23 @@ func (t *native) prepare(conn redis.Conn, deadline time.Time) error {
 	for range scripts {
 		if _, err := receiveBefore(conn, deadline); err != nil {
 			return fmt.Errorf("loading the scripts: %w", err)
+		}
+	}
+	return nil
+}
+
+// supported returns why a server whose INFO server is info cannot serve
+// redlock: its scripts need Redis 7.0 or later (PEXPIRE's GT option).
+// Valkey reports a redis_version of 7.2.4 or later.
+func supported(info string) error {
+	for _, line := range strings.Split(info, "\n") {
+		v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:")
+		if !ok {
+			continue
+		}
+		major, _, _ := strings.Cut(v, ".")
+		if n, err := strconv.Atoi(major); err == nil && n < 7 {
+			return fmt.Errorf("%w: the node runs Redis %s; redlock needs Redis 7.0 or later (or Valkey)", ErrInvalid, v)
 		}
 	}
 	return nil

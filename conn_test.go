@@ -132,3 +132,27 @@ func TestBrokenConnectionFailsItsRequestsAtOnce(t *testing.T) {
 	assert.Less(t, elapsed, 2*time.Second, "the request waited for its deadline instead of failing with its connection")
 	t.Logf("failed after %v: %v", elapsed.Round(time.Millisecond), err)
 }
+
+// A node whose INFO server shows Redis before 7.0 is refused at set-up with
+// a clear error: renewal needs PEXPIRE's GT option.
+func TestUnitSupportedServers(t *testing.T) {
+	for _, tc := range []struct {
+		info string
+		ok   bool
+	}{
+		{"# Server\r\nredis_version:7.0.15\r\nrun_id:x\r\n", true},
+		{"# Server\r\nredis_version:7.2.4\r\nvalkey_version:8.0.1\r\n", true},
+		{"# Server\r\nredis_version:8.2.0\r\n", true},
+		{"# Server\r\nrun_id:x\r\n", true}, // nothing to say: not refused
+		{"# Server\r\nredis_version:6.2.14\r\n", false},
+		{"# Server\r\nredis_version:5.0.7\r\n", false},
+	} {
+		err := supported(tc.info)
+		if tc.ok {
+			assert.NoError(t, err, tc.info)
+			continue
+		}
+		assert.ErrorIs(t, err, ErrInvalid, tc.info)
+		assert.ErrorContains(t, err, "needs Redis 7.0 or later")
+	}
+}

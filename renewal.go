@@ -255,7 +255,7 @@ type renewal struct {
 func (wd *watchdog) renew(ctx context.Context, hs []*hold) {
 	c := wd.c
 	start := now()
-	cl := renewScript.call(wd.renewArgs(hs)...)
+	cl := wd.renewCall(hs)
 	res := c.broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return []call{cl} })
 	n := len(c.peers)
 	r := &renewal{hs: hs, counted: make([]bool, n), yes: make([]int32, len(hs)), other: make([]int32, len(hs)), absent: make([]bool, n*len(hs))}
@@ -289,12 +289,13 @@ func (wd *watchdog) renew(ctx context.Context, hs []*hold) {
 	wd.stats.renewed.Add(int64(renewed))
 }
 
-// renewArgs are renew.lua's arguments for hs: the keys, the lease, the
-// owner fields. The boxed key and field of a hold are made at its first
-// renewal and kept, so a renewal allocates per chunk, not per hold.
-func (wd *watchdog) renewArgs(hs []*hold) []interface{} {
-	args := make([]interface{}, 0, 2+2*len(hs))
-	args = append(args, len(hs))
+// renewCall is the renew.lua call for hs: the keys, the lease, the owner
+// fields, built in place (script.call would copy them). The boxed key and
+// field of a hold are made at its first renewal and kept, so a renewal
+// allocates per chunk, not per hold.
+func (wd *watchdog) renewCall(hs []*hold) call {
+	args := make([]interface{}, 0, 3+2*len(hs))
+	args = append(args, renewScript.hash, len(hs))
 	for _, h := range hs {
 		if h.keyArg == nil {
 			h.keyArg, h.fieldArg = h.m.key, h.m.field
@@ -305,7 +306,7 @@ func (wd *watchdog) renewArgs(hs []*hold) []interface{} {
 	for _, h := range hs {
 		args = append(args, h.fieldArg)
 	}
-	return args
+	return call{s: &renewScript, sha: args}
 }
 
 // gone reports whether hold k, not renewed, is gone from a majority

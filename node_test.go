@@ -175,6 +175,7 @@ func TestRestartedNodeReconnectsWithScriptsAndIsQuarantined(t *testing.T) {
 	cl := redlocktest.Start(t, 3)
 	c := dial(t, cl)
 	lockUnlock(t, c, "restart-warm")
+	waitReachable(t, c) // every node's run_id seen before the restarts
 	require.NoError(t, cl.Kill(1))
 	require.NoError(t, cl.Kill(2))
 	require.NoError(t, cl.Restart(1))

@@ -77,7 +77,7 @@ func TestWatchdogStopsAtUnlock(t *testing.T) {
 	const lease = 600 * time.Millisecond
 	c := dial(t, cl, redlock.WithLease(lease), redlock.WithNodeTimeout(150*time.Millisecond))
 	ctx := context.Background()
-	// Many short holds, released while renewal rounds (every 200ms) run.
+	// Many short holds, released while renewals (every 200ms) run.
 	for i := 0; i < 40; i++ {
 		m := c.NewMutex("wd-stop")
 		require.NoError(t, m.Lock(ctx))
@@ -126,7 +126,7 @@ func TestThousandHoldsCostAFewScriptCallsPerPeriod(t *testing.T) {
 		ms[i] = c.NewMutex(fmt.Sprint("many-", i))
 		require.NoError(t, ms[i].Lock(ctx))
 	}
-	// Count script calls over a quiet window of exactly one renewal round:
+	// Count script calls over exactly one renewal period of the first hold:
 	// wait for a round to move Until, then measure up to the next one.
 	waitRound := func() {
 		u := ms[0].Until()

@@ -23,15 +23,15 @@ type hold struct {
 	lease time.Duration // lease of the latest acquisition
 	late  []*stragglers // per acquisition of this hold that may still reach a node
 	until time.Time     // drift-adjusted end of validity
+	timer *time.Timer   // declares the loss at until
+	gen   uint32        // the watchdog registration it is in: a new one for each add and drop
 	renew bool          // taken with the watchdog lease
 	watch bool          // in the watchdog's queue (see watchdog.add)
-	gen   uint32        // the watchdog registration it is in: a new one for each add and drop
-	timer *time.Timer   // declares the loss at until
 	state holdState
 
 	// The hold's key and owner field as renew.lua's arguments, boxed at its
-	// first renewal; used only by the watchdog's loop.
-	keyArg, fieldArg interface{}
+	// first renewal (the watchdog's loop alone uses them).
+	args *[2]interface{}
 }
 
 // holdState is where a hold is in its life.

@@ -297,14 +297,14 @@ func (wd *watchdog) renewCall(hs []*hold) call {
 	args := make([]interface{}, 0, 3+2*len(hs))
 	args = append(args, renewScript.hash, len(hs))
 	for _, h := range hs {
-		if h.keyArg == nil {
-			h.keyArg, h.fieldArg = h.m.key, h.m.field
+		if h.args == nil {
+			h.args = &[2]interface{}{h.m.key, h.m.field}
 		}
-		args = append(args, h.keyArg)
+		args = append(args, h.args[0])
 	}
 	args = append(args, wd.c.opts.lease.Milliseconds())
 	for _, h := range hs {
-		args = append(args, h.fieldArg)
+		args = append(args, h.args[1])
 	}
 	return call{s: &renewScript, sha: args}
 }
@@ -463,6 +463,9 @@ type renewEntry struct {
 	due time.Duration
 }
 
+// minRing is the size below which compact does not shrink the ring.
+const minRing = 4096
+
 // renewQueue is a FIFO ring of entries in the order they are due.
 type renewQueue struct {
 	buf  []renewEntry
@@ -504,7 +507,9 @@ func (q *renewQueue) grow(n int) {
 }
 
 // compact drops the entries of holds no longer registered, keeping the
-// order; the ring shrinks when it is mostly empty.
+// order; the ring shrinks when it is mostly empty, never below 4,096
+// entries (96 KiB), so that a client taking and releasing holds quickly
+// does not shrink and grow it over and over.
 func (q *renewQueue) compact() {
 	kept := 0
 	for i := 0; i < q.n; i++ {
@@ -518,7 +523,7 @@ func (q *renewQueue) compact() {
 		q.buf[(q.head+i)%len(q.buf)] = renewEntry{}
 	}
 	q.n = kept
-	if len(q.buf) > 64 && q.n < len(q.buf)/4 {
-		q.grow(max(16, 2*q.n))
+	if len(q.buf) > minRing && q.n < len(q.buf)/4 {
+		q.grow(max(minRing, 2*q.n))
 	}
 }

@@ -132,20 +132,20 @@ func TestUnitDroppedHoldsAreSkipped(t *testing.T) {
 // (and 1,024), so a client that takes and releases many holds keeps a
 // queue the size of what it holds.
 func TestUnitRenewalQueueCompacts(t *testing.T) {
-	wd, hs, _ := unitWatchdog(t, 3000)
+	wd, hs, _ := unitWatchdog(t, 3*minRing)
 	for _, h := range hs {
 		wd.enqueue(h, 0)
 	}
-	for _, h := range hs[:2900] {
+	for _, h := range hs[:3*minRing-100] {
 		wd.drop(h)
 	}
-	assert.Equal(t, 3000, wd.queue.len())
+	assert.Equal(t, 3*minRing, wd.queue.len())
 	got, _, _, _ := wd.take(0, renewBatch) // nothing due; compacts
 	assert.Empty(t, got)
 	assert.Equal(t, 100, wd.queue.len())
-	assert.Less(t, len(wd.queue.buf), 3000, "the ring shrank")
+	assert.Equal(t, minRing, len(wd.queue.buf), "the ring shrank, down to its floor")
 	got, _, _, _ = wd.take(wd.period, renewBatch)
-	assert.Equal(t, names(hs[2900:]), names(got))
+	assert.Equal(t, names(hs[3*minRing-100:]), names(got))
 }
 
 // A renewal sent more than half a period late is counted and logged, once

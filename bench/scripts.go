@@ -212,7 +212,7 @@ func scriptRun(conn redis.Conn, src redlockScripts, n int) ([]*scriptCost, error
 		}, int64(0)},
 		{"", "", 0, keys, acquire("w", 1, 1), held},
 		{scRenew1, "evalsha", 1, keys, func(i int) []interface{} {
-			return []interface{}{"EVALSHA", sha["renew"], 1, key("w", i), lease, 0, owner, 1, 1}
+			return []interface{}{"EVALSHA", sha["renew"], 1, key("w", i), lease, owner}
 		}, []interface{}{one}},
 		// Call c renews the 1,000 holds of block c/5.
 		{scRenew1000, "evalsha", block, func(lo int) (int, int) { return lo / block * 5, lo/block*5 + 5 }, func(c int) []interface{} {
@@ -221,9 +221,9 @@ func scriptRun(conn redis.Conn, src redlockScripts, n int) ([]*scriptCost, error
 			for i := first; i < first+block; i++ {
 				args = append(args, key("w", i))
 			}
-			args = append(args, lease, 0)
+			args = append(args, lease)
 			for range block {
-				args = append(args, owner, 1, 1)
+				args = append(args, owner)
 			}
 			return args
 		}, ones},

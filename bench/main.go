@@ -73,9 +73,8 @@ var quickCfg = config{
 	restartTrials: 2, restartRenewTrials: 1,
 	scriptCalls: 5000, scriptRuns: 3,
 	scale: scaleConfig{cases: []scaleCase{
-		{holds: 1000, lease: 3 * time.Second, periods: 3, after: true},
-		{holds: 5000, lease: 3 * time.Second, periods: 3, after: true},
-		{holds: 5000, lease: 30 * time.Second, periods: 2},
+		{holds: 1000, lease: 3 * time.Second, periods: 2, after: true},
+		{holds: 5000, lease: 3 * time.Second, periods: 2, after: true},
 	}, acqBudget: 20 * time.Second, curve: []int{1000, 2000, 5000, 10000}, curvePeriods: 2, curveBudget: 15 * time.Second},
 }
 
@@ -95,7 +94,7 @@ var fullCfg = config{
 		{holds: 50000, lease: 3 * time.Second, periods: 5, after: true},
 		{holds: 100000, lease: 3 * time.Second, periods: 5, after: true},
 		{holds: 100000, lease: 30 * time.Second, periods: 2},
-	}, acqBudget: 60 * time.Second, curve: []int{1000, 2000, 5000, 10000, 20000, 50000, 100000, 150000, 200000, 300000, 400000, 500000}, curvePeriods: 3, curveBudget: 90 * time.Second},
+	}, acqBudget: 60 * time.Second, curve: []int{1000, 2000, 5000, 10000, 20000, 50000, 100000, 200000, 300000, 500000}, curvePeriods: 3, curveBudget: 60 * time.Second},
 }
 
 func (c *config) fill() {

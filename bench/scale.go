@@ -26,7 +26,7 @@ type scaleCase struct {
 	holds   int
 	lease   time.Duration
 	periods int  // the measured window, in renewal periods (lease/3)
-	after   bool // count the lost holds again one lease after the window
+	after   bool // count the lost holds again one lease after the window; else once every Until read at the window's start has passed
 }
 
 // scaleConfig bounds the scenario.
@@ -68,9 +68,11 @@ type scaleRun struct {
 
 	lostAcquire int // Lost closed when the last Lock returned
 	lostWindow  int // ... at the end of the window
-	lostAfter   int // ... one lease after the window (-1: not waited for)
-	alive       int // not lost at the start of the window
-	renewed     int // of those, holds whose Until moved on during the window
+	lostAfter   int // ... after afterWait more (-1: not counted)
+	afterWait   time.Duration
+	lastUntil   time.Time // the latest Until at the window's start
+	alive       int       // not lost at the start of the window
+	renewed     int       // of those, holds whose Until moved on during the window
 
 	idle                time.Duration // the client dialled, no hold yet
 	idleClient, idleSrv time.Duration // CPU over idle
@@ -166,15 +168,18 @@ func scaleCurve(cl *redlocktest.Cluster, sc scaleConfig, logf func(string, ...an
 	deadline := time.Now().Add(sc.curveBudget)
 	var out []*scaleRun
 	from := 0
+	perLock := time.Duration(0) // the last level's acquisition time per new hold
 	for _, n := range sc.curve {
-		if time.Now().After(deadline) {
-			logf("  scale curve: budget of %v spent before %d holds", sc.curveBudget, n)
+		window := time.Duration(sc.curvePeriods) * sc.curveLease / 3
+		if time.Now().Add(time.Duration(n-from)*perLock + window).After(deadline) {
+			logf("  scale curve: %d holds would not end within the budget of %v", n, sc.curveBudget)
 			break
 		}
 		r := newScaleRun(scaleCase{holds: n, lease: sc.curveLease, periods: sc.curvePeriods})
 		start := time.Now()
 		r.lockErrs, r.lockFirstErr = scaleAcquire(client, ms[:n], lat, from, sc)
 		r.acquire = time.Since(start)
+		perLock = r.acquire / time.Duration(max(1, n-from))
 		r.held, r.lockLat = heldLatencies(ms[:n], lat, from)
 		r.lostAcquire = countLost(ms[:n])
 		scaleWindow(cl, r, ms[:n], sc)
@@ -254,11 +259,13 @@ func scaleOne(cl *redlocktest.Cluster, sc scaleConfig, c scaleCase, prefix strin
 		r.name(), r.held, r.acquire.Round(time.Millisecond), r.lockErrs, fmtDur(pct(r.lockLat, 99)), fmtDur(pct(r.lockLat, 100)), r.heapPerHold, r.lostAcquire)
 	scaleWindow(cl, r, ms, sc)
 	logf("  scale %s: %s", r.name(), r.windowLog())
-	if c.after {
-		time.Sleep(c.lease)
-		r.lostAfter = countLost(ms)
-		logf("  scale %s: %d lost one lease after the window", r.name(), r.lostAfter)
+	r.afterWait = c.lease
+	if !c.after {
+		r.afterWait = min(c.lease, max(0, time.Until(r.lastUntil)+50*time.Millisecond))
 	}
+	time.Sleep(r.afterWait)
+	r.lostAfter = countLost(ms)
+	logf("  scale %s: %d lost %v after the window", r.name(), r.lostAfter, r.afterWait.Round(time.Millisecond))
 	scaleRelease(r, ms, sc)
 	logf("  scale %s: released: Unlock p50 %s p99 %s max %s, %d not held, %d other errors %s",
 		r.name(), fmtDur(pct(r.unlockLat, 50)), fmtDur(pct(r.unlockLat, 99)), fmtDur(pct(r.unlockLat, 100)), r.unlockNotHeld, r.unlockErrs, r.unlockFirst)
@@ -435,6 +442,11 @@ func scaleWindow(cl *redlocktest.Cluster, r *scaleRun, ms []*redlock.Mutex, sc s
 	r.sampled = len(sample)
 	p := startPoller(sample, sc.poll, r.lease-r.drift, r.periods)
 	u0 := untils(ms)
+	for _, u := range u0 {
+		if u.After(r.lastUntil) {
+			r.lastUntil = u
+		}
+	}
 	r.alive = r.held - countLost(ms)
 	c0, s0, t0 := cpuTime(), serverCPU(cl), time.Now()
 	time.Sleep(time.Duration(r.periods) * r.period)

@@ -9,6 +9,9 @@ import (
 
 // holdsLabel names a number of holds: 1k, 50k, 1,500.
 func holdsLabel(n int) string {
+	if n >= 1000000 && n%1000000 == 0 {
+		return fmt.Sprintf("%dM", n/1000000)
+	}
 	if n >= 1000 && n%1000 == 0 {
 		return fmt.Sprintf("%dk", n/1000)
 	}
@@ -20,12 +23,21 @@ func caseLabel(r *scaleRun) string {
 	return fmt.Sprintf("%s, lease %v", holdsLabel(r.holds), r.lease)
 }
 
+// failedMark flags the CPU of a window that did not renew every hold: it
+// was spent, at least in part, on renewals that failed.
+func failedMark(r *scaleRun) string {
+	if r.renewed < r.alive {
+		return " (‡)"
+	}
+	return ""
+}
+
 // lostCell is the holds lost while acquiring, at the end of the window and
-// one lease after it.
+// after the wait that follows it.
 func lostCell(r *scaleRun) string {
 	after := "–"
 	if r.lostAfter >= 0 {
-		after = fmt.Sprint(r.lostAfter)
+		after = fmt.Sprintf("%d (%v later)", r.lostAfter, r.afterWait.Round(100*time.Millisecond))
 	}
 	s := fmt.Sprintf("%d / %d / %s", r.lostAcquire, r.lostWindow, after)
 	if r.lostWindow > 0 || r.lostAfter > 0 {
@@ -75,7 +87,7 @@ func scaleTable(s *scaleResult) string {
 	}
 	row("held (Lock errors)", func(r *scaleRun) string { return fmt.Sprintf("%d (%d)", r.held, r.lockErrs) })
 	row("Lock p99 / max", func(r *scaleRun) string { return fmtDur(pct(r.lockLat, 99)) + " / " + fmtDur(pct(r.lockLat, 100)) })
-	row("holds lost: acquiring / end of window / one lease later", lostCell)
+	row("holds lost: acquiring / end of window / later (†)", lostCell)
 	row("renewed in the window, of those alive", func(r *scaleRun) string {
 		return fmt.Sprintf("%d of %d (%.0f periods)", r.renewed, r.alive, r.rounds())
 	})
@@ -83,9 +95,11 @@ func scaleTable(s *scaleResult) string {
 	row("renewal seen after its start, p50 / p99 / max (the old round)", func(r *scaleRun) string { return durs3(r.delays) })
 	row("renewal CPU per hold per round: client + server = sum", func(r *scaleRun) string {
 		c, v := r.perHoldRound(r.clientCPU), r.perHoldRound(r.serverCPU)
-		return fmt.Sprintf("%s + %s = **%s**", fmtDur(c), fmtDur(v), fmtDur(c+v))
+		return fmt.Sprintf("%s + %s = **%s**%s", fmtDur(c), fmtDur(v), fmtDur(c+v), failedMark(r))
 	})
-	row("renewal CPU per period, client + server", func(r *scaleRun) string { return shareCell(r, r.clientCPU+r.serverCPU, s.nproc) })
+	row("renewal CPU per period, client + server", func(r *scaleRun) string {
+		return shareCell(r, r.clientCPU+r.serverCPU, s.nproc) + failedMark(r)
+	})
 	row("of which with no hold (idle), client + server", func(r *scaleRun) string {
 		return fmtDur(r.idlePerPeriod(r.idleClient)) + " + " + fmtDur(r.idlePerPeriod(r.idleSrv))
 	})
@@ -93,7 +107,7 @@ func scaleTable(s *scaleResult) string {
 	row("Unlock p50 / p99 / max", func(r *scaleRun) string { return durs3(r.unlockLat) })
 	row("Unlock errors: not held / other", func(r *scaleRun) string { return fmt.Sprintf("%d / %d", r.unlockNotHeld, r.unlockErrs) })
 	row("time for the case", func(r *scaleRun) string { return r.took.Round(time.Second).String() })
-	return table(head, rows)
+	return table(head, rows) + "\n(†) 3 s lease: one lease after the window; 30 s lease: once every `Until` read at the window's start had passed, so a hold that no round renewed in the window is lost by then. (‡) Not every hold was renewed in the window: the CPU went, at least in part, to renewals that failed.\n"
 }
 
 // curveTable is the curve's levels: holds against the renewal time per
@@ -127,6 +141,12 @@ func scaleWarnings(s *scaleResult) string {
 	}
 	out := ""
 	for _, r := range rs {
+		if r.lockFirstErr != "" {
+			out += fmt.Sprintf("- %s: first Lock error: `%s`\n", caseLabel(r), r.lockFirstErr)
+		}
+		if r.unlockFirst != "" {
+			out += fmt.Sprintf("- %s: first Unlock error: `%s`\n", caseLabel(r), r.unlockFirst)
+		}
 		for _, w := range r.warnings {
 			out += fmt.Sprintf("- %s: %s\n", caseLabel(r), w)
 		}

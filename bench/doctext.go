@@ -479,7 +479,7 @@ func scaleParagraph(res *results) string {
 	}
 	var b strings.Builder
 	if fit == nil {
-		fmt.Fprintf(&b, "No level of the curve fitted: at %s holds, %d of %d were renewed in the window and %d lost.", holdsLabel(over.holds), over.renewed, over.alive, over.lostAcquire+over.lostWindow)
+		fmt.Fprintf(&b, "No level of the curve fitted: at %s holds, %d of %d were renewed in the window and %d lost.", holdsLabel(over.holds), over.renewed, over.alive, over.lostWindow)
 		return b.String()
 	}
 	cost := fit.perHoldRound(fit.clientCPU + fit.serverCPU)
@@ -488,7 +488,7 @@ func scaleParagraph(res *results) string {
 		holdsLabel(fit.holds), fit.lease, fmtDur(fit.perPeriod(fit.clientCPU+fit.serverCPU)), fit.period, fmtDur(fit.perPeriod(fit.clientCPU)), fmtDur(fit.perPeriod(fit.serverCPU)),
 		100*share, fmtDur(pct(fit.delays, 100)))
 	if over != nil {
-		fmt.Fprintf(&b, " At %s holds the renewals no longer fitted: %d of %d renewed in the window, %d lost.", holdsLabel(over.holds), over.renewed, over.alive, over.lostAcquire+over.lostWindow)
+		fmt.Fprintf(&b, " At %s holds the renewals no longer fitted: %d of %d renewed in the window, %d lost.", holdsLabel(over.holds), over.renewed, over.alive, over.lostWindow)
 	} else {
 		fmt.Fprintf(&b, " The curve stopped there (its last level or its time budget), not at a failure.")
 	}

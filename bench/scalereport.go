@@ -23,10 +23,11 @@ func caseLabel(r *scaleRun) string {
 	return fmt.Sprintf("%s, lease %v", holdsLabel(r.holds), r.lease)
 }
 
-// failedMark flags the CPU of a window that did not renew every hold: it
-// was spent, at least in part, on renewals that failed.
+// failedMark flags the CPU of a window that did not renew every hold taken:
+// it was spent, at least in part, on renewals that failed, and divided by
+// the holds alive at the window's start.
 func failedMark(r *scaleRun) string {
-	if r.renewed < r.alive {
+	if r.renewed < r.alive || r.alive < r.held {
 		return " (‡)"
 	}
 	return ""
@@ -107,7 +108,7 @@ func scaleTable(s *scaleResult) string {
 	row("Unlock p50 / p99 / max", func(r *scaleRun) string { return durs3(r.unlockLat) })
 	row("Unlock errors: not held / other", func(r *scaleRun) string { return fmt.Sprintf("%d / %d", r.unlockNotHeld, r.unlockErrs) })
 	row("time for the case", func(r *scaleRun) string { return r.took.Round(time.Second).String() })
-	return table(head, rows) + "\n(†) 3 s lease: one lease after the window; 30 s lease: once every `Until` read at the window's start had passed, so a hold that no round renewed in the window is lost by then. (‡) Not every hold was renewed in the window: the CPU went, at least in part, to renewals that failed.\n"
+	return table(head, rows) + "\n(†) 3 s lease: one lease after the window; 30 s lease: once every `Until` read at the window's start had passed, so a hold that no round renewed in the window is lost by then. (‡) Not every hold taken was alive at the window's start and renewed in it: the CPU went, at least in part, to renewals that failed, and is divided by the holds alive at the window's start.\n"
 }
 
 // curveTable is the curve's levels: holds against the renewal time per
@@ -122,7 +123,7 @@ func curveTable(s *scaleResult) string {
 		if !r.fits() {
 			fit = "**no**"
 		}
-		rows = append(rows, []string{holdsLabel(r.holds), fmt.Sprintf("%d of %d", r.renewed, r.alive), fmt.Sprint(r.lostAcquire + r.lostWindow),
+		rows = append(rows, []string{holdsLabel(r.holds), fmt.Sprintf("%d of %d", r.renewed, r.alive), fmt.Sprint(r.lostWindow),
 			shareCell(r, r.clientCPU+r.serverCPU, s.nproc), fmtDur(r.perPeriod(r.clientCPU)) + " + " + fmtDur(r.perPeriod(r.serverCPU)),
 			fmtDur(pct(r.delays, 100)), periodsCell(r, r.intervals), fit})
 	}

@@ -388,6 +388,9 @@ func renderPlots(res *results) map[string]string {
 		}
 		out["faults.svg"] = barChart("Uncontended p50 with a minority of nodes slow (+20 ms each way), paused or dead", "Lock+Unlock p50 (log scale)", groups, ser, true, durLabel)
 	}
+	if svg := scaleCurvePlot(res.scale); svg != "" {
+		out["scale-curve.svg"] = svg
+	}
 	if hs := res.herd; hs != nil {
 		var ser []barSeries
 		for _, h := range hs {
@@ -416,7 +419,7 @@ func renderDoc(res *results, plots map[string]string) string {
 
 	w("## How to run\n\n")
 	w("```sh\ncd bench\ngo run . -quick   # every scenario, bounded, in under a minute\ngo run .          # full mode: more rounds and longer windows (several minutes)\n```\n\n")
-	w("`make bench` runs the quick mode. Both modes rewrite this file and `docs/img/*.svg`. `-only unc,tput,cont,faults,deadmaj,watchdog,herd,restart,scripts` runs some scenarios, `-kinds redlock,floor,floorpipe,...` some contenders, `-write=false` only prints the tables. The nodes come from `redlocktest` (redis-server on loopback, persistence off; `WithProxy` for the slow-minority scenario). For benchstat, the root package has `BenchmarkLockUnlock` and `BenchmarkHandoff`:\n\n")
+	w("`make bench` runs the quick mode. Both modes rewrite this file and `docs/img/*.svg`. `-only unc,tput,cont,faults,deadmaj,watchdog,herd,restart,scripts,scale` runs some scenarios, `-kinds redlock,floor,floorpipe,...` some contenders, `-write=false` only prints the tables. The nodes come from `redlocktest` (redis-server on loopback, persistence off; `WithProxy` for the slow-minority scenario). For benchstat, the root package has `BenchmarkLockUnlock` and `BenchmarkHandoff`:\n\n")
 	w("```sh\ngo test -run '^$' -bench . -count 10 | tee new.txt && benchstat old.txt new.txt\n```\n\n")
 
 	w("## This run\n\n")
@@ -510,6 +513,17 @@ func renderDoc(res *results, plots map[string]string) string {
 	}
 	w("%s\n\n", wdParagraph(res))
 
+	w("## Watchdog holds at scale\n\n")
+	w("%s\n\n", scaleMethod(res))
+	w("%s\n", scaleTable(res.scale))
+	if ws := scaleWarnings(res.scale); ws != "" {
+		w("Errors and the library's warnings (slog, counted by message):\n\n%s\n", ws)
+	}
+	w("**The holds that fit per lease on this machine.** %s\n\n", curveMethod(res))
+	w("%s\n", curveTable(res.scale))
+	img("scale-curve.svg", "holds against renewal time per period")
+	w("%s\n\n", scaleParagraph(res))
+
 	w("## Herd\n\n")
 	w("%d goroutines in %d clients on one key (barge mode, %v critical section), %d window(s) of %v per contender. Attempts per acquisition is acquisition attempts (redlock: its acquire script; the floor: its SET script; redsync: SET; redislock: EVALSHA minus one release per acquisition) counted per node and averaged over the nodes, divided by acquisitions: every attempt beyond the first is a wake-up or poll that lost. EVALSHA per acquisition is the node-side `INFO commandstats` count (it also includes releases and rollbacks). Round trips are client-counted writes (a `Do`, or a `Flush` of pipelined `Send`s); one redlock write carries every request its client queued on that connection meanwhile.\n\n",
 		cfg.herdGoroutines, cfg.herdClients, cfg.crit, cfg.herdRounds, cfg.herdWindow)
@@ -577,4 +591,26 @@ func beforeNowTable(res *results) string {
 		return ""
 	}
 	return table([]string{"", "before (commit " + b.commit + ")", "now (commit " + res.machine.commit + ")"}, rows)
+}
+
+// scaleCurvePlot draws the curve's levels: holds against the renewal CPU
+// per period and the longest wait for a renewal; a level that did not fit
+// is drawn hollow.
+func scaleCurvePlot(s *scaleResult) string {
+	if s == nil || len(s.curve) == 0 {
+		return ""
+	}
+	cpu := xySeries{name: "renewal CPU per period (client + server)", color: palette[0]}
+	seen := xySeries{name: "renewal seen after its start, max", color: palette[1]}
+	for _, r := range s.curve {
+		x := float64(r.holds)
+		cpu.points = append(cpu.points, xyPoint{x, float64(r.perPeriod(r.clientCPU + r.serverCPU)), !r.fits()})
+		seen.points = append(seen.points, xyPoint{x, float64(pct(r.delays, 100)), !r.fits()})
+	}
+	period := s.curve[0].period
+	refs := []refLine{{float64(period), "the period (" + period.String() + ")"},
+		{float64(time.Duration(s.nproc) * period), fmt.Sprintf("%d CPUs × the period", s.nproc)}}
+	title := fmt.Sprintf("Watchdog holds in one client, lease %v: renewal time per %v period", s.curve[0].lease, period)
+	return xyChart(title, "holds (log scale); hollow: renewals no longer fit", "time per period (log scale)", []xySeries{cpu, seen}, refs,
+		func(v float64) string { return holdsLabel(int(v)) }, func(v float64) string { return fmtDur(time.Duration(v)) })
 }

@@ -59,6 +59,7 @@ type config struct {
 	herdClients         int
 	contClients         int
 	restartDefaultLease time.Duration
+	scale               scaleConfig
 }
 
 var quickCfg = config{
@@ -71,6 +72,10 @@ var quickCfg = config{
 	herdRounds: 1, herdWindow: 800 * time.Millisecond, herdWarm: 250 * time.Millisecond, contWarm: 100 * time.Millisecond,
 	restartTrials: 2, restartRenewTrials: 1,
 	scriptCalls: 5000, scriptRuns: 3,
+	scale: scaleConfig{cases: []scaleCase{
+		{holds: 1000, lease: 3 * time.Second, periods: 2, after: true},
+		{holds: 5000, lease: 3 * time.Second, periods: 2, after: true},
+	}, acqBudget: 20 * time.Second, curve: []int{1000, 2000, 5000, 10000}, curvePeriods: 2, curveBudget: 15 * time.Second},
 }
 
 var fullCfg = config{
@@ -83,6 +88,13 @@ var fullCfg = config{
 	herdRounds: 3, herdWindow: 3 * time.Second, herdWarm: time.Second, contWarm: 300 * time.Millisecond,
 	restartTrials: 20, restartRenewTrials: 6,
 	scriptCalls: 20000, scriptRuns: 3,
+	scale: scaleConfig{cases: []scaleCase{
+		{holds: 1000, lease: 3 * time.Second, periods: 5, after: true},
+		{holds: 10000, lease: 3 * time.Second, periods: 5, after: true},
+		{holds: 50000, lease: 3 * time.Second, periods: 5, after: true},
+		{holds: 100000, lease: 3 * time.Second, periods: 5, after: true},
+		{holds: 100000, lease: 30 * time.Second, periods: 2},
+	}, acqBudget: 60 * time.Second, curve: []int{1000, 2000, 5000, 10000, 20000, 50000, 100000, 200000, 300000, 500000}, curvePeriods: 3, curveBudget: 60 * time.Second},
 }
 
 func (c *config) fill() {
@@ -97,6 +109,11 @@ func (c *config) fill() {
 	c.contClients = 2
 	c.herdGoroutines = 64
 	c.herdClients = 4
+	c.scale.goroutines = 64
+	c.scale.opTimeout = 10 * time.Second
+	c.scale.sample = 1000
+	c.scale.poll = 10 * time.Millisecond
+	c.scale.curveLease = 3 * time.Second
 }
 
 // results is everything one run measured.
@@ -117,12 +134,13 @@ type results struct {
 	restartNow, restartR []*restartResult
 	allocSites           map[kind][]allocSite
 	scripts              *scriptCosts
-	failures             []string // scenarios that could not run, and why
+	scale                *scaleResult // watchdog holds at scale
+	failures             []string     // scenarios that could not run, and why
 }
 
 func main() {
 	quick := flag.Bool("quick", false, "run every scenario briefly (under a minute)")
-	only := flag.String("only", "", "comma-separated scenarios to run (unc,tput,cont,faults,deadmaj,watchdog,herd,restart,scripts); default all")
+	only := flag.String("only", "", "comma-separated scenarios to run (unc,tput,cont,faults,deadmaj,watchdog,herd,restart,scripts,scale); default all")
 	root := flag.String("root", "..", "the redlock repository (for scripts/ and docs/)")
 	write := flag.Bool("write", true, "write benchmarks.md and img/*.svg into -docs")
 	docs := flag.String("docs", "", "the docs directory to write (default: -root/docs)")
@@ -219,6 +237,13 @@ func main() {
 		})
 		if err != nil {
 			fail("restart", err)
+		}
+	}
+	if want("scale") {
+		logf("watchdog holds at scale")
+		var err error
+		if res.scale, err = runScale(cfg.scale, logf); err != nil {
+			fail("watchdog holds at scale", err)
 		}
 	}
 	res.elapsed = time.Since(res.started)

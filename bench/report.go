@@ -201,6 +201,7 @@ func summaryTable(res *results) string {
 	b.WriteString("\n### watchdog at scale\n" + wdTable(res.wd) + "\n" + wdTable(res.wdLong))
 	b.WriteString("\n### herd\n" + herdTable(res.herd))
 	b.WriteString("\n### restart\n" + restartTable(res.restartNow, res.restartR))
+	b.WriteString("\n### watchdog holds at scale\n" + scaleTable(res.scale) + "\n" + curveTable(res.scale) + scaleWarnings(res.scale))
 	if len(res.failures) > 0 {
 		b.WriteString("\n### failures\n")
 		for _, f := range res.failures {

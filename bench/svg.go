@@ -202,3 +202,86 @@ func cdfChart(title string, lines []cdfLine) string {
 	b.f("</svg>\n")
 	return b.String()
 }
+
+// xyPoint is one point of an xy series; open points are drawn hollow.
+type xyPoint struct {
+	x, y float64
+	open bool
+}
+
+// xySeries is one coloured line of an xy chart.
+type xySeries struct {
+	name   string
+	color  string
+	points []xyPoint
+}
+
+// refLine is a labelled horizontal line across an xy chart.
+type refLine struct {
+	y     float64
+	label string
+}
+
+// xyChart draws lines with markers on log-log axes, and horizontal
+// reference lines.
+func xyChart(title, xUnit, yUnit string, series []xySeries, refs []refLine, xLabel, yLabel func(float64) string) string {
+	const w, h, left, right, top, bottom = 820, 440, 80, 150, 40, 80
+	var b svgBuf
+	svgHeader(&b, w, h, title)
+	xlo, xhi, ylo, yhi := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
+	for _, s := range series {
+		for _, p := range s.points {
+			if p.x > 0 && p.y > 0 {
+				xlo, xhi, ylo, yhi = math.Min(xlo, p.x), math.Max(xhi, p.x), math.Min(ylo, p.y), math.Max(yhi, p.y)
+			}
+		}
+	}
+	for _, r := range refs {
+		ylo, yhi = math.Min(ylo, r.y), math.Max(yhi, r.y)
+	}
+	if math.IsInf(xlo, 1) || math.IsInf(ylo, 1) {
+		return ""
+	}
+	xlo, xhi = math.Pow(10, math.Floor(math.Log10(xlo))), math.Pow(10, math.Ceil(math.Log10(xhi)))
+	ylo, yhi = math.Pow(10, math.Floor(math.Log10(ylo))), math.Pow(10, math.Ceil(math.Log10(yhi)))
+	pw, ph := float64(w-left-right), float64(h-top-bottom)
+	x := func(v float64) float64 { return left + pw*math.Log10(v/xlo)/math.Log10(xhi/xlo) }
+	y := func(v float64) float64 { return top + ph*(1-math.Log10(v/ylo)/math.Log10(yhi/ylo)) }
+	for _, t := range axisTicks(xlo, xhi, true) {
+		b.f(`<line x1="%.1f" y1="%d" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", x(t), top, x(t), y(ylo))
+		b.f(`<text x="%.1f" y="%.1f" text-anchor="middle" fill="#444">%s</text>`+"\n", x(t), y(ylo)+15, html.EscapeString(xLabel(t)))
+	}
+	for _, t := range axisTicks(ylo, yhi, true) {
+		b.f(`<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#eee"/>`+"\n", left, y(t), w-right, y(t))
+		b.f(`<text x="%d" y="%.1f" text-anchor="end" fill="#444">%s</text>`+"\n", left-4, y(t)+4, html.EscapeString(yLabel(t)))
+	}
+	b.f(`<text x="%d" y="%.1f" text-anchor="middle" fill="#444">%s</text>`+"\n", left+int(pw)/2, y(ylo)+32, html.EscapeString(xUnit))
+	b.f(`<text x="16" y="%d" text-anchor="middle" fill="#444" transform="rotate(-90 16 %d)">%s</text>`+"\n", top+int(ph)/2, top+int(ph)/2, html.EscapeString(yUnit))
+	for _, r := range refs {
+		b.f(`<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#555" stroke-dasharray="6,4"/>`+"\n", left, y(r.y), w-right, y(r.y))
+		b.f(`<text x="%d" y="%.1f" fill="#333" font-size="11">%s</text>`+"\n", w-right+4, y(r.y)+4, html.EscapeString(r.label))
+	}
+	for _, s := range series {
+		var pts []string
+		for _, p := range s.points {
+			if p.x <= 0 || p.y <= 0 {
+				continue
+			}
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(p.x), y(p.y)))
+			fill := s.color
+			if p.open {
+				fill = "white"
+			}
+			b.f(`<circle cx="%.1f" cy="%.1f" r="4" fill="%s" stroke="%s" stroke-width="2"><title>%s: %s, %s</title></circle>`+"\n", x(p.x), y(p.y), fill, s.color, html.EscapeString(s.name), html.EscapeString(xLabel(p.x)), html.EscapeString(yLabel(p.y)))
+		}
+		b.f(`<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`+"\n", s.color, strings.Join(pts, " "))
+	}
+	lx := left
+	for _, s := range series {
+		b.f(`<rect x="%d" y="%d" width="12" height="12" fill="%s"/>`+"\n", lx, h-22, s.color)
+		b.f(`<text x="%d" y="%d">%s</text>`+"\n", lx+16, h-12, html.EscapeString(s.name))
+		lx += 24 + 7*len(s.name)
+	}
+	b.f("</svg>\n")
+	return b.String()
+}

@@ -1,0 +1,540 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/redlocktest"
+)
+
+// The watchdog at scale: many holds taken with Lock (watchdog lease) in one
+// client, kept for a measured window, then released. Only the public API is
+// used (Dial, WithLease, WithNodeTimeout, WithLogger, NewMutex, Lock,
+// Unlock, Lost, Until), so the scenario runs against older versions of the
+// library too.
+
+// scaleCase is one measured configuration.
+type scaleCase struct {
+	holds   int
+	lease   time.Duration
+	periods int  // the measured window, in renewal periods (lease/3)
+	after   bool // count the lost holds again one lease after the window; else once every Until read at the window's start has passed
+}
+
+// scaleConfig bounds the scenario.
+type scaleConfig struct {
+	cases       []scaleCase
+	goroutines  int           // that take and release the holds
+	opTimeout   time.Duration // of each Lock and Unlock
+	acqBudget   time.Duration // taking the holds of one case stops after this
+	sample      int           // holds whose Until is polled
+	poll        time.Duration // how often
+	nodeTimeout time.Duration // 0: the library's default
+
+	// The curve: one client takes more and more holds, level by level, and
+	// measures a window of curvePeriods at each, until one does not fit or
+	// the budget is spent.
+	curve        []int
+	curveLease   time.Duration
+	curvePeriods int
+	curveBudget  time.Duration
+}
+
+// scaleResult is the scenario's measurements.
+type scaleResult struct {
+	runs  []*scaleRun
+	curve []*scaleRun // window numbers only; lockLat holds the level's new Locks
+	nproc int
+}
+
+// scaleRun is what one case measured.
+type scaleRun struct {
+	scaleCase
+	period, drift time.Duration
+	held          int // Lock returned nil
+	lockErrs      int
+	lockFirstErr  string
+	lockLat       []time.Duration // sorted
+	acquire       time.Duration   // wall time to take them all
+	heapPerHold   float64         // bytes, after runtime.GC
+
+	lostAcquire int // Lost closed when the last Lock returned
+	lostWindow  int // ... at the end of the window
+	lostAfter   int // ... after afterWait more (-1: not counted)
+	afterWait   time.Duration
+	lastUntil   time.Time // the latest Until at the window's start
+	alive       int       // not lost at the start of the window
+	renewed     int       // of those, holds whose Until moved on during the window
+
+	idle                time.Duration // the client dialled, no hold yet
+	idleClient, idleSrv time.Duration // CPU over idle
+
+	window               time.Duration
+	clientCPU, serverCPU time.Duration // over the window; client without the poller
+	pollerCPU            time.Duration
+	sampled              int
+	intervals            []time.Duration // between successive advances of a sampled hold's Until, sorted
+	delays               []time.Duration // from a renewal's start (Until - lease + drift) to its advance being seen, sorted
+
+	unlockLat     []time.Duration // sorted
+	unlockErrs    int             // other than ErrNotHeld
+	unlockNotHeld int
+	unlockFirst   string
+	warnings      []string
+	took          time.Duration // the whole case, cluster start to close
+}
+
+// rounds is how many renewal periods the window spans.
+func (r *scaleRun) rounds() float64 { return float64(r.window) / float64(r.period) }
+
+// perHoldRound is CPU per hold per renewal round.
+func (r *scaleRun) perHoldRound(cpu time.Duration) time.Duration {
+	n := float64(r.alive) * r.rounds()
+	if n == 0 {
+		return 0
+	}
+	return time.Duration(float64(cpu) / n)
+}
+
+// idlePerPeriod is the CPU per renewal period that the client and the nodes
+// use with no hold: the part of the window's CPU that is not renewal.
+func (r *scaleRun) idlePerPeriod(cpu time.Duration) time.Duration {
+	if r.idle == 0 {
+		return 0
+	}
+	return time.Duration(float64(cpu) * float64(r.period) / float64(r.idle))
+}
+
+// perPeriod is CPU per renewal period.
+func (r *scaleRun) perPeriod(cpu time.Duration) time.Duration {
+	if r.rounds() == 0 {
+		return 0
+	}
+	return time.Duration(float64(cpu) / r.rounds())
+}
+
+// runScale runs every case on five fresh nodes each, then the curve.
+func runScale(sc scaleConfig, logf func(string, ...any)) (*scaleResult, error) {
+	res := &scaleResult{nproc: runtime.NumCPU()}
+	for i, c := range sc.cases {
+		var r *scaleRun
+		start := time.Now()
+		err := withCluster(func(cl *redlocktest.Cluster) error {
+			var err error
+			r, err = scaleOne(cl, sc, c, fmt.Sprintf("s%d:", i), logf)
+			return err
+		})
+		if err != nil {
+			return res, fmt.Errorf("%d holds, lease %v: %w", c.holds, c.lease, err)
+		}
+		r.took = time.Since(start)
+		logf("  scale %s: %v in all", r.name(), r.took.Round(time.Second))
+		res.runs = append(res.runs, r)
+	}
+	if len(sc.curve) == 0 {
+		return res, nil
+	}
+	start := time.Now()
+	err := withCluster(func(cl *redlocktest.Cluster) error {
+		var err error
+		res.curve, err = scaleCurve(cl, sc, logf)
+		return err
+	})
+	logf("  scale curve: %v in all", time.Since(start).Round(time.Second))
+	return res, err
+}
+
+// scaleCurve takes more and more holds in one client and measures a window
+// at each level of sc.curve, until a level loses a hold or leaves one
+// unrenewed, or the budget is spent.
+func scaleCurve(cl *redlocktest.Cluster, sc scaleConfig, logf func(string, ...any)) ([]*scaleRun, error) {
+	lc := newLogCounter()
+	client, err := scaleClient(cl, sc, sc.curveLease, "curve:", lc)
+	if err != nil {
+		return nil, err
+	}
+	defer client.Close()
+	most := sc.curve[len(sc.curve)-1]
+	ms := make([]*redlock.Mutex, most)
+	lat := make([]time.Duration, most)
+	deadline := time.Now().Add(sc.curveBudget)
+	var out []*scaleRun
+	from := 0
+	perLock := time.Duration(0) // the last level's acquisition time per new hold
+	for _, n := range sc.curve {
+		window := time.Duration(sc.curvePeriods) * sc.curveLease / 3
+		if time.Now().Add(time.Duration(n-from)*perLock + window).After(deadline) {
+			logf("  scale curve: %d holds would not end within the budget of %v", n, sc.curveBudget)
+			break
+		}
+		r := newScaleRun(scaleCase{holds: n, lease: sc.curveLease, periods: sc.curvePeriods})
+		start := time.Now()
+		r.lockErrs, r.lockFirstErr = scaleAcquire(client, ms[:n], lat, from, sc)
+		r.acquire = time.Since(start)
+		perLock = r.acquire / time.Duration(max(1, n-from))
+		r.held, r.lockLat = heldLatencies(ms[:n], lat, from)
+		r.lostAcquire = countLost(ms[:n])
+		scaleWindow(cl, r, ms[:n], sc)
+		r.warnings = lc.summary()
+		logf("  scale curve %d holds (%d new in %v, %d errors): %s", n, n-from, r.acquire.Round(time.Millisecond), r.lockErrs, r.windowLog())
+		out = append(out, r)
+		from = n
+		if !r.fits() {
+			break
+		}
+	}
+	return out, nil
+}
+
+// fits reports whether the window renewed every hold alive at its start and
+// lost none, with no Lock failing.
+func (r *scaleRun) fits() bool {
+	return r.lockErrs == 0 && r.lostAcquire == 0 && r.lostWindow == 0 && r.renewed == r.alive && r.alive == r.holds
+}
+
+// scaleClient dials the nodes with the case's lease, and takes and releases
+// one lock so that every connection is up before the first measured Lock.
+func scaleClient(cl *redlocktest.Cluster, sc scaleConfig, lease time.Duration, prefix string, lc *logCounter) (*redlock.Client, error) {
+	opts := []redlock.Option{redlock.WithLease(lease), redlock.WithKeyPrefix(prefix), redlock.WithLogger(slog.New(lc))}
+	if sc.nodeTimeout > 0 {
+		opts = append(opts, redlock.WithNodeTimeout(sc.nodeTimeout))
+	}
+	client, err := redlock.Dial(cl.URLs(), opts...)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), sc.opTimeout)
+	defer cancel()
+	m := client.NewMutex("warm")
+	if err = m.Lock(ctx); err == nil {
+		err = m.Unlock(ctx)
+	}
+	if err != nil {
+		client.Close()
+		return nil, fmt.Errorf("warm-up: %w", err)
+	}
+	return client, nil
+}
+
+// scaleIdle is how long each case measures the CPU that the client and the
+// nodes use with no hold, before taking them.
+const scaleIdle = 2 * time.Second
+
+func newScaleRun(c scaleCase) *scaleRun {
+	return &scaleRun{scaleCase: c, period: c.lease / 3, drift: c.lease/100 + 2*time.Millisecond, lostAfter: -1}
+}
+
+// scaleOne takes c.holds holds in one client, keeps them for the window
+// and releases them.
+func scaleOne(cl *redlocktest.Cluster, sc scaleConfig, c scaleCase, prefix string, logf func(string, ...any)) (*scaleRun, error) {
+	lc := newLogCounter()
+	client, err := scaleClient(cl, sc, c.lease, prefix, lc)
+	if err != nil {
+		return nil, err
+	}
+	defer client.Close()
+	r := newScaleRun(c)
+	defer func() { r.warnings = lc.summary() }()
+	c0, s0, t0 := cpuTime(), serverCPU(cl), time.Now()
+	time.Sleep(scaleIdle)
+	r.idleClient, r.idleSrv, r.idle = cpuTime()-c0, serverCPU(cl)-s0, time.Since(t0)
+	ms := make([]*redlock.Mutex, c.holds)
+	lat := make([]time.Duration, c.holds)
+	h0 := heapAfterGC()
+	start := time.Now()
+	r.lockErrs, r.lockFirstErr = scaleAcquire(client, ms, lat, 0, sc)
+	r.acquire = time.Since(start)
+	r.heapPerHold = float64(heapAfterGC()-h0) / float64(max(1, c.holds))
+	r.held, r.lockLat = heldLatencies(ms, lat, 0)
+	r.lostAcquire = countLost(ms)
+	logf("  scale %s: %d taken in %v (%d errors), Lock p99 %s max %s, %.0f B heap per hold, %d lost",
+		r.name(), r.held, r.acquire.Round(time.Millisecond), r.lockErrs, fmtDur(pct(r.lockLat, 99)), fmtDur(pct(r.lockLat, 100)), r.heapPerHold, r.lostAcquire)
+	scaleWindow(cl, r, ms, sc)
+	logf("  scale %s: %s", r.name(), r.windowLog())
+	r.afterWait = c.lease
+	if !c.after {
+		r.afterWait = min(c.lease, max(0, time.Until(r.lastUntil)+50*time.Millisecond))
+	}
+	time.Sleep(r.afterWait)
+	r.lostAfter = countLost(ms)
+	logf("  scale %s: %d lost %v after the window", r.name(), r.lostAfter, r.afterWait.Round(time.Millisecond))
+	scaleRelease(r, ms, sc)
+	logf("  scale %s: released: Unlock p50 %s p99 %s max %s, %d not held, %d other errors %s",
+		r.name(), fmtDur(pct(r.unlockLat, 50)), fmtDur(pct(r.unlockLat, 99)), fmtDur(pct(r.unlockLat, 100)), r.unlockNotHeld, r.unlockErrs, r.unlockFirst)
+	return r, nil
+}
+
+// name is the case for the progress log.
+func (r *scaleRun) name() string { return fmt.Sprintf("%d holds, lease %v", r.holds, r.lease) }
+
+// windowLog is the window's numbers for the progress log.
+func (r *scaleRun) windowLog() string {
+	return fmt.Sprintf("window %v: %d of %d renewed, %d lost; CPU client %v + server %v (poller %v); per hold per round %s + %s; interval p50/p99/max %.2f/%.2f/%.2f periods (%d); renewal seen after p50 %s max %s",
+		r.window.Round(time.Millisecond), r.renewed, r.alive, r.lostWindow, r.clientCPU, r.serverCPU, r.pollerCPU,
+		fmtDur(r.perHoldRound(r.clientCPU)), fmtDur(r.perHoldRound(r.serverCPU)),
+		r.periodsOf(pct(r.intervals, 50)), r.periodsOf(pct(r.intervals, 99)), r.periodsOf(pct(r.intervals, 100)), len(r.intervals),
+		fmtDur(pct(r.delays, 50)), fmtDur(pct(r.delays, 100)))
+}
+
+// heldLatencies counts the holds of ms from index from on, and returns the
+// sorted Lock latencies of those.
+func heldLatencies(ms []*redlock.Mutex, lat []time.Duration, from int) (int, []time.Duration) {
+	var ok []time.Duration
+	n := 0
+	for i, m := range ms {
+		if m != nil {
+			n++
+			if i >= from {
+				ok = append(ok, lat[i])
+			}
+		}
+	}
+	return n, sortDur(ok)
+}
+
+// periodsOf is d in renewal periods.
+func (r *scaleRun) periodsOf(d time.Duration) float64 { return float64(d) / float64(r.period) }
+
+// heapAfterGC is the live heap.
+func heapAfterGC() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// scaleAcquire takes the holds from index from to len(ms) with
+// sc.goroutines goroutines, key i into ms[i] (nil when its Lock failed) and
+// its latency into lat[i].
+func scaleAcquire(c *redlock.Client, ms []*redlock.Mutex, lat []time.Duration, from int, sc scaleConfig) (errs int, first string) {
+	var next atomic.Int64
+	next.Store(int64(from))
+	var nerr atomic.Int64
+	var firstErr atomic.Value
+	deadline := time.Now().Add(sc.acqBudget)
+	var wg sync.WaitGroup
+	for g := 0; g < sc.goroutines; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(len(ms)) || time.Now().After(deadline) {
+					return
+				}
+				m := c.NewMutex(fmt.Sprintf("h:%d", i))
+				ctx, cancel := context.WithTimeout(context.Background(), sc.opTimeout)
+				s := time.Now()
+				err := m.Lock(ctx)
+				lat[i] = time.Since(s)
+				cancel()
+				if err != nil {
+					nerr.Add(1)
+					firstErr.CompareAndSwap(nil, oneLine(err, 200))
+					continue
+				}
+				ms[i] = m
+			}
+		}()
+	}
+	wg.Wait()
+	if s, ok := firstErr.Load().(string); ok {
+		first = s
+	}
+	if rest := len(ms) - int(next.Load()); rest > 0 {
+		first = fmt.Sprintf("%d not tried within %v; %s", rest, sc.acqBudget, first)
+	}
+	return int(nerr.Load()), first
+}
+
+// scaleRelease unlocks every hold with sc.goroutines goroutines.
+func scaleRelease(r *scaleRun, ms []*redlock.Mutex, sc scaleConfig) {
+	var next atomic.Int64
+	lat := make([]time.Duration, len(ms))
+	done := make([]bool, len(ms))
+	var mu sync.Mutex // protects r's error counts
+	var wg sync.WaitGroup
+	for g := 0; g < sc.goroutines; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(len(ms)) {
+					return
+				}
+				if ms[i] == nil {
+					continue
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), sc.opTimeout)
+				s := time.Now()
+				err := ms[i].Unlock(ctx)
+				lat[i], done[i] = time.Since(s), true
+				cancel()
+				if err == nil {
+					continue
+				}
+				mu.Lock()
+				if errors.Is(err, redlock.ErrNotHeld) {
+					r.unlockNotHeld++
+				} else if r.unlockErrs++; r.unlockFirst == "" {
+					r.unlockFirst = oneLine(err, 200)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	var ok []time.Duration
+	for i, d := range done {
+		if d {
+			ok = append(ok, lat[i])
+		}
+	}
+	r.unlockLat = sortDur(ok)
+}
+
+// countLost counts the holds whose Lost channel has closed.
+func countLost(ms []*redlock.Mutex) int {
+	n := 0
+	for _, m := range ms {
+		if m == nil {
+			continue
+		}
+		select {
+		case <-m.Lost():
+			n++
+		default:
+		}
+	}
+	return n
+}
+
+// untils reads every hold's Until (zero for none).
+func untils(ms []*redlock.Mutex) []time.Time {
+	out := make([]time.Time, len(ms))
+	for i, m := range ms {
+		if m != nil {
+			out[i] = m.Until()
+		}
+	}
+	return out
+}
+
+// scaleWindow keeps the holds for r.periods renewal periods with no Lock or
+// Unlock traffic, and measures CPU, losses and the renewals of a sample.
+func scaleWindow(cl *redlocktest.Cluster, r *scaleRun, ms []*redlock.Mutex, sc scaleConfig) {
+	var sample []*redlock.Mutex
+	step := max(1, r.held/max(1, sc.sample))
+	for i := 0; i < len(ms) && len(sample) < sc.sample; i++ {
+		if ms[i] != nil && i%step == 0 {
+			sample = append(sample, ms[i])
+		}
+	}
+	r.sampled = len(sample)
+	p := startPoller(sample, sc.poll, r.lease-r.drift, r.periods)
+	u0 := untils(ms)
+	for _, u := range u0 {
+		if u.After(r.lastUntil) {
+			r.lastUntil = u
+		}
+	}
+	r.alive = r.held - countLost(ms)
+	c0, s0, t0 := cpuTime(), serverCPU(cl), time.Now()
+	time.Sleep(time.Duration(r.periods) * r.period)
+	c1, s1 := cpuTime(), serverCPU(cl)
+	r.window = time.Since(t0)
+	p.finish()
+	r.pollerCPU = p.cpu
+	r.clientCPU, r.serverCPU = c1-c0-p.cpu, s1-s0
+	r.intervals, r.delays = sortDur(p.intervals), sortDur(p.delays)
+	u1 := untils(ms)
+	for i := range u0 {
+		if !u0[i].IsZero() && u1[i].After(u0[i]) {
+			r.renewed++
+		}
+	}
+	r.lostWindow = countLost(ms)
+}
+
+// untilPoller reads the Until of a sample of holds every few milliseconds
+// on a thread of its own, whose CPU time it measures so that it can be
+// taken off the client's.
+type untilPoller struct {
+	ms        []*redlock.Mutex
+	every     time.Duration
+	valid     time.Duration // lease - drift: Until is a renewal's start plus this
+	stop      chan struct{}
+	done      chan struct{}
+	intervals []time.Duration
+	delays    []time.Duration
+	cpu       time.Duration
+}
+
+func startPoller(ms []*redlock.Mutex, every, valid time.Duration, periods int) *untilPoller {
+	p := &untilPoller{ms: ms, every: every, valid: valid, stop: make(chan struct{}), done: make(chan struct{}),
+		intervals: make([]time.Duration, 0, len(ms)*(periods+1)),
+		delays:    make([]time.Duration, 0, len(ms)*(periods+2))}
+	started := make(chan struct{})
+	go p.run(started)
+	<-started
+	return p
+}
+
+// finish stops the poller and waits for it.
+func (p *untilPoller) finish() {
+	close(p.stop)
+	<-p.done
+}
+
+func (p *untilPoller) run(started chan<- struct{}) {
+	defer close(p.done)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	c0 := threadCPU()
+	last := untils(p.ms)                 // the Until last seen
+	seen := make([]time.Time, len(p.ms)) // when it last moved on; zero: not yet
+	t := time.NewTicker(p.every)
+	defer t.Stop()
+	close(started)
+	for {
+		select {
+		case <-p.stop:
+			p.cpu = threadCPU() - c0
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		for i, m := range p.ms {
+			u := m.Until()
+			if !u.After(last[i]) {
+				continue
+			}
+			last[i] = u
+			if !seen[i].IsZero() {
+				p.intervals = append(p.intervals, now.Sub(seen[i]))
+			}
+			seen[i] = now
+			p.delays = append(p.delays, now.Sub(u.Add(-p.valid)))
+		}
+	}
+}
+
+// threadCPU is the CPU time of the calling OS thread (Linux
+// RUSAGE_THREAD); the caller has locked its goroutine to the thread.
+func threadCPU() time.Duration {
+	const rusageThread = 1
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(rusageThread, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

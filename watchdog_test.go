@@ -46,9 +46,9 @@ func names(hs []*hold) []string {
 }
 
 func TestUnitRenewalQueueChunksInDueOrder(t *testing.T) {
-	wd, hs, _ := unitWatchdog(t, 2500)
+	wd, hs, _ := unitWatchdog(t, 2*renewBatch+renewBatch/2)
 	for i, h := range hs {
-		wd.enqueue(h, time.Duration(i)*time.Microsecond) // 2.5ms apart in all
+		wd.enqueue(h, time.Duration(i)*time.Microsecond) // 1µs apart
 	}
 	got, _, next, ok := wd.take(wd.period-wd.early-time.Millisecond, renewBatch)
 	assert.Empty(t, got, "nothing is due before a period less the early margin")
@@ -58,11 +58,11 @@ func TestUnitRenewalQueueChunksInDueOrder(t *testing.T) {
 	// Due: chunks of renewBatch, in the order they were enqueued.
 	at := wd.period + 10*time.Millisecond
 	var taken []*hold
-	for k, want := range []int{renewBatch, renewBatch, 500, 0} {
+	for k, want := range []int{renewBatch, renewBatch, renewBatch / 2, 0} {
 		got, lag, _, _ := wd.take(at, renewBatch)
 		require.Len(t, got, want)
-		if want > 0 { // the chunk's first hold waited longest: 1ms less per chunk
-			assert.Equal(t, 10*time.Millisecond-time.Duration(k)*time.Millisecond, lag, "the longest wait past a due time")
+		if want > 0 { // the chunk's first hold waited longest: renewBatch µs less per chunk
+			assert.Equal(t, 10*time.Millisecond-time.Duration(k*renewBatch)*time.Microsecond, lag, "the longest wait past a due time")
 		}
 		taken = append(taken, got...)
 	}
@@ -296,9 +296,9 @@ func countsOf(t *testing.T, cl *redlocktest.Cluster, key string) []string {
 	return out
 }
 
-// BenchmarkRenewChunk renews a chunk of 1,000 holds on 3 nodes, as the
+// BenchmarkRenewChunk renews a chunk of renewBatch holds on 3 nodes, as the
 // watchdog does once per period: allocations are per chunk, not per hold
-// (see allocs/op against the 1,000 holds).
+// (see allocs/op against the renewBatch holds).
 func BenchmarkRenewChunk(b *testing.B) {
 	cl := redlocktest.Start(b, 3)
 	c, err := Dial(cl.URLs())

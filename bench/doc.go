@@ -419,7 +419,7 @@ func renderDoc(res *results, plots map[string]string) string {
 
 	w("## How to run\n\n")
 	w("```sh\ncd bench\ngo run . -quick   # every scenario, bounded, in under a minute\ngo run .          # full mode: more rounds and longer windows (several minutes)\n```\n\n")
-	w("`make bench` runs the quick mode. Both modes rewrite this file and `docs/img/*.svg`. `-only unc,tput,cont,faults,deadmaj,watchdog,herd,restart,scripts,scale` runs some scenarios, `-kinds redlock,floor,floorpipe,...` some contenders, `-write=false` only prints the tables. The nodes come from `redlocktest` (redis-server on loopback, persistence off; `WithProxy` for the slow-minority scenario). For benchstat, the root package has `BenchmarkLockUnlock` and `BenchmarkHandoff`:\n\n")
+	w("`make bench` runs the quick mode. Both modes rewrite this file and `docs/img/*.svg`. `-only unc,tput,cont,faults,deadmaj,watchdog,herd,waiters,restart,scripts,scale` runs some scenarios, `-kinds redlock,floor,floorpipe,...` some contenders, `-write=false` only prints the tables. The nodes come from `redlocktest` (redis-server on loopback, persistence off; `WithProxy` for the slow-minority scenario). For benchstat, the root package has `BenchmarkLockUnlock` and `BenchmarkHandoff`:\n\n")
 	w("```sh\ngo test -run '^$' -bench . -count 10 | tee new.txt && benchstat old.txt new.txt\n```\n\n")
 
 	w("## This run\n\n")
@@ -531,6 +531,8 @@ func renderDoc(res *results, plots map[string]string) string {
 	img("herd.svg", "herd")
 	w("%s\n\n", herdParagraph(res))
 
+	w("%s", waitersSection(res))
+
 	w("## Restart of a node of the majority\n\n")
 	w("Per trial, with fresh clients: nodes 3 and 4 are killed, owner A (client A) takes the lock, so its majority is exactly nodes 0–2; nodes 3 and 4 come back empty; owner B (client B) tries once and fails (redsync's pools connect at this first use; a redlock client starts connecting to every node when it is built); node 0 is restarted empty (`redlocktest.Restart`, same port, no persistence); then B tries as a waiter would, one attempt every 10 ms for 300 ms. *After one renewal*: before B's second try, A renews once (redlock: one watchdog round with `WithLease(%v)`; redsync: `ExtendContext`, which with `WithSetNXOnExtend` re-creates the key where it is missing). A double hold is B holding the lock while A has not been told its hold is gone (redlock: `Lost()` not closed and `Until()` ahead; redsync: `Until()` ahead and no failed `Extend`). %d trials at once, %d after one renewal.\n\n",
 		cfg.restartRenewLease, cfg.restartTrials, cfg.restartRenewTrials)
@@ -613,4 +615,16 @@ func scaleCurvePlot(s *scaleResult) string {
 	title := fmt.Sprintf("Watchdog holds in one client, lease %v: renewal time per %v period", s.curve[0].lease, period)
 	return xyChart(title, "holds (log scale); hollow: renewals no longer fit", "time per period (log scale)", []xySeries{cpu, seen}, refs,
 		func(v float64) string { return holdsLabel(int(v)) }, func(v float64) string { return fmtDur(time.Duration(v)) })
+}
+
+// waitersSection is the document's section on waiters.
+func waitersSection(res *results) string {
+	var b strings.Builder
+	cfg := res.cfg
+	fmt.Fprintf(&b, "## Waiters\n\n")
+	fmt.Fprintf(&b, "What a waiter costs, and how fast a lock passes between waiters spread over clients; redlock only, on five fresh nodes. *Memory*: one client holds the lock; another client waits on it once briefly (`TryLock` with a 50 ms wait: its pub/sub connections come up, a cost per client, not per waiter), then %s goroutines call `Lock` on it in that client; once every waiter has made its first attempt and node 0 has served no script call for 300 ms, the live heap (`HeapAlloc`) and the goroutine stacks (`StackInuse`) are read, each after two `runtime.GC()`, and compared with the same read before the waiters started. *Handoffs*: %d goroutines in each of %d clients (and, for comparison, the same number in one client) on one key, handoff mode (after releasing, a goroutine waits until another one has acquired, so every acquisition is a handoff to a waiter), %d windows of %v per row, rows interleaved. Script calls per handoff per node are the nodes' `INFO commandstats` EVALSHA and EVAL calls over the window (acquisitions, rollbacks, releases and renewals), averaged over the nodes, divided by the acquisitions. Min–max is acquisitions per goroutine in one window, the lowest and the highest over the windows.\n\n",
+		intList(cfg.waiterCounts), cfg.waitersPerClient, cfg.waitersClients, cfg.waitersRounds, cfg.waitersWindow)
+	fmt.Fprintf(&b, "%s\n%s\n", waitersMemTable(res.waiters), waitersTable(res.waiters))
+	fmt.Fprintf(&b, "%s\n\n", waitersParagraph(res))
+	return b.String()
 }

@@ -498,3 +498,34 @@ func scaleParagraph(res *results) string {
 	}
 	return b.String()
 }
+
+// intList is 100 and 1,000.
+func intList(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+		if x >= 1000 {
+			s[i] = fmt.Sprintf("%d,%03d", x/1000, x%1000)
+		}
+	}
+	if len(s) < 2 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
+}
+
+func waitersParagraph(res *results) string {
+	w := res.waiters
+	if w == nil || len(w.mem) == 0 || len(w.runs) < 3 {
+		return ""
+	}
+	lo, hi := w.mem[0], w.mem[len(w.mem)-1]
+	many, one := w.runs[0], w.runs[2]
+	a, b := lo.heap+lo.stack, hi.heap+hi.stack
+	shape := "so the cost per waiter stays flat"
+	if b > 1.2*a || a > 1.2*b {
+		shape = "so the cost per waiter is not flat"
+	}
+	return fmt.Sprintf("A waiter is the caller's goroutine blocked in `Lock` plus its place in the client's queue: %.1f KB with %d waiters and %.1f KB with %d, %s. With the waiters in %d clients, %.0f handoffs/s at %s script calls per handoff per node; in one client, %.0f handoffs/s at %s.",
+		a/1024, lo.n, b/1024, hi.n, shape, many.clients, median(many.acqPerSec), fmtNum(median(many.calls)), median(one.acqPerSec), fmtNum(median(one.calls)))
+}

@@ -60,6 +60,12 @@ type config struct {
 	contClients         int
 	restartDefaultLease time.Duration
 	scale               scaleConfig
+	waiterCounts        []int // waiters blocked in Lock whose memory is measured
+	waitersRounds       int
+	waitersWindow       time.Duration
+	waitersWarm         time.Duration
+	waitersClients      int
+	waitersPerClient    int
 }
 
 var quickCfg = config{
@@ -76,6 +82,7 @@ var quickCfg = config{
 		{holds: 1000, lease: 3 * time.Second, periods: 2, after: true},
 		{holds: 5000, lease: 3 * time.Second, periods: 2, after: true},
 	}, acqBudget: 20 * time.Second, curve: []int{1000, 2000, 5000, 10000}, curvePeriods: 2, curveBudget: 15 * time.Second},
+	waitersRounds: 2, waitersWindow: 800 * time.Millisecond, waitersWarm: 250 * time.Millisecond,
 }
 
 var fullCfg = config{
@@ -95,6 +102,7 @@ var fullCfg = config{
 		{holds: 100000, lease: 3 * time.Second, periods: 5, after: true},
 		{holds: 100000, lease: 30 * time.Second, periods: 2},
 	}, acqBudget: 60 * time.Second, curve: []int{1000, 2000, 5000, 10000, 20000, 50000, 100000, 200000, 300000, 500000}, curvePeriods: 3, curveBudget: 60 * time.Second},
+	waitersRounds: 5, waitersWindow: 3 * time.Second, waitersWarm: time.Second,
 }
 
 func (c *config) fill() {
@@ -114,6 +122,9 @@ func (c *config) fill() {
 	c.scale.sample = 1000
 	c.scale.poll = 10 * time.Millisecond
 	c.scale.curveLease = 3 * time.Second
+	c.waiterCounts = []int{100, 1000}
+	c.waitersClients = 10
+	c.waitersPerClient = 8
 }
 
 // results is everything one run measured.
@@ -132,6 +143,7 @@ type results struct {
 	wd, wdLong           *watchdogResult // default node timeout; the longest one the lease allows
 	herd                 []*herdResult
 	restartNow, restartR []*restartResult
+	waiters              *waitersResult
 	allocSites           map[kind][]allocSite
 	scripts              *scriptCosts
 	scale                *scaleResult // watchdog holds at scale
@@ -140,7 +152,7 @@ type results struct {
 
 func main() {
 	quick := flag.Bool("quick", false, "run every scenario briefly (under a minute)")
-	only := flag.String("only", "", "comma-separated scenarios to run (unc,tput,cont,faults,deadmaj,watchdog,herd,restart,scripts,scale); default all")
+	only := flag.String("only", "", "comma-separated scenarios to run (unc,tput,cont,faults,deadmaj,watchdog,herd,waiters,restart,scripts,scale); default all")
 	root := flag.String("root", "..", "the redlock repository (for scripts/ and docs/)")
 	write := flag.Bool("write", true, "write benchmarks.md and img/*.svg into -docs")
 	docs := flag.String("docs", "", "the docs directory to write (default: -root/docs)")
@@ -222,6 +234,12 @@ func main() {
 		})
 		if err != nil {
 			fail("dead majority", err)
+		}
+	}
+	if want("waiters") {
+		logf("waiters")
+		if err := withCluster(func(cl *redlocktest.Cluster) (err error) { res.waiters, err = runWaiters(cl, cfg, logf); return err }); err != nil {
+			fail("waiters", err)
 		}
 	}
 	if want("restart") {

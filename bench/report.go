@@ -200,6 +200,7 @@ func summaryTable(res *results) string {
 	b.WriteString("\n### dead majority\n" + deadMajTable(res.deadMaj, nil))
 	b.WriteString("\n### watchdog at scale\n" + wdTable(res.wd) + "\n" + wdTable(res.wdLong))
 	b.WriteString("\n### herd\n" + herdTable(res.herd))
+	b.WriteString("\n### waiters\n" + waitersMemTable(res.waiters) + "\n" + waitersTable(res.waiters))
 	b.WriteString("\n### restart\n" + restartTable(res.restartNow, res.restartR))
 	b.WriteString("\n### watchdog holds at scale\n" + scaleTable(res.scale) + "\n" + curveTable(res.scale) + scaleWarnings(res.scale))
 	if len(res.failures) > 0 {
@@ -209,4 +210,36 @@ func summaryTable(res *results) string {
 		}
 	}
 	return b.String()
+}
+
+// waitersMemTable is the memory of waiters blocked in Lock.
+func waitersMemTable(w *waitersResult) string {
+	if w == nil || len(w.mem) == 0 {
+		return "_not run_\n"
+	}
+	var rows [][]string
+	for _, m := range w.mem {
+		rows = append(rows, []string{fmt.Sprint(m.n), fmt.Sprintf("%.0f B", m.heap), fmt.Sprintf("%.0f B", m.stack), fmt.Sprintf("**%.0f B**", m.heap+m.stack), fmtNum(m.goroutines)})
+	}
+	return table([]string{"waiters blocked in Lock on one key", "live heap per waiter", "goroutine stack per waiter", "total per waiter", "goroutines per waiter"}, rows)
+}
+
+// waitersTable is the handoff runs with the waiters spread over clients.
+func waitersTable(w *waitersResult) string {
+	if w == nil || len(w.runs) == 0 {
+		return "_not run_\n"
+	}
+	var rows [][]string
+	for _, r := range w.runs {
+		lo, hi := r.minPer[0], r.maxPer[0]
+		for i := range r.minPer {
+			lo, hi = min(lo, r.minPer[i]), max(hi, r.maxPer[i])
+		}
+		rows = append(rows, []string{
+			fmt.Sprintf("%d × %d", r.clients, r.perClient), fmtDur(r.crit),
+			fmt.Sprintf("%.0f", median(r.acqPerSec)), fmtNum(median(r.calls)),
+			fmt.Sprintf("%d–%d", lo, hi), fmt.Sprint(r.overlaps), errCell(r.errs, r.firstErr),
+		})
+	}
+	return table([]string{"clients × goroutines", "critical section", "handoffs/s (median)", "script calls per handoff per node (median)", "per goroutine min–max in a window", "overlaps", "errors"}, rows)
 }

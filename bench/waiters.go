@@ -1,0 +1,226 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/redlock-go/redlock/redlocktest"
+)
+
+// ---- waiters ----
+
+// waitersResult is the waiters scenario: what a waiter blocked in Lock
+// costs, and handoffs with the waiters spread over several clients.
+type waitersResult struct {
+	mem  []waiterMem
+	runs []*waitersRun
+}
+
+// waiterMem is what n waiters blocked in Lock on one key, in one client,
+// cost the process.
+type waiterMem struct {
+	n          int
+	heap       float64 // bytes per waiter: live heap (HeapAlloc after two GCs)
+	stack      float64 // bytes per waiter: goroutine stacks (StackInuse)
+	goroutines float64 // goroutines per waiter (NumGoroutine)
+}
+
+// waitersRun is one handoff configuration measured over rounds.
+type waitersRun struct {
+	clients, perClient int
+	crit               time.Duration
+	acqPerSec          []float64 // per round
+	calls              []float64 // per round: script calls (EVALSHA + EVAL) per acquisition per node
+	minPer, maxPer     []int     // per round: acquisitions per goroutine in the window
+	errs, overlaps     int
+	firstErr           string
+}
+
+func (r *waitersRun) name() string {
+	return fmt.Sprintf("%d × %d, %v", r.clients, r.perClient, r.crit)
+}
+
+// runWaiters measures the memory of cfg.waiterCounts waiters, then the
+// handoff runs, each on the same fresh nodes.
+func runWaiters(cl *redlocktest.Cluster, cfg config, logf func(string, ...any)) (*waitersResult, error) {
+	res := &waitersResult{}
+	for _, n := range cfg.waiterCounts {
+		m, err := measureWaiters(cl, n)
+		if err != nil {
+			return nil, err
+		}
+		logf("  %d waiters: %.0f B heap + %.0f B stack per waiter, %.2f goroutines per waiter", n, m.heap, m.stack, m.goroutines)
+		res.mem = append(res.mem, m)
+	}
+	var clients []*contender
+	defer func() {
+		for _, c := range clients {
+			c.close()
+		}
+	}()
+	for i := 0; i < cfg.waitersClients; i++ {
+		c, err := build(kRedlock, cl.Addrs(), buildOpts{prefix: "wt:"})
+		if err != nil {
+			return nil, err
+		}
+		clients = append(clients, c)
+	}
+	if err := warmUp(clients, "wt", 2); err != nil {
+		return nil, err
+	}
+	res.runs = []*waitersRun{
+		{clients: cfg.waitersClients, perClient: cfg.waitersPerClient, crit: cfg.crit},
+		{clients: cfg.waitersClients, perClient: cfg.waitersPerClient},
+		{clients: 1, perClient: cfg.waitersPerClient * cfg.waitersClients, crit: cfg.crit},
+	}
+	for round := 0; round < cfg.waitersRounds; round++ {
+		for j := range res.runs {
+			r := res.runs[(j+round)%len(res.runs)]
+			time.Sleep(100 * time.Millisecond)
+			waitersRound(cl, clients[:r.clients], r, round, cfg)
+			i := len(r.acqPerSec) - 1
+			logf("  waiters round %d %-18s %7.1f handoffs/s, %.2f script calls per handoff per node, per goroutine %d–%d", round, r.name(), r.acqPerSec[i], r.calls[i], r.minPer[i], r.maxPer[i])
+		}
+	}
+	return res, nil
+}
+
+// waitersRound runs one handoff window of r and appends its numbers.
+func waitersRound(cl *redlocktest.Cluster, clients []*contender, r *waitersRun, round int, cfg config) {
+	var cs0, cs1 []map[string]cmdStat
+	g := r.clients * r.perClient
+	key := fmt.Sprintf("wt:%d:%d:%d", r.clients, r.crit/time.Microsecond, round)
+	cr := runContended(clients, g, key, r.crit, cfg.waitersWarm, cfg.waitersWindow, true, func(start bool) {
+		if start {
+			cs0 = allCommandStats(cl)
+			return
+		}
+		cs1 = allCommandStats(cl)
+	})
+	var calls float64
+	for i := range cs0 {
+		for _, cmd := range []string{"evalsha", "eval"} {
+			calls += float64(cs1[i][cmd].calls - cs0[i][cmd].calls)
+		}
+	}
+	r.acqPerSec = append(r.acqPerSec, cr.acqPerSec)
+	r.calls = append(r.calls, calls/float64(len(cs0))/float64(max(cr.acq, 1)))
+	lo, hi := cr.per[0], cr.per[0]
+	for _, v := range cr.per {
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	r.minPer, r.maxPer = append(r.minPer, lo), append(r.maxPer, hi)
+	r.errs += cr.errs
+	r.overlaps += cr.overlaps
+	if r.firstErr == "" {
+		r.firstErr = cr.firstErr
+	}
+}
+
+// measureWaiters blocks n goroutines in Lock on one key held by another
+// client, and reads the live heap and the goroutine stacks before and
+// after, each after two GCs.
+func measureWaiters(cl *redlocktest.Cluster, n int) (waiterMem, error) {
+	hc, err := build(kRedlock, cl.Addrs(), buildOpts{prefix: "wm:"})
+	if err != nil {
+		return waiterMem{}, err
+	}
+	defer hc.close()
+	wc, err := build(kRedlock, cl.Addrs(), buildOpts{prefix: "wm:"})
+	if err != nil {
+		return waiterMem{}, err
+	}
+	defer wc.close()
+	if err := warmUp([]*contender{hc, wc}, "wm", 2); err != nil {
+		return waiterMem{}, err
+	}
+	key := fmt.Sprintf("mem:%d", n)
+	holder := hc.redlock.NewMutex(key)
+	if err := holder.Lock(context.Background()); err != nil {
+		return waiterMem{}, err
+	}
+	defer holder.Unlock(context.Background())
+
+	// One brief wait first: the waiters' client connects its pub/sub
+	// connections for the first waiter of a lock and keeps them, a cost
+	// per client, not per waiter.
+	if _, err := wc.redlock.NewMutex(key).TryLock(context.Background(), 50*time.Millisecond, 0); err != nil {
+		return waiterMem{}, err
+	}
+	before := liveMem()
+	calls0 := scriptCalls(cl, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m := wc.redlock.NewMutex(key)
+			if m.Lock(ctx) == nil {
+				m.Unlock(context.Background())
+			}
+		}()
+	}
+	err = waitQuiet(cl, calls0+int64(n), 30*time.Second)
+	after := liveMem()
+	cancel()
+	wg.Wait()
+	if err != nil {
+		return waiterMem{}, fmt.Errorf("%d waiters: %w", n, err)
+	}
+	return waiterMem{
+		n:          n,
+		heap:       float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(n),
+		stack:      float64(int64(after.StackInuse)-int64(before.StackInuse)) / float64(n),
+		goroutines: float64(after.goroutines-before.goroutines) / float64(n),
+	}, nil
+}
+
+// memState is the live heap, the goroutine stacks and the goroutine count.
+type memState struct {
+	HeapAlloc, StackInuse uint64
+	goroutines            int
+}
+
+// liveMem collects garbage twice (the second frees what the first's
+// finalizers released, and shrinks idle stacks), then reads the state.
+func liveMem() memState {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return memState{ms.HeapAlloc, ms.StackInuse, runtime.NumGoroutine()}
+}
+
+// scriptCalls is node i's count of script calls (EVALSHA and EVAL) so far.
+func scriptCalls(cl *redlocktest.Cluster, i int) int64 {
+	st, err := commandStats(cl, i)
+	if err != nil {
+		return -1
+	}
+	return st["evalsha"].calls + st["eval"].calls
+}
+
+// waitQuiet waits until node 0 has served at least want script calls and
+// then none for 300 ms: every waiter made its first attempt and is queued.
+func waitQuiet(cl *redlocktest.Cluster, want int64, bound time.Duration) error {
+	deadline := time.Now().Add(bound)
+	last, still := int64(-1), 0
+	for time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		n := scriptCalls(cl, 0)
+		if n >= want && n == last {
+			still++
+		} else {
+			still = 0
+		}
+		if still >= 6 {
+			return nil
+		}
+		last = n
+	}
+	return fmt.Errorf("the waiters did not settle within %v (node 0: %d script calls, want %d)", bound, last, want)
+}

@@ -104,8 +104,8 @@ type peer struct {
 	sub     *subscriber
 }
 
-// newPeer starts the connection layer to n for c.
-func newPeer(c *Client, n *Node) *peer {
+// newPeer starts the connection layer to n, the i-th node of c.
+func newPeer(c *Client, n *Node, i int) *peer {
 	p := &peer{Node: n}
 	t := &native{
 		name:    n.name,
@@ -119,7 +119,7 @@ func newPeer(c *Client, n *Node) *peer {
 	}
 	t.start(c, c.opts.conns)
 	p.t = t
-	p.sub = newSubscriber(c, p)
+	p.sub = newSubscriber(c, p, i)
 	return p
 }
 

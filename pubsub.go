@@ -16,6 +16,7 @@ import (
 type subscriber struct {
 	c *Client
 	n *peer
+	i int // the node's index in c.peers
 
 	mu          sync.Mutex               // protects the fields below
 	conn        redis.Conn               // nil while disconnected
@@ -28,9 +29,9 @@ type subscriber struct {
 	reader worker
 }
 
-func newSubscriber(c *Client, n *peer) *subscriber {
+func newSubscriber(c *Client, n *peer, i int) *subscriber {
 	return &subscriber{
-		c: c, n: n,
+		c: c, n: n, i: i,
 		refs:        make(map[string]int),
 		unconfirmed: make(map[string]int),
 		confirmed:   make(map[string]bool),
@@ -213,7 +214,7 @@ func (s *subscriber) attach(conn redis.Conn) bool {
 }
 
 // detach forgets a failed connection. Messages may have been missed while it
-// was down, so the head waiter of every subscribed lock tries again.
+// was down, so the head waiter of every subscribed lock hears of it.
 func (s *subscriber) detach(conn redis.Conn) {
 	conn.Close()
 	s.mu.Lock()
@@ -225,9 +226,7 @@ func (s *subscriber) detach(conn redis.Conn) {
 		delete(s.unconfirmed, ch)
 	}
 	s.mu.Unlock()
-	for _, ch := range chans {
-		s.c.wakeLocal(ch, "")
-	}
+	s.c.reconnected(s.i, chans)
 }
 
 // read hands every message on conn to the waiters until conn fails.
@@ -237,7 +236,7 @@ func (s *subscriber) read(conn redis.Conn) {
 	for {
 		switch v := psc.ReceiveWithTimeout(silence).(type) {
 		case redis.Message:
-			s.c.wakeLocal(v.Channel, string(v.Data))
+			s.c.heard(s.i, v.Channel, v.Data)
 		case redis.Subscription:
 			if v.Kind == "subscribe" {
 				s.confirm(v.Channel)

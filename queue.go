@@ -1,20 +1,49 @@
 package redlock
 
+import "time"
+
 // The waiters of one lock inside one Client queue in FIFO order: only the
-// head contends with other processes; the others wake when it is done. A
-// release message from pub/sub, a local Unlock or a pub/sub reconnect wakes
-// the head.
+// head contends with other processes; the others wait their turn.
+//
+// The head learns what happens to the lock from the messages on its unlock
+// channel, each node's in the order that node sent them: a release
+// ("<owner>/<sequence>", or "force:..."), and a take: a waiter's attempt
+// that created the lock's key on a node says so there
+// ("+<lease ms>/<subscribers>/<owner>/<sequence>", scripts/acquire.lua).
+// The queue keeps the latest news for its head, and for each node whether
+// the last thing it said was a take. A head that was about to try (see
+// pacing) and hears of a take waits for the next release instead; every
+// take on a node is followed there by the release that deletes the key (or
+// the key expires, which the lease of the take bounds), and that release
+// wakes the head even when another node already sent the same message: a
+// wake-up is never lost to a take.
+
+// news is what a queue has to tell its head.
+type news uint8
+
+const (
+	noNews   news = iota
+	released      // the lock was released, forced, or messages may have been missed: try
+	taken         // an attempt took the lock on a node: a try now would fail
+)
 
 // waiter is one goroutine blocked in Lock or TryLock.
 type waiter struct {
-	wake chan struct{} // capacity 1: "try now"; only the head of a queue is woken
+	wake  chan struct{} // capacity 1: the queue has news; only the head is woken
+	owner *Mutex
 }
 
-// waitQueue holds the waiters of one lock in this Client in arrival order.
-// Only the head contends with other processes; the others wait their turn.
+// waitQueue holds the waiters of one lock in this Client in arrival order,
+// and what its head has heard. The Client's mu protects it.
 type waitQueue struct {
 	waiters []*waiter
-	last    string // the last release message: every node sends the same one
+	news    news          // the latest, since the head last looked
+	lease   time.Duration // of the latest take: how long its key lives at most, unless renewed
+	last    string        // the last release message: every node sends the same one
+	took    time.Duration // how long this Client's attempts on the lock take (moving average)
+	subs    int           // clients subscribed to the channel at the latest take (on its node)
+	turns   turns         // the order in which the waiting clients took the lock
+	taken   []bool        // per node: the last message it sent was a take
 }
 
 func (w *waiter) signal() {
@@ -24,27 +53,135 @@ func (w *waiter) signal() {
 	}
 }
 
-// enqueue appends a waiter for channel; the head of the queue starts with a
-// wake-up, so it tries at once.
-func (c *Client) enqueue(channel string) *waiter {
-	w := &waiter{wake: make(chan struct{}, 1)}
+// tell gives the head news.
+func (q *waitQueue) tell(n news) {
+	q.news = n
+	q.waiters[0].signal()
+}
+
+// stagger is how long the head of channel waits, after it heard a
+// release, before it tries: nothing when this Client is the only one
+// waiting (or no attempt was timed yet). Otherwise the waiting clients
+// take turns (see turns): the head of the client that waited longest tries
+// within half an attempt time, and each client ahead of a head puts its try
+// off by two attempt times more, so that the first try's take reaches the
+// others before they try.
+func (c *Client) stagger(channel string) time.Duration {
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	q := c.queues[channel]
+	if q == nil || q.subs <= 1 || q.took <= 0 {
+		return 0
+	}
+	return time.Duration(q.turns.ahead(q.subs))*2*q.took + jitter(q.took/2)
+}
+
+// turns is the order in which the clients waiting for a lock took it, as
+// one Client heard it (its own takes and the others' take messages). A
+// client whose latest take came before another's has waited longer, and
+// goes first: each client's turn comes after every client that took the
+// lock before it did, and before every one that took it since. Two
+// clients cannot each have heard the other take the lock after their own
+// latest take, so no two take the same first turn.
+type turns struct {
+	n      uint64  // takes heard, this Client's own included
+	mine   uint64  // n at this Client's latest take; 0: none since the queue began
+	others []taker // the other clients heard taking the lock, at most 64
+}
+
+// taker is another client's latest take.
+type taker struct {
+	client uint64 // hash of its client id
+	take   uint64 // hash of the take's message: every node sends the same one
+	at     uint64 // turns.n when it was first heard
+}
+
+// heard records a take of another client, once however many nodes send it.
+func (t *turns) heard(client, take uint64) {
+	oldest := 0
+	for i := range t.others {
+		o := &t.others[i]
+		if o.client == client {
+			if o.take != take {
+				t.n++
+				o.take, o.at = take, t.n
+			}
+			return
+		}
+		if o.at < t.others[oldest].at {
+			oldest = i
+		}
+	}
+	t.n++
+	if len(t.others) == 64 {
+		t.others[oldest] = taker{client, take, t.n}
+		return
+	}
+	t.others = append(t.others, taker{client, take, t.n})
+}
+
+// won records a take of this Client.
+func (t *turns) won() {
+	t.n++
+	t.mine = t.n
+}
+
+// ahead is how many of the subs clients waiting for the lock (this one
+// included) go before this Client: those whose latest take came before
+// its own. A client never heard taking the lock may have just begun to
+// wait and does not count; none does before this Client's first take, so
+// a Client that just began to wait tries at once, as it did before turns
+// were kept. Those that took the lock since are not ahead, which bounds the
+// count when clients ahead stopped waiting.
+func (t *turns) ahead(subs int) int {
+	if t.mine == 0 {
+		return 0
+	}
+	older, newer := 0, 0
+	for _, o := range t.others {
+		if o.at < t.mine {
+			older++
+		} else {
+			newer++
+		}
+	}
+	return max(0, min(older, subs-1-newer))
+}
+
+// enqueue appends a waiter of owner for channel; took is how long its
+// first attempt took (0: none made). The head of a new queue is told to try
+// at once.
+func (c *Client) enqueue(channel string, owner *Mutex, took time.Duration) *waiter {
+	w := &waiter{wake: make(chan struct{}, 1), owner: owner}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	q := c.queues[channel]
 	if q == nil {
-		q = &waitQueue{}
+		q = &waitQueue{taken: make([]bool, len(c.peers))}
 		c.queues[channel] = q
+	}
+	if q.took == 0 {
+		q.took = took
 	}
 	q.waiters = append(q.waiters, w)
 	if len(q.waiters) == 1 {
-		w.signal()
+		q.tell(released)
 	}
-	c.mu.Unlock()
 	return w
 }
 
-// dequeue removes w; when w was the head, the next waiter becomes the head
-// and tries at once.
-func (c *Client) dequeue(channel string, w *waiter) {
+// queued reports whether this Client has waiters for channel.
+func (c *Client) queued(channel string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.queues[channel] != nil
+}
+
+// dequeue removes w. When w was the head, the next waiter becomes the head:
+// it waits for the release of the hold w won (lease), or tries at once when
+// w left without the lock or the next waiter is w's owner too (its Lock is
+// a re-entrant one now).
+func (c *Client) dequeue(channel string, w *waiter, won bool, lease time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	q := c.queues[channel]
@@ -56,26 +193,147 @@ func (c *Client) dequeue(channel string, w *waiter) {
 			continue
 		}
 		q.waiters = append(q.waiters[:i], q.waiters[i+1:]...)
-		if len(q.waiters) == 0 {
+		switch {
+		case len(q.waiters) == 0:
 			delete(c.queues, channel)
-		} else if i == 0 {
-			q.waiters[0].signal()
+		case i == 0 && won && q.waiters[0].owner != w.owner:
+			q.lease = lease
+			q.turns.won()
+			q.tell(taken)
+		case i == 0 && won:
+			q.turns.won()
+			q.tell(released)
+		case i == 0:
+			q.tell(released)
 		}
 		return
 	}
 }
 
-// wakeLocal wakes the head waiter of channel in this Client: a release
-// message arrived, a local owner released, or pub/sub reconnected. msg names
-// the release ("<owner>/<sequence>"); the same release seen again (each node
-// sends it) wakes nobody. An empty msg always wakes.
+// look hands the head its news and clears it, with the lease of the
+// latest take.
+func (c *Client) look(channel string) (news, time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	q := c.queues[channel]
+	if q == nil {
+		return noNews, 0
+	}
+	n := q.news
+	q.news = noNews
+	return n, q.lease
+}
+
+// trying clears the news of channel: the head is about to make an
+// attempt, which answers it. News that comes during the attempt stays.
+func (c *Client) trying(channel string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if q := c.queues[channel]; q != nil {
+		q.news = noNews
+	}
+}
+
+// timed records how long an attempt of the head took.
+func (c *Client) timed(channel string, took time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if q := c.queues[channel]; q != nil && took > 0 {
+		q.took = (q.took + took) / 2
+	}
+}
+
+// wakeLocal tells the head of channel in this Client that the lock was
+// released by this Client: an Unlock (msg names the release, as its
+// message on the nodes will) or a ForceUnlock (msg empty). The nodes'
+// messages of the same release, when they come, wake nobody again.
 func (c *Client) wakeLocal(channel, msg string) {
 	c.mu.Lock()
-	if q := c.queues[channel]; q != nil && (msg == "" || msg != q.last) {
-		if msg != "" {
-			q.last = msg
-		}
-		q.waiters[0].signal()
+	defer c.mu.Unlock()
+	q := c.queues[channel]
+	if q == nil || (msg != "" && msg == q.last) {
+		return
 	}
-	c.mu.Unlock()
+	if msg != "" {
+		q.last = msg
+	}
+	clear(q.taken)
+	q.tell(released)
+}
+
+// heard takes a message from node i on channel: a take or a release.
+func (c *Client) heard(i int, channel string, msg []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	q := c.queues[channel]
+	if q == nil {
+		return
+	}
+	if lease, subs, client, ok := parseTake(msg); ok {
+		q.taken[i] = true
+		q.lease, q.subs = lease, subs
+		if string(client) != c.id {
+			q.turns.heard(hash(client), hash(msg))
+		}
+		q.tell(taken)
+		return
+	}
+	if string(msg) == q.last && !q.taken[i] {
+		return // a release already heard from another node
+	}
+	if string(msg) != q.last {
+		q.last = string(msg)
+	}
+	q.taken[i] = false
+	q.tell(released)
+}
+
+// reconnected tells the head of every lock with waiters that node i's
+// pub/sub connection failed: its messages may have been missed.
+func (c *Client) reconnected(i int, channels []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, ch := range channels {
+		if q := c.queues[ch]; q != nil {
+			q.taken[i] = false
+			q.tell(released)
+		}
+	}
+}
+
+// hash is FNV-1a of b.
+func hash(b []byte) uint64 {
+	h := uint64(14695981039346656037)
+	for _, x := range b {
+		h = (h ^ uint64(x)) * 1099511628211
+	}
+	return h
+}
+
+// parseTake reads a take, "+<lease ms>/<subscribers>/<client id>:...",
+// without allocating.
+func parseTake(msg []byte) (lease time.Duration, subs int, client []byte, ok bool) {
+	if len(msg) == 0 || msg[0] != '+' {
+		return 0, 0, nil, false
+	}
+	var n [2]int
+	i := 1
+	for k := range n {
+		start := i
+		for ; i < len(msg) && msg[i] >= '0' && msg[i] <= '9' && i-start < 15; i++ {
+			n[k] = n[k]*10 + int(msg[i]-'0')
+		}
+		if i == start || i == len(msg) || msg[i] != '/' {
+			return 0, 0, nil, false
+		}
+		i++
+	}
+	client = msg[i:]
+	for j, b := range client {
+		if b == ':' {
+			client = client[:j]
+			break
+		}
+	}
+	return time.Duration(n[0]) * time.Millisecond, n[1], client, true
 }

@@ -148,7 +148,7 @@ func newClient(nodes []*Node, o options) (*Client, error) {
 	c.maxLease.Store(int64(o.lease))
 	c.peers = make([]*peer, len(nodes))
 	for i, n := range nodes {
-		c.peers[i] = newPeer(c, n)
+		c.peers[i] = newPeer(c, n, i)
 	}
 	c.wd = newWatchdog(c)
 	return c, nil

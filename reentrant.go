@@ -134,15 +134,31 @@ func (m *Mutex) acquire(ctx context.Context, maxWait, lease time.Duration) (bool
 	} else if d := drift(lease, m.c.opts.driftFactor); lease <= d {
 		return false, invalid("lease %v must exceed the clock drift allowance %v", lease, d)
 	}
-	a := m.try(ctx, lease, renew)
-	if a.ok || maxWait == 0 {
-		return a.ok, a.err
+	var a attempt
+	if maxWait >= 0 || !m.behindLocalWaiters() {
+		a = m.try(ctx, lease, renew, false)
+		if a.ok || maxWait == 0 {
+			return a.ok, a.err
+		}
 	}
 	return m.await(ctx, maxWait, lease, renew, a)
 }
 
-// try makes one acquisition round.
-func (m *Mutex) try(ctx context.Context, lease time.Duration, renew bool) attempt {
+// behindLocalWaiters reports whether a Lock of this owner should join this
+// Client's queue for the lock without a first attempt: other owners of the
+// Client already wait for it (the queue is FIFO), and this owner does not
+// hold it (a re-entrant Lock never waits).
+func (m *Mutex) behindLocalWaiters() bool {
+	if !m.c.queued(m.channel) {
+		return false
+	}
+	count, _, _ := m.holding()
+	return count == 0
+}
+
+// try makes one acquisition round. A waiter's round (tell) tells the other
+// waiters when it creates the lock's key on a node (see queue.go).
+func (m *Mutex) try(ctx context.Context, lease time.Duration, renew, tell bool) attempt {
 	if err := ctx.Err(); err != nil {
 		return attempt{err: err, ended: true}
 	}
@@ -162,8 +178,12 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew bool) attemp
 	if c.opts.fencing && prev == 0 {
 		fencing = 1
 	}
-	args := []interface{}{m.key, m.marks, m.fence, m.field, prev + 1, lease.Milliseconds(), seq, fencing}
-	r := c.fanout(ctx, &acquireScript, args, classifyAcquire, (*ballot).certain, m.rollback(seq, prev, lease))
+	args := [...]interface{}{m.key, m.marks, m.fence, m.field, prev + 1, lease.Milliseconds(), seq, fencing, nil}
+	n := len(args) - 1
+	if tell {
+		args[n], n = m.channel, n+1
+	}
+	r := c.fanout(ctx, &acquireScript, args[:n], classifyAcquire, (*ballot).certain, m.rollback(seq, prev, lease))
 	ok := r.ballot.won() && validity(lease, since(start), dr) > 0
 	var token int64
 	var fenceErr error
@@ -333,10 +353,11 @@ func (c *Client) retryAfterError() time.Duration {
 	return d + jitter(d)
 }
 
-// await is the waiting part of an acquisition whose first attempt a failed:
-// subscribe to the unlock channel on every node, join this Client's queue
-// for the lock, and, when at its head, try again at once and then whenever
-// an unlock message arrives or the quorum's PTTL runs out.
+// await is the waiting part of an acquisition whose first attempt a failed
+// (or that made none, behind this Client's own waiters): subscribe to the
+// unlock channel on every node, join this Client's queue for the lock, and,
+// when at its head, try as pacing says: at once, after a release, or when
+// the quorum's PTTL runs out.
 func (m *Mutex) await(ctx context.Context, maxWait, lease time.Duration, renew bool, a attempt) (bool, error) {
 	c := m.c
 	var expired <-chan time.Time
@@ -347,21 +368,20 @@ func (m *Mutex) await(ctx context.Context, maxWait, lease time.Duration, renew b
 	}
 	c.subscribe(ctx, m.channel)
 	defer c.unsubscribe(m.channel)
-	w := c.enqueue(m.channel)
-	defer c.dequeue(m.channel, w)
+	w := c.enqueue(m.channel, m, a.took)
+	won := false
+	defer func() { c.dequeue(m.channel, w, won, lease) }()
 
-	again := time.NewTimer(time.Hour)
-	again.Stop()
-	defer again.Stop()
-	var p pacing
+	p := pacing{timer: time.NewTimer(time.Hour)}
+	p.timer.Stop()
+	defer p.timer.Stop()
 	for {
 		select {
 		case <-w.wake:
-			if p.pausing {
+			if n, takeLease := c.look(m.channel); !p.hear(c, m.channel, n, takeLease) {
 				continue
 			}
-		case <-again.C:
-			p.pausing = false
+		case <-p.timer.C:
 		case <-ctx.Done():
 			return false, m.waitEnded(ctx, a)
 		case <-expired:
@@ -369,12 +389,12 @@ func (m *Mutex) await(ctx context.Context, maxWait, lease time.Duration, renew b
 		case <-c.done:
 			return false, ErrClosed
 		}
-		select { // a wake-up that came before this attempt is answered by it
-		case <-w.wake:
-		default:
-		}
-		next := m.try(ctx, lease, renew)
+		c.trying(m.channel) // news that came before this attempt is answered by it
+		start := now()
+		next := m.try(ctx, lease, renew, true)
+		c.timed(m.channel, since(start))
 		if next.ok {
+			won = true
 			return true, nil
 		}
 		if errors.Is(next.err, ErrClosed) {
@@ -383,7 +403,7 @@ func (m *Mutex) await(ctx context.Context, maxWait, lease time.Duration, renew b
 		if !next.ended || a.err == nil {
 			a = next // an attempt that only saw ctx end keeps the one before
 		}
-		again.Reset(p.next(c, a, next))
+		p.failed(c, a, next)
 	}
 }
 
@@ -396,18 +416,63 @@ func (m *Mutex) waitEnded(ctx context.Context, a attempt) error {
 	return fmt.Errorf("redlock: lock %q: %w", m.name, ctx.Err())
 }
 
-// pacing is when a waiter tries again after a failed attempt.
+// pacing is when the head of a queue tries: it waits for news or its timer
+// (the quorum's PTTL, a lease), staggers its try after a release, or pauses
+// after a split vote. The timer always fires a try.
 type pacing struct {
-	pausing bool // after a split vote: wake-ups wait for the timer
-	splits  int  // split votes in a row
+	timer  *time.Timer
+	state  paceState
+	splits int // split votes in a row
 }
 
-// next returns how long to wait before the next attempt, given a, the
-// attempt that decides the wait, and next, the latest one.
-func (p *pacing) next(c *Client, a, next attempt) time.Duration {
+type paceState uint8
+
+const (
+	waiting    paceState = iota // for news, or the timer
+	staggering                  // a release was heard; the timer fires the try
+	pausing                     // after a split vote: news waits for the timer
+)
+
+// arm sets the timer to fire after d, dropping a fire not yet received.
+func (p *pacing) arm(d time.Duration) {
+	if !p.timer.Stop() {
+		select {
+		case <-p.timer.C:
+		default:
+		}
+	}
+	p.timer.Reset(d)
+}
+
+// hear answers the queue's news of channel (see look); it reports whether
+// to try now. After a release a waiting head tries when its turn comes
+// (see stagger; at once when this Client is the only one waiting): the
+// first head of the waiting clients to try tells the others of its take,
+// which sends a head still staggering back to waiting, its timer at the
+// take's lease. A take never cuts a pause short.
+func (p *pacing) hear(c *Client, channel string, n news, lease time.Duration) bool {
+	switch {
+	case n == released && p.state == waiting:
+		d := c.stagger(channel)
+		if d == 0 {
+			return true
+		}
+		p.state = staggering
+		p.arm(d)
+	case n == taken && p.state != pausing:
+		p.state = waiting
+		p.arm(lease + jitter(time.Millisecond))
+	}
+	return false
+}
+
+// failed sets the pace after a failed attempt, given a, the attempt that
+// decides the wait, and next, the latest one.
+func (p *pacing) failed(c *Client, a, next attempt) {
 	if !next.split {
 		p.splits = 0
 	}
+	p.state = waiting
 	switch {
 	case next.split:
 		// Contenders split the nodes and all rolled back; retrying at the
@@ -417,14 +482,14 @@ func (p *pacing) next(c *Client, a, next attempt) time.Duration {
 		// (sub-millisecond on a healthy cluster, longer when slow nodes
 		// keep attempts open), doubled with every split in a row so that
 		// many contenders spread out.
-		d := jitter((2*next.took + time.Millisecond) << min(p.splits, 6))
-		p.pausing = true
+		p.state = pausing
+		p.arm(jitter((2*next.took + time.Millisecond) << min(p.splits, 6)))
 		p.splits++
-		return d
 	case a.err != nil:
-		return c.retryAfterError()
+		p.arm(c.retryAfterError())
+	default:
+		p.arm(a.freeIn + jitter(time.Millisecond))
 	}
-	return a.freeIn + jitter(time.Millisecond)
 }
 
 // Unlock releases one hold: with a count above one it lowers the count on

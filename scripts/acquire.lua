@@ -7,6 +7,10 @@
 -- ARGV[3]  lease in milliseconds
 -- ARGV[4]  attempt sequence number of this owner (increasing)
 -- ARGV[5]  '1': a new hold with fencing on: increment the fencing counter
+-- ARGV[6]  optional, sent by a waiter's attempt: the lock's unlock channel.
+--          When this attempt creates the key, it tells the other waiters:
+--          "+<lease>/<subscribers>/<owner>/<sequence>", subscribers being
+--          the clients subscribed to the channel on this node (see queue.go)
 -- Returns  {1, counter} the owner holds the lock here now; counter is the
 --          fencing counter after this acquisition (0 without fencing);
 --          {0, pttl}    another owner holds it for pttl more milliseconds,
@@ -24,6 +28,10 @@ end
 if redis.call('exists', KEYS[1]) == 0 then
   redis.call('hset', KEYS[1], ARGV[1], ARGV[2], seqf, ARGV[4])
   redis.call('pexpire', KEYS[1], ARGV[3])
+  if ARGV[6] then
+    local subs = redis.call('pubsub', 'numsub', ARGV[6])[2]
+    redis.call('publish', ARGV[6], '+' .. ARGV[3] .. '/' .. subs .. '/' .. ARGV[1] .. '/' .. ARGV[4])
+  end
 else
   local seq = redis.call('hget', KEYS[1], seqf)
   if not seq then

@@ -1,6 +1,9 @@
 package redlock
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // The waiters of one lock inside one Client queue in FIFO order: only the
 // head contends with other processes; the others wait their turn.
@@ -55,8 +58,30 @@ func (w *waiter) signal() {
 
 // tell gives the head news.
 func (q *waitQueue) tell(n news) {
-	q.news = n
-	q.waiters[0].signal()
+	if len(q.waiters) > 0 {
+		q.news = n
+		q.waiters[0].signal()
+	}
+}
+
+// maxIdleQueues is how many queues without waiters a Client keeps, for
+// their turns: a client that waits for a lock again keeps its place in the
+// turns of the clients waiting for it.
+const maxIdleQueues = 64
+
+// keepIdle keeps the queue of channel, which has no waiter left, and
+// forgets the queue that has been idle longest when there are too many.
+// c.mu must be held.
+func (c *Client) keepIdle(channel string) {
+	c.idle = append(c.idle, channel)
+	if len(c.idle) <= maxIdleQueues {
+		return
+	}
+	oldest := c.idle[0]
+	c.idle = c.idle[1:]
+	if q := c.queues[oldest]; q != nil && len(q.waiters) == 0 && !slices.Contains(c.idle, oldest) {
+		delete(c.queues, oldest)
+	}
 }
 
 // stagger is how long the head of channel waits, after it heard a
@@ -165,6 +190,7 @@ func (c *Client) enqueue(channel string, owner *Mutex, took time.Duration) *wait
 	}
 	q.waiters = append(q.waiters, w)
 	if len(q.waiters) == 1 {
+		clear(q.taken) // messages were not heard while nobody waited
 		q.tell(released)
 	}
 	return w
@@ -174,7 +200,18 @@ func (c *Client) enqueue(channel string, owner *Mutex, took time.Duration) *wait
 func (c *Client) queued(channel string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.queues[channel] != nil
+	q := c.queues[channel]
+	return q != nil && len(q.waiters) > 0
+}
+
+// tookWithoutWaiting records, for the turns, that an owner of this Client
+// took the lock of channel at its first attempt.
+func (c *Client) tookWithoutWaiting(channel string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if q := c.queues[channel]; q != nil {
+		q.turns.won()
+	}
 }
 
 // dequeue removes w. When w was the head, the next waiter becomes the head:
@@ -193,17 +230,17 @@ func (c *Client) dequeue(channel string, w *waiter, won bool, lease time.Duratio
 			continue
 		}
 		q.waiters = append(q.waiters[:i], q.waiters[i+1:]...)
-		switch {
-		case len(q.waiters) == 0:
-			delete(c.queues, channel)
-		case i == 0 && won && q.waiters[0].owner != w.owner:
+		if won {
 			q.lease = lease
 			q.turns.won()
+		}
+		switch {
+		case len(q.waiters) == 0:
+			c.keepIdle(channel)
+		case i > 0:
+		case won && q.waiters[0].owner != w.owner:
 			q.tell(taken)
-		case i == 0 && won:
-			q.turns.won()
-			q.tell(released)
-		case i == 0:
+		default:
 			q.tell(released)
 		}
 		return

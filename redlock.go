@@ -57,9 +57,10 @@ type Client struct {
 	bgClosed bool           // Close is waiting for bg: no more may start
 	bg       sync.WaitGroup // every goroutine the Client starts
 
-	mu     sync.Mutex            // protects holds and queues
+	mu     sync.Mutex            // protects holds, queues and idle
 	holds  map[*Mutex]struct{}   // owners that currently hold a lock
-	queues map[string]*waitQueue // waiters per lock name, FIFO
+	queues map[string]*waitQueue // waiters per lock channel, FIFO, and the turns of locks waited for lately
+	idle   []string              // channels whose queues had no waiter left, oldest first (see keepIdle)
 
 	wd *watchdog
 

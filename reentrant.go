@@ -137,6 +137,9 @@ func (m *Mutex) acquire(ctx context.Context, maxWait, lease time.Duration) (bool
 	var a attempt
 	if maxWait >= 0 || !m.behindLocalWaiters() {
 		a = m.try(ctx, lease, renew, false)
+		if a.ok {
+			m.c.tookWithoutWaiting(m.channel)
+		}
 		if a.ok || maxWait == 0 {
 			return a.ok, a.err
 		}

@@ -23,7 +23,10 @@ import (
 // also with a node dead or after a pub/sub reconnect; a lost message costs
 // at most one TTL; a local Unlock wakes a local waiter; idle pub/sub
 // connections stay; and many goroutines in several Clients contend without
-// overlap.
+// overlap. Waiters in many Clients take turns: a release costs about one
+// attempt, every goroutine gets the lock, and a head still tries when the
+// client whose turn came first does not take the lock, or when a take ends
+// by its lease without a release.
 
 func TestWaiterTakesTheLockWhenALeaseEnds(t *testing.T) {
 	cl := redlocktest.Start(t, 3)
@@ -353,4 +356,241 @@ func TestLocalUnlockWakesLocalWaiter(t *testing.T) {
 		t.Fatal("the local waiter was not woken by the local Unlock")
 	}
 	require.NoError(t, waiter.Unlock(ctx))
+}
+
+// takeTurns runs perClient goroutines in each of clients on the lock name,
+// each its own owner holding the lock for hold, in handoff mode: after a
+// release a goroutine waits until another one has acquired before it locks
+// again, so every acquisition is a handoff to a waiter. Acquisitions are
+// counted for window after warm; mark, when set, runs as counting starts
+// (true) and ends (false), acquisitions waiting meanwhile. It returns each
+// goroutine's acquisitions; two holders at once fail the test.
+func takeTurns(t *testing.T, clients []*redlock.Client, perClient int, name string, hold, warm, window time.Duration, mark func(start bool)) []int {
+	t.Helper()
+	var mu sync.Mutex // protects the fields below
+	cond := sync.NewCond(&mu)
+	holder, handoffs := -1, 0
+	counting, stopped := false, false
+	per := make([]int, len(clients)*perClient)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	for g := range per {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			m := clients[g%len(clients)].NewMutex(name)
+			for {
+				if err := m.Lock(ctx); err != nil {
+					if ctx.Err() == nil {
+						t.Errorf("goroutine %d: %v", g, err)
+					}
+					return
+				}
+				mu.Lock()
+				if holder != -1 {
+					t.Errorf("goroutine %d acquired while goroutine %d held the lock", g, holder)
+				}
+				holder = g
+				if counting {
+					per[g]++
+				}
+				handoffs++
+				mine := handoffs
+				cond.Broadcast()
+				mu.Unlock()
+				time.Sleep(hold)
+				mu.Lock()
+				holder = -1
+				mu.Unlock()
+				if err := m.Unlock(context.Background()); err != nil {
+					t.Errorf("goroutine %d: unlock: %v", g, err)
+				}
+				mu.Lock()
+				for handoffs == mine && !stopped {
+					cond.Wait()
+				}
+				done := stopped
+				mu.Unlock()
+				if done {
+					return
+				}
+			}
+		}(g)
+	}
+	phase := func(d time.Duration, start bool) {
+		time.Sleep(d)
+		mu.Lock()
+		defer mu.Unlock()
+		if mark != nil {
+			mark(start)
+		}
+		counting = start
+	}
+	phase(warm, true)
+	phase(window, false)
+	mu.Lock()
+	stopped = true
+	cond.Broadcast()
+	mu.Unlock()
+	cancel()
+	wg.Wait()
+	return per
+}
+
+// spread is the fewest and the most acquisitions of a goroutine, and
+// their sum.
+func spread(per []int) (least, most, total int) {
+	least = per[0]
+	for _, n := range per {
+		least, most, total = min(least, n), max(most, n), total+n
+	}
+	return least, most, total
+}
+
+// A release among waiters in many clients costs about one attempt, not
+// one per client: the heads take turns (docs/algorithm.md, "Waiting").
+// Six clients with three waiters each hand the lock over for 2 s while the
+// nodes count script calls (INFO commandstats): one acquisition and one
+// release per handoff make 2 per node. When the head of every client tried
+// on every release (and attempts that split the nodes rolled back, waking
+// the others again), it was more than 10.
+func TestHandoffsAmongClientsCostFewScriptCalls(t *testing.T) {
+	cl := redlocktest.Start(t, 5)
+	clients := make([]*redlock.Client, 6)
+	for i := range clients {
+		clients[i] = dial(t, cl)
+	}
+	var before, after int
+	per := takeTurns(t, clients, 3, "turns", time.Millisecond, 500*time.Millisecond, 2*time.Second, func(start bool) {
+		n := 0
+		for i := 0; i < cl.N(); i++ {
+			n += commandCalls(t, cl, i)
+		}
+		if start {
+			before = n
+		} else {
+			after = n
+		}
+	})
+	least, most, total := spread(per)
+	require.Positive(t, total, "no handoff in 2 s")
+	perNode := float64(after-before) / float64(cl.N()) / float64(total)
+	t.Logf("%d handoffs among 6 clients in 2 s: %.2f script calls per handoff per node; per goroutine %d–%d", total, perNode, least, most)
+	assert.LessOrEqual(t, perNode, 4.0, "script calls per handoff per node")
+}
+
+// Waiters in many clients all get the lock: over 3 s of handoffs among 8
+// clients with 3 waiters each, every goroutine acquires it, and none more
+// than a few times as often as another.
+func TestWaitersInManyClientsAllGetTheLock(t *testing.T) {
+	cl := redlocktest.Start(t, 5)
+	clients := make([]*redlock.Client, 8)
+	for i := range clients {
+		clients[i] = dial(t, cl)
+	}
+	per := takeTurns(t, clients, 3, "fair", time.Millisecond, 300*time.Millisecond, 3*time.Second, nil)
+	least, most, total := spread(per)
+	t.Logf("%d handoffs among 8 clients × 3 goroutines in 3 s; per goroutine %d–%d: %v", total, least, most, per)
+	for g, n := range per {
+		assert.Positive(t, n, "goroutine %d (client %d) starved", g, g%len(clients))
+	}
+	assert.LessOrEqual(t, most, 4*least+4, "per goroutine %d–%d", least, most)
+}
+
+// A head whose turn comes after other clients' still tries when those
+// clients stop waiting. The lock first goes round four clients, so that
+// each has a turn; then three waiters, one in each of three clients, wait
+// for a holder, and two of them give up before it releases. The third,
+// whatever its turn, takes the lock within a few attempt times, not at the
+// end of the holder's 30 s lease.
+func TestHeadTriesWhenTheClientsAheadStopWaiting(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	clients := make([]*redlock.Client, 4)
+	for i := range clients {
+		clients[i] = dial(t, cl)
+	}
+	takeTurns(t, clients, 2, "ahead", time.Millisecond, 0, 500*time.Millisecond, nil)
+	ctx := context.Background()
+	type result struct {
+		i   int
+		m   *redlock.Mutex
+		err error
+	}
+	for stay := 1; stay < 4; stay++ {
+		h := clients[0].NewMutex("ahead")
+		require.NoError(t, h.Lock(ctx))
+		leave, cancel := context.WithCancel(ctx)
+		got := make(chan result, 3)
+		for i := 1; i < 4; i++ {
+			m, wctx := clients[i].NewMutex("ahead"), leave
+			if i == stay {
+				wctx = ctx
+			}
+			go func() { got <- result{i, m, m.Lock(wctx)} }()
+		}
+		time.Sleep(200 * time.Millisecond) // every waiter is queued
+		cancel()
+		for j := 0; j < 2; j++ {
+			r := <-got
+			require.NotEqual(t, stay, r.i)
+			require.ErrorIs(t, r.err, context.Canceled)
+		}
+		released := time.Now()
+		require.NoError(t, h.Unlock(ctx))
+		select {
+		case r := <-got:
+			require.NoError(t, r.err)
+			t.Logf("client %d took the lock %v after the release", stay, time.Since(released))
+			require.NoError(t, r.m.Unlock(ctx))
+		case <-time.After(5 * time.Second):
+			t.Fatalf("client %d never took the lock after the clients ahead left", stay)
+		}
+	}
+}
+
+// A take that ends by its lease sends no release: the heads it sent back
+// to waiting try when that lease ends. Four clients with two waiters each
+// take the lock with a 100 ms lease and never unlock it; every goroutine
+// gets it within 4 s. (A head that waited for a release would wait for its
+// own 30 s lease.)
+func TestHeadsTryWhenATakeEndsByItsLease(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	clients := make([]*redlock.Client, 4)
+	for i := range clients {
+		clients[i] = dial(t, cl)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	defer cancel()
+	per := make([]atomic.Int32, 2*len(clients))
+	var wg sync.WaitGroup
+	for g := range per {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			m := clients[g%len(clients)].NewMutex("expiring")
+			for ctx.Err() == nil {
+				if err := m.LockLease(ctx, 100*time.Millisecond); err != nil {
+					if ctx.Err() == nil {
+						t.Errorf("goroutine %d: %v", g, err)
+					}
+					return
+				}
+				per[g].Add(1)
+				select {
+				case <-m.Lost(): // the lease ended; nobody released it
+				case <-ctx.Done():
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	counts := make([]int, len(per))
+	for g := range per {
+		counts[g] = int(per[g].Load())
+	}
+	least, most, total := spread(counts)
+	t.Logf("%d holds of 100 ms ended by their lease in 4 s; per goroutine %d–%d", total, least, most)
+	assert.Positive(t, least, "a goroutine never got the lock: %v", counts)
 }

@@ -516,16 +516,16 @@ func intList(xs []int) string {
 
 func waitersParagraph(res *results) string {
 	w := res.waiters
-	if w == nil || len(w.mem) == 0 || len(w.runs) < 3 {
+	if w == nil || len(w.mem) == 0 || len(w.runs) < 5 {
 		return ""
 	}
 	lo, hi := w.mem[0], w.mem[len(w.mem)-1]
-	many, one := w.runs[0], w.runs[2]
+	many, single, one := w.runs[0], w.runs[2], w.runs[4]
 	a, b := lo.heap+lo.stack, hi.heap+hi.stack
 	shape := "so the cost per waiter stays flat"
 	if b > 1.2*a || a > 1.2*b {
 		shape = "so the cost per waiter is not flat"
 	}
-	return fmt.Sprintf("A waiter is the caller's goroutine blocked in `Lock` plus its place in the client's queue: %.1f KB with %d waiters and %.1f KB with %d, %s. With the waiters in %d clients, %.0f handoffs/s at %s script calls per handoff per node; in one client, %.0f handoffs/s at %s.",
-		a/1024, lo.n, b/1024, hi.n, shape, many.clients, median(many.acqPerSec), fmtNum(median(many.calls)), median(one.acqPerSec), fmtNum(median(one.calls)))
+	return fmt.Sprintf("A waiter is the caller's goroutine blocked in `Lock` plus its place in its client's queue: %.1f KB with %d waiters and %.1f KB with %d, %s. With %d waiters in each of %d clients (%v critical section), %.0f handoffs/s at %s script calls per handoff per node, where one acquisition and one release make 2: the clients' heads take turns (docs/algorithm.md, Waiting), so about one head tries per release. With one waiter per client, %.0f handoffs/s at %s: a client whose only waiter won leaves the queue, and its next `Lock` makes a first attempt and, once queued, one more. In one client, %.0f handoffs/s at %s.",
+		a/1024, lo.n, b/1024, hi.n, shape, many.perClient, many.clients, many.crit, median(many.acqPerSec), fmtNum(median(many.calls)), median(single.acqPerSec), fmtNum(median(single.calls)), median(one.acqPerSec), fmtNum(median(one.calls)))
 }

@@ -74,6 +74,8 @@ func runWaiters(cl *redlocktest.Cluster, cfg config, logf func(string, ...any)) 
 	res.runs = []*waitersRun{
 		{clients: cfg.waitersClients, perClient: cfg.waitersPerClient, crit: cfg.crit},
 		{clients: cfg.waitersClients, perClient: cfg.waitersPerClient},
+		{clients: cfg.waitersClients, perClient: 1, crit: cfg.crit},
+		{clients: cfg.waitersClients, perClient: 1},
 		{clients: 1, perClient: cfg.waitersPerClient * cfg.waitersClients, crit: cfg.crit},
 	}
 	for round := 0; round < cfg.waitersRounds; round++ {

@@ -45,6 +45,7 @@ type waitQueue struct {
 	last    string        // the last release message: every node sends the same one
 	took    time.Duration // how long this Client's attempts on the lock take (moving average)
 	subs    int           // clients subscribed to the channel at the latest take (on its node)
+	busy    time.Time     // until when a Lock queues without a first attempt (see contention)
 	turns   turns         // the order in which the waiting clients took the lock
 	taken   []bool        // per node: the last message it sent was a take
 }
@@ -88,9 +89,10 @@ func (c *Client) keepIdle(channel string) {
 // release, before it tries: nothing when this Client is the only one
 // waiting (or no attempt was timed yet). Otherwise the waiting clients
 // take turns (see turns): the head of the client that waited longest tries
-// within half an attempt time, and each client ahead of a head puts its try
-// off by two attempt times more, so that the first try's take reaches the
-// others before they try.
+// within half an attempt time (a random part, for clients whose turns are
+// not known yet: they all count themselves first), and each client ahead
+// of a head puts its try off by two attempt times more, so that the first
+// try's take reaches the others before they try.
 func (c *Client) stagger(channel string) time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -196,17 +198,33 @@ func (c *Client) enqueue(channel string, owner *Mutex, took time.Duration) *wait
 	return w
 }
 
-// queued reports whether this Client has waiters for channel.
-func (c *Client) queued(channel string) bool {
+// busyFor is how long after a take heard with other clients waiting a
+// Lock joins the queue without a first attempt.
+const busyFor = time.Second
+
+// contention says how a Lock of channel begins. queue: without a first
+// attempt, behind the waiters: this Client has waiters for the lock (the
+// queue is FIFO), or other clients waited for it at a take heard less than
+// busyFor ago (a first attempt would take it out of their turn whenever it
+// came just after a release). lately: this Client waited for the lock
+// lately (it keeps the queue, see keepIdle), so its first attempt tells
+// its take, for the turns.
+func (c *Client) contention(channel string) (queue, lately bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	q := c.queues[channel]
-	return q != nil && len(q.waiters) > 0
+	if q == nil {
+		return false, false
+	}
+	return len(q.waiters) > 0 || (q.subs > 1 && now().Before(q.busy)), true
 }
 
-// tookWithoutWaiting records, for the turns, that an owner of this Client
-// took the lock of channel at its first attempt.
-func (c *Client) tookWithoutWaiting(channel string) {
+// tookTurn records, for the turns, that an attempt of this Client told the
+// other clients of a take on channel: it took the lock, or it wrote on some
+// nodes and rolled back (the others heard its take all the same, and count
+// it as a turn taken; so must this Client, or two clients could each see
+// the other's turn as the later one).
+func (c *Client) tookTurn(channel string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if q := c.queues[channel]; q != nil {
@@ -309,6 +327,9 @@ func (c *Client) heard(i int, channel string, msg []byte) {
 	if lease, subs, client, ok := parseTake(msg); ok {
 		q.taken[i] = true
 		q.lease, q.subs = lease, subs
+		if subs > 1 {
+			q.busy = now().Add(busyFor)
+		}
 		if string(client) != c.id {
 			q.turns.heard(hash(client), hash(msg))
 		}

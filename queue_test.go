@@ -234,10 +234,11 @@ func TestUnitNewsDuringAnAttemptIsKept(t *testing.T) {
 	}
 }
 
-// The head of the client whose turn comes first tries within half an
-// attempt time of a release, each client ahead puts it off by two attempt
-// times; one Client alone waiting tries at once. A take sends a staggering
-// head back to waiting; news never cuts a pause short.
+// The head of the client whose turn comes first (or that has no turn yet)
+// tries within half an attempt time of a release, and each client ahead
+// puts it off by two attempt times; one Client alone waiting tries at
+// once. A take sends a staggering head back to waiting; news never cuts a
+// pause short.
 func TestUnitPacing(t *testing.T) {
 	c, _ := unitQueueClient(3)
 	q := c.queues["ch"]
@@ -247,7 +248,7 @@ func TestUnitPacing(t *testing.T) {
 	assert.Zero(t, c.stagger("ch"), "alone: one client subscribed")
 	q.subs = 3
 	for i := 0; i < 100; i++ {
-		assert.Less(t, c.stagger("ch"), q.took/2, "a client that never took the lock goes first")
+		assert.Less(t, c.stagger("ch"), q.took/2, "a client without a turn yet counts itself first")
 	}
 	q.turns.heard(hash([]byte("a")), 1)
 	q.turns.won()
@@ -256,6 +257,9 @@ func TestUnitPacing(t *testing.T) {
 		assert.GreaterOrEqual(t, d, 2*q.took, "a took the lock before this client did: it goes first")
 		assert.Less(t, d, 2*q.took+q.took/2)
 	}
+	q.turns.heard(hash([]byte("a")), 2)
+	assert.Less(t, c.stagger("ch"), q.took/2, "a took it since: this client's turn is first")
+	q.turns.won() // a's turn is first again
 
 	p := unitPacing(t)
 	require.False(t, p.hear(c, "ch", taken, 300*time.Millisecond))
@@ -293,13 +297,19 @@ func TestUnitIdleQueuesKeepTheirTurns(t *testing.T) {
 	c.heard(0, "ch", []byte("+30000/2/other:1/1"))
 	c.dequeue("ch", w, true, time.Minute)
 	require.NotNil(t, c.queues["ch"], "an idle queue is kept")
-	assert.False(t, c.queued("ch"), "an idle queue has no waiters")
+	queue, lately := c.contention("ch")
+	assert.True(t, queue, "other clients waited at the latest take heard")
+	assert.True(t, lately)
+	c.queues["ch"].busy = time.Time{}
+	queue, _ = c.contention("ch")
+	assert.False(t, queue, "an idle queue has no waiters, and other clients waited long ago")
 	assert.Equal(t, uint64(2), c.queues["ch"].turns.mine, "the win counts in the turns")
 	c.heard(0, "ch", []byte("+30000/2/other:1/2"))
 	c.wakeLocal("ch", "self:1/4") // nobody to tell: no panic
 
 	w2 := c.enqueue("ch", nil, 0)
-	assert.True(t, c.queued("ch"))
+	queue, _ = c.contention("ch")
+	assert.True(t, queue, "this Client has waiters")
 	assert.Equal(t, 0, c.queues["ch"].turns.ahead(2), "other took the lock after this client did")
 	c.dequeue("ch", w2, false, 0)
 

@@ -135,10 +135,15 @@ func (m *Mutex) acquire(ctx context.Context, maxWait, lease time.Duration) (bool
 		return false, invalid("lease %v must exceed the clock drift allowance %v", lease, d)
 	}
 	var a attempt
-	if maxWait >= 0 || !m.behindLocalWaiters() {
-		a = m.try(ctx, lease, renew, false)
-		if a.ok {
-			m.c.tookWithoutWaiting(m.channel)
+	queue, lately := m.c.contention(m.channel)
+	if maxWait >= 0 || !queue || m.holds() {
+		// A Lock of a contended lock joins the queue without a first
+		// attempt (see contention); a re-entrant one never waits. On a
+		// lock waited for lately, the first attempt tells the waiters of
+		// other clients when it takes the lock.
+		a = m.try(ctx, lease, renew, lately)
+		if lately && (a.ok || a.split) {
+			m.c.tookTurn(m.channel)
 		}
 		if a.ok || maxWait == 0 {
 			return a.ok, a.err
@@ -147,20 +152,14 @@ func (m *Mutex) acquire(ctx context.Context, maxWait, lease time.Duration) (bool
 	return m.await(ctx, maxWait, lease, renew, a)
 }
 
-// behindLocalWaiters reports whether a Lock of this owner should join this
-// Client's queue for the lock without a first attempt: other owners of the
-// Client already wait for it (the queue is FIFO), and this owner does not
-// hold it (a re-entrant Lock never waits).
-func (m *Mutex) behindLocalWaiters() bool {
-	if !m.c.queued(m.channel) {
-		return false
-	}
+// holds reports whether this owner holds the lock.
+func (m *Mutex) holds() bool {
 	count, _, _ := m.holding()
-	return count == 0
+	return count > 0
 }
 
-// try makes one acquisition round. A waiter's round (tell) tells the other
-// waiters when it creates the lock's key on a node (see queue.go).
+// try makes one acquisition round. With tell, it tells the waiters when it
+// creates the lock's key on a node (a take, see queue.go).
 func (m *Mutex) try(ctx context.Context, lease time.Duration, renew, tell bool) attempt {
 	if err := ctx.Err(); err != nil {
 		return attempt{err: err, ended: true}
@@ -405,6 +404,9 @@ func (m *Mutex) await(ctx context.Context, maxWait, lease time.Duration, renew b
 		}
 		if !next.ended || a.err == nil {
 			a = next // an attempt that only saw ctx end keeps the one before
+		}
+		if next.split {
+			c.tookTurn(m.channel)
 		}
 		p.failed(c, a, next)
 	}

@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -451,19 +452,28 @@ func spread(per []int) (least, most, total int) {
 
 // A release among waiters in many clients costs about one attempt, not
 // one per client: the heads take turns (docs/algorithm.md, "Waiting").
-// Six clients with three waiters each hand the lock over for 2 s while the
-// nodes count script calls (INFO commandstats): one acquisition and one
-// release per handoff make 2 per node. When the head of every client tried
-// on every release (and attempts that split the nodes rolled back, waking
-// the others again), it was more than 10.
+// Six clients, with three waiters each and with one, hand the lock over
+// for 2 s while the nodes count script calls (INFO commandstats): one
+// acquisition and one release per handoff make 2 per node. When the head
+// of every client tried on every release (and attempts that split the
+// nodes rolled back, waking the others again), it was more than 10 in both.
 func TestHandoffsAmongClientsCostFewScriptCalls(t *testing.T) {
+	for _, perClient := range []int{3, 1} {
+		t.Run(fmt.Sprint(perClient, " per client"), func(t *testing.T) {
+			handoffCalls(t, 6, perClient)
+		})
+	}
+}
+
+// handoffCalls runs the handoffs of TestHandoffsAmongClientsCostFewScriptCalls.
+func handoffCalls(t *testing.T, nc, perClient int) {
 	cl := redlocktest.Start(t, 5)
-	clients := make([]*redlock.Client, 6)
+	clients := make([]*redlock.Client, nc)
 	for i := range clients {
 		clients[i] = dial(t, cl)
 	}
 	var before, after int
-	per := takeTurns(t, clients, 3, "turns", time.Millisecond, 500*time.Millisecond, 2*time.Second, func(start bool) {
+	per := takeTurns(t, clients, perClient, "turns", time.Millisecond, 500*time.Millisecond, 2*time.Second, func(start bool) {
 		n := 0
 		for i := 0; i < cl.N(); i++ {
 			n += commandCalls(t, cl, i)
@@ -477,22 +487,35 @@ func TestHandoffsAmongClientsCostFewScriptCalls(t *testing.T) {
 	least, most, total := spread(per)
 	require.Positive(t, total, "no handoff in 2 s")
 	perNode := float64(after-before) / float64(cl.N()) / float64(total)
-	t.Logf("%d handoffs among 6 clients in 2 s: %.2f script calls per handoff per node; per goroutine %d–%d", total, perNode, least, most)
+	t.Logf("%d handoffs among %d clients × %d in 2 s: %.2f script calls per handoff per node; per goroutine %d–%d", total, nc, perClient, perNode, least, most)
 	assert.LessOrEqual(t, perNode, 4.0, "script calls per handoff per node")
 }
 
 // Waiters in many clients all get the lock: over 3 s of handoffs among 8
-// clients with 3 waiters each, every goroutine acquires it, and none more
+// clients, with 3 waiters each holding the lock for 1 ms and with one
+// waiter each releasing at once, every goroutine acquires it, and none more
 // than a few times as often as another.
 func TestWaitersInManyClientsAllGetTheLock(t *testing.T) {
+	for _, tc := range []struct {
+		perClient int
+		hold      time.Duration
+	}{{3, time.Millisecond}, {1, 0}} {
+		t.Run(fmt.Sprint(tc.perClient, " per client"), func(t *testing.T) {
+			fairHandoffs(t, 8, tc.perClient, tc.hold)
+		})
+	}
+}
+
+// fairHandoffs runs the handoffs of TestWaitersInManyClientsAllGetTheLock.
+func fairHandoffs(t *testing.T, nc, perClient int, hold time.Duration) {
 	cl := redlocktest.Start(t, 5)
-	clients := make([]*redlock.Client, 8)
+	clients := make([]*redlock.Client, nc)
 	for i := range clients {
 		clients[i] = dial(t, cl)
 	}
-	per := takeTurns(t, clients, 3, "fair", time.Millisecond, 300*time.Millisecond, 3*time.Second, nil)
+	per := takeTurns(t, clients, perClient, "fair", hold, 300*time.Millisecond, 3*time.Second, nil)
 	least, most, total := spread(per)
-	t.Logf("%d handoffs among 8 clients × 3 goroutines in 3 s; per goroutine %d–%d: %v", total, least, most, per)
+	t.Logf("%d handoffs among %d clients × %d in 3 s; per goroutine %d–%d: %v", total, nc, perClient, least, most, per)
 	for g, n := range per {
 		assert.Positive(t, n, "goroutine %d (client %d) starved", g, g%len(clients))
 	}

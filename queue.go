@@ -82,6 +82,7 @@ func (c *Client) keepIdle(channel string) {
 	c.idle = c.idle[1:]
 	if q := c.queues[oldest]; q != nil && len(q.waiters) == 0 && !slices.Contains(c.idle, oldest) {
 		delete(c.queues, oldest)
+		c.nqueue.Add(-1)
 	}
 }
 
@@ -186,6 +187,7 @@ func (c *Client) enqueue(channel string, owner *Mutex, took time.Duration) *wait
 	if q == nil {
 		q = &waitQueue{taken: make([]bool, len(c.peers))}
 		c.queues[channel] = q
+		c.nqueue.Add(1)
 	}
 	if q.took == 0 {
 		q.took = took
@@ -210,6 +212,9 @@ const busyFor = time.Second
 // lately (it keeps the queue, see keepIdle), so its first attempt tells
 // its take, for the turns.
 func (c *Client) contention(channel string) (queue, lately bool) {
+	if c.nqueue.Load() == 0 {
+		return false, false // no lock waited for: the uncontended path takes no lock
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	q := c.queues[channel]

@@ -61,6 +61,7 @@ type Client struct {
 	holds  map[*Mutex]struct{}   // owners that currently hold a lock
 	queues map[string]*waitQueue // waiters per lock channel, FIFO, and the turns of locks waited for lately
 	idle   []string              // channels whose queues had no waiter left, oldest first (see keepIdle)
+	nqueue atomic.Int32          // len(queues), read without mu by the first attempt of a Lock
 
 	wd *watchdog
 

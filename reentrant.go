@@ -356,7 +356,7 @@ func (c *Client) retryAfterError() time.Duration {
 }
 
 // await is the waiting part of an acquisition whose first attempt a failed
-// (or that made none, behind this Client's own waiters): subscribe to the
+// (or that made none: see Client.contention): subscribe to the
 // unlock channel on every node, join this Client's queue for the lock, and,
 // when at its head, try as pacing says: at once, after a release, or when
 // the quorum's PTTL runs out.

@@ -368,16 +368,12 @@ func TestLocalUnlockWakesLocalWaiter(t *testing.T) {
 // goroutine's acquisitions; two holders at once fail the test.
 func takeTurns(t *testing.T, clients []*redlock.Client, perClient int, name string, hold, warm, window time.Duration, mark func(start bool)) []int {
 	t.Helper()
-	var mu sync.Mutex // protects the fields below
-	cond := sync.NewCond(&mu)
-	holder, handoffs := -1, 0
-	counting, stopped := false, false
-	per := make([]int, len(clients)*perClient)
-
+	tt := &turnTable{t: t, holder: -1, per: make([]int, len(clients)*perClient)}
+	tt.cond = sync.NewCond(&tt.mu)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var wg sync.WaitGroup
-	for g := range per {
+	for g := range tt.per {
 		wg.Add(1)
 		go func(g int) {
 			defer wg.Done()
@@ -389,55 +385,90 @@ func takeTurns(t *testing.T, clients []*redlock.Client, perClient int, name stri
 					}
 					return
 				}
-				mu.Lock()
-				if holder != -1 {
-					t.Errorf("goroutine %d acquired while goroutine %d held the lock", g, holder)
-				}
-				holder = g
-				if counting {
-					per[g]++
-				}
-				handoffs++
-				mine := handoffs
-				cond.Broadcast()
-				mu.Unlock()
+				mine := tt.acquired(g)
 				time.Sleep(hold)
-				mu.Lock()
-				holder = -1
-				mu.Unlock()
+				tt.releasing()
 				if err := m.Unlock(context.Background()); err != nil {
 					t.Errorf("goroutine %d: unlock: %v", g, err)
 				}
-				mu.Lock()
-				for handoffs == mine && !stopped {
-					cond.Wait()
-				}
-				done := stopped
-				mu.Unlock()
-				if done {
+				if !tt.handedOff(mine) {
 					return
 				}
 			}
 		}(g)
 	}
-	phase := func(d time.Duration, start bool) {
-		time.Sleep(d)
-		mu.Lock()
-		defer mu.Unlock()
-		if mark != nil {
-			mark(start)
-		}
-		counting = start
-	}
-	phase(warm, true)
-	phase(window, false)
-	mu.Lock()
-	stopped = true
-	cond.Broadcast()
-	mu.Unlock()
+	tt.phase(warm, true, mark)
+	tt.phase(window, false, mark)
+	tt.stop()
 	cancel()
 	wg.Wait()
-	return per
+	return tt.per
+}
+
+// turnTable is the bookkeeping of takeTurns.
+type turnTable struct {
+	t        *testing.T
+	mu       sync.Mutex // protects the fields below
+	cond     *sync.Cond
+	holder   int // the goroutine holding the lock, -1: none
+	handoffs int
+	counting bool
+	stopped  bool
+	per      []int
+}
+
+// acquired records that goroutine g holds the lock; it returns the count
+// of handoffs, this one included.
+func (tt *turnTable) acquired(g int) int {
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	if tt.holder != -1 {
+		tt.t.Errorf("goroutine %d acquired while goroutine %d held the lock", g, tt.holder)
+	}
+	tt.holder = g
+	if tt.counting {
+		tt.per[g]++
+	}
+	tt.handoffs++
+	tt.cond.Broadcast()
+	return tt.handoffs
+}
+
+// releasing records that the holder is about to unlock.
+func (tt *turnTable) releasing() {
+	tt.mu.Lock()
+	tt.holder = -1
+	tt.mu.Unlock()
+}
+
+// handedOff waits until another goroutine acquired after handoff mine; it
+// reports false when the run stopped.
+func (tt *turnTable) handedOff(mine int) bool {
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	for tt.handoffs == mine && !tt.stopped {
+		tt.cond.Wait()
+	}
+	return !tt.stopped
+}
+
+// phase waits d, then starts (or ends) counting.
+func (tt *turnTable) phase(d time.Duration, start bool, mark func(start bool)) {
+	time.Sleep(d)
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	if mark != nil {
+		mark(start)
+	}
+	tt.counting = start
+}
+
+// stop ends the run: goroutines waiting for a handoff return.
+func (tt *turnTable) stop() {
+	tt.mu.Lock()
+	tt.stopped = true
+	tt.cond.Broadcast()
+	tt.mu.Unlock()
 }
 
 // spread is the fewest and the most acquisitions of a goroutine, and

@@ -224,16 +224,26 @@ func (c *Client) contention(channel string) (queue, lately bool) {
 	return len(q.waiters) > 0 || (q.subs > 1 && now().Before(q.busy)), true
 }
 
-// tookTurn records, for the turns, that an attempt of this Client told the
-// other clients of a take on channel: it took the lock, or it wrote on some
-// nodes and rolled back (the others heard its take all the same, and count
-// it as a turn taken; so must this Client, or two clients could each see
-// the other's turn as the later one).
-func (c *Client) tookTurn(channel string) {
+// tookTurn records, for the turns, that an attempt of this Client took the
+// lock of channel, or wrote on some nodes and rolled back: the others heard
+// its take all the same, and count it as a turn taken; so must this
+// Client, or two clients could each see the other's turn as the later one.
+// subs is how many clients, this one included, were subscribed to the
+// channel at the take (0: unknown): a take is published only when others
+// are, so this is how this Client learns that the others stopped waiting.
+func (c *Client) tookTurn(channel string, subs int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if q := c.queues[channel]; q != nil {
-		q.turns.won()
+	q := c.queues[channel]
+	if q == nil {
+		return
+	}
+	q.turns.won()
+	if subs > 0 {
+		q.subs = subs
+	}
+	if subs > 1 {
+		q.busy = now().Add(busyFor)
 	}
 }
 
@@ -254,8 +264,7 @@ func (c *Client) dequeue(channel string, w *waiter, won bool, lease time.Duratio
 		}
 		q.waiters = append(q.waiters[:i], q.waiters[i+1:]...)
 		if won {
-			q.lease = lease
-			q.turns.won()
+			q.lease = lease // the turn is counted by tookTurn
 		}
 		switch {
 		case len(q.waiters) == 0:

@@ -295,15 +295,22 @@ func TestUnitOwnTakesAreNotOthers(t *testing.T) {
 func TestUnitIdleQueuesKeepTheirTurns(t *testing.T) {
 	c, w := unitQueueClient(1)
 	c.heard(0, "ch", []byte("+30000/2/other:1/1"))
+	c.tookTurn("ch", 2) // as await does when its attempt took the lock
 	c.dequeue("ch", w, true, time.Minute)
 	require.NotNil(t, c.queues["ch"], "an idle queue is kept")
 	queue, lately := c.contention("ch")
-	assert.True(t, queue, "other clients waited at the latest take heard")
+	assert.True(t, queue, "other clients waited at a take heard less than busyFor ago")
 	assert.True(t, lately)
 	c.queues["ch"].busy = time.Time{}
 	queue, _ = c.contention("ch")
 	assert.False(t, queue, "an idle queue has no waiters, and other clients waited long ago")
-	assert.Equal(t, uint64(2), c.queues["ch"].turns.mine, "the win counts in the turns")
+	c.tookTurn("ch", 2)
+	queue, _ = c.contention("ch")
+	assert.True(t, queue)
+	c.tookTurn("ch", 1)
+	queue, _ = c.contention("ch")
+	assert.False(t, queue, "at this Client's latest take, nobody else was subscribed")
+	assert.Equal(t, uint64(4), c.queues["ch"].turns.mine, "a take of this Client counts in the turns")
 	c.heard(0, "ch", []byte("+30000/2/other:1/2"))
 	c.wakeLocal("ch", "self:1/4") // nobody to tell: no panic
 

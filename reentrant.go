@@ -118,6 +118,7 @@ type attempt struct {
 	freeIn time.Duration // when not ok: until a majority is free, at the latest
 	err    error         // ErrNoQuorum, rollback errors, or ctx.Err()
 	split  bool          // not ok, but some nodes said yes: contenders split the vote
+	subs   int           // ok or split, and told its take: the clients subscribed (acquire.lua); -1: not told
 	took   time.Duration // how long the attempt took
 	ended  bool          // err is only ctx.Err(): it tells nothing of the nodes
 }
@@ -141,9 +142,9 @@ func (m *Mutex) acquire(ctx context.Context, maxWait, lease time.Duration) (bool
 		// attempt (see contention); a re-entrant one never waits. On a
 		// lock waited for lately, the first attempt tells the waiters of
 		// other clients when it takes the lock.
-		a = m.try(ctx, lease, renew, lately)
+		a = m.try(ctx, lease, renew, lately, false)
 		if lately && (a.ok || a.split) {
-			m.c.tookTurn(m.channel)
+			m.c.tookTurn(m.channel, max(a.subs+1, 0)) // this Client was not subscribed
 		}
 		if a.ok || maxWait == 0 {
 			return a.ok, a.err
@@ -159,8 +160,9 @@ func (m *Mutex) holds() bool {
 }
 
 // try makes one acquisition round. With tell, it tells the waiters when it
-// creates the lock's key on a node (a take, see queue.go).
-func (m *Mutex) try(ctx context.Context, lease time.Duration, renew, tell bool) attempt {
+// creates the lock's key on a node (a take, see queue.go); subscribed says
+// whether this Client is subscribed to the lock's channel (it waits).
+func (m *Mutex) try(ctx context.Context, lease time.Duration, renew, tell, subscribed bool) attempt {
 	if err := ctx.Err(); err != nil {
 		return attempt{err: err, ended: true}
 	}
@@ -180,10 +182,14 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew, tell bool) 
 	if c.opts.fencing && prev == 0 {
 		fencing = 1
 	}
-	args := [...]interface{}{m.key, m.marks, m.fence, m.field, prev + 1, lease.Milliseconds(), seq, fencing, nil}
-	n := len(args) - 1
+	args := [...]interface{}{m.key, m.marks, m.fence, m.field, prev + 1, lease.Milliseconds(), seq, fencing, nil, 0}
+	n := len(args) - 2
 	if tell {
-		args[n], n = m.channel, n+1
+		args[n] = m.channel
+		if subscribed {
+			args[n+1] = 1
+		}
+		n += 2
 	}
 	r := c.fanout(ctx, &acquireScript, args[:n], classifyAcquire, (*ballot).certain, m.rollback(seq, prev, lease))
 	ok := r.ballot.won() && validity(lease, since(start), dr) > 0
@@ -197,9 +203,9 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew, tell bool) 
 	undoErr := r.settle(!ok)
 	if ok {
 		m.grant(prev+1, seq, token, lease, &r.late, start.Add(lease-dr), renew)
-		return attempt{ok: true}
+		return attempt{ok: true, subs: subscribers(r)}
 	}
-	a := attempt{freeIn: m.freeIn(r, lease), split: r.ballot.yes > 0, took: elapsed}
+	a := attempt{freeIn: m.freeIn(r, lease), split: r.ballot.yes > 0, subs: subscribers(r), took: elapsed}
 	switch {
 	case ctx.Err() != nil:
 		a.err, a.ended = ctx.Err(), undoErr == nil
@@ -268,16 +274,18 @@ func (m *Mutex) fenceToken(ctx context.Context, r *round) (int64, error) {
 	return token, nil
 }
 
-// acquireReply is acquire.lua's reply: {1, counter} yes; {0, pttl} or
-// {0, 0} no. Parsing it allocates nothing (redis.Int64s would).
+// acquireReply is acquire.lua's reply: {1, counter} or {1, counter,
+// subscribers} yes; {0, pttl} or {0, 0} no. Parsing it allocates nothing
+// (redis.Int64s would).
 type acquireReply struct {
-	yes bool
-	n   int64 // yes: the fencing counter; no: the key's PTTL
+	yes  bool
+	n    int64 // yes: the fencing counter; no: the key's PTTL
+	subs int64 // yes, when the attempt told its take: the clients subscribed on the node; -1: not told
 }
 
 func parseAcquire(reply interface{}) (acquireReply, bool) {
 	vs, err := redis.Values(reply, nil)
-	if err != nil || len(vs) != 2 {
+	if err != nil || len(vs) < 2 || len(vs) > 3 {
 		return acquireReply{}, false
 	}
 	code, err := redis.Int64(vs[0], nil)
@@ -288,7 +296,28 @@ func parseAcquire(reply interface{}) (acquireReply, bool) {
 	if err != nil {
 		return acquireReply{}, false
 	}
-	return acquireReply{yes: code == 1, n: n}, true
+	a := acquireReply{yes: code == 1, n: n, subs: -1}
+	if len(vs) == 3 {
+		if a.subs, err = redis.Int64(vs[2], nil); err != nil {
+			return acquireReply{}, false
+		}
+	}
+	return a, true
+}
+
+// subscribers is the most clients subscribed to the lock's channel that a
+// node which said yes in r reported (-1: none did).
+func subscribers(r *round) int {
+	most := int64(-1)
+	for i, sl := range r.nodes {
+		if sl.vote != voteYes {
+			continue
+		}
+		if a, ok := parseAcquire(r.reply(i)); ok {
+			most = max(most, a.subs)
+		}
+	}
+	return int(most)
 }
 
 // classifyAcquire reads acquire.lua's reply as a vote.
@@ -393,8 +422,11 @@ func (m *Mutex) await(ctx context.Context, maxWait, lease time.Duration, renew b
 		}
 		c.trying(m.channel) // news that came before this attempt is answered by it
 		start := now()
-		next := m.try(ctx, lease, renew, true)
+		next := m.try(ctx, lease, renew, true, true)
 		c.timed(m.channel, since(start))
+		if next.ok || next.split {
+			c.tookTurn(m.channel, max(next.subs, 0))
+		}
 		if next.ok {
 			won = true
 			return true, nil
@@ -404,9 +436,6 @@ func (m *Mutex) await(ctx context.Context, maxWait, lease time.Duration, renew b
 		}
 		if !next.ended || a.err == nil {
 			a = next // an attempt that only saw ctx end keeps the one before
-		}
-		if next.split {
-			c.tookTurn(m.channel)
 		}
 		p.failed(c, a, next)
 	}

@@ -7,18 +7,23 @@
 -- ARGV[3]  lease in milliseconds
 -- ARGV[4]  attempt sequence number of this owner (increasing)
 -- ARGV[5]  '1': a new hold with fencing on: increment the fencing counter
--- ARGV[6]  optional, sent by a waiter's attempt: the lock's unlock channel.
---          When this attempt creates the key, it tells the other waiters:
---          "+<lease>/<subscribers>/<owner>/<sequence>", subscribers being
---          the clients subscribed to the channel on this node (see queue.go)
+-- ARGV[6]  optional: the lock's unlock channel, sent by an attempt that
+--          tells the waiters of its take (see queue.go). When this attempt
+--          creates the key and other clients than the owner's are
+--          subscribed, it publishes "+<lease>/<subscribers>/<owner>/<sequence>",
+--          subscribers being the clients subscribed on this node
+-- ARGV[7]  with ARGV[6]: '1' when the owner's client is subscribed (a
+--          waiter's attempt), '0' when not
 -- Returns  {1, counter} the owner holds the lock here now; counter is the
 --          fencing counter after this acquisition (0 without fencing);
+--          {1, counter, subscribers} when it created the key with ARGV[6];
 --          {0, pttl}    another owner holds it for pttl more milliseconds,
 --          or {0, 0} when this attempt was already rolled back (it arrived
 --          late, after its own rollback; nobody waits for that answer).
 -- The field ARGV[1]..'#' keeps the sequence of the owner's latest write, so a
 -- late, reordered write of an older attempt changes nothing.
 local seqf = ARGV[1] .. '#'
+local subs -- with ARGV[6], when this attempt creates the key
 -- Every attempt looks for a mark: one written after the attempt was sent
 -- (its rollback, or a release that overtook it) is the one that matters.
 local mark = redis.call('hget', KEYS[2], ARGV[1])
@@ -29,8 +34,10 @@ if redis.call('exists', KEYS[1]) == 0 then
   redis.call('hset', KEYS[1], ARGV[1], ARGV[2], seqf, ARGV[4])
   redis.call('pexpire', KEYS[1], ARGV[3])
   if ARGV[6] then
-    local subs = redis.call('pubsub', 'numsub', ARGV[6])[2]
-    redis.call('publish', ARGV[6], '+' .. ARGV[3] .. '/' .. subs .. '/' .. ARGV[1] .. '/' .. ARGV[4])
+    subs = redis.call('pubsub', 'numsub', ARGV[6])[2]
+    if subs > tonumber(ARGV[7]) then
+      redis.call('publish', ARGV[6], '+' .. ARGV[3] .. '/' .. subs .. '/' .. ARGV[1] .. '/' .. ARGV[4])
+    end
   end
 else
   local seq = redis.call('hget', KEYS[1], seqf)
@@ -45,7 +52,7 @@ else
   end
 end
 if ARGV[5] ~= '1' then
-  return {1, 0}
+  return {1, 0, subs}
 end
 -- The fencing counter grows by one per new hold, and never stays below the
 -- node's clock in milliseconds times 1024: a node that restarted empty (and
@@ -58,4 +65,4 @@ if c < floor then
   c = floor
 end
 redis.call('set', KEYS[3], string.format('%d', c))
-return {1, c}
+return {1, c, subs}

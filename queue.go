@@ -10,8 +10,9 @@ import (
 //
 // The head learns what happens to the lock from the messages on its unlock
 // channel, each node's in the order that node sent them: a release
-// ("<owner>/<sequence>", or "force:..."), and a take: a waiter's attempt
-// that created the lock's key on a node says so there
+// ("<owner>/<sequence>", or "force:..."), and a take: an attempt made while
+// waiting (or by a client that waited lately) that created the lock's key
+// on a node says so there when other clients are subscribed
 // ("+<lease ms>/<subscribers>/<owner>/<sequence>", scripts/acquire.lua).
 // The queue keeps the latest news for its head, and for each node whether
 // the last thing it said was a take. A head that was about to try (see
@@ -33,7 +34,7 @@ const (
 // waiter is one goroutine blocked in Lock or TryLock.
 type waiter struct {
 	wake  chan struct{} // capacity 1: the queue has news; only the head is woken
-	owner *Mutex
+	owner *Mutex        // the owner waiting
 }
 
 // waitQueue holds the waiters of one lock in this Client in arrival order,

@@ -201,11 +201,15 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew, tell, subsc
 	}
 	elapsed := since(start)
 	undoErr := r.settle(!ok)
+	subs := -1
+	if tell {
+		subs = subscribers(r)
+	}
 	if ok {
 		m.grant(prev+1, seq, token, lease, &r.late, start.Add(lease-dr), renew)
-		return attempt{ok: true, subs: subscribers(r)}
+		return attempt{ok: true, subs: subs}
 	}
-	a := attempt{freeIn: m.freeIn(r, lease), split: r.ballot.yes > 0, subs: subscribers(r), took: elapsed}
+	a := attempt{freeIn: m.freeIn(r, lease), split: r.ballot.yes > 0, subs: subs, took: elapsed}
 	switch {
 	case ctx.Err() != nil:
 		a.err, a.ended = ctx.Err(), undoErr == nil

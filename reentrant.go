@@ -649,7 +649,7 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	msg := "force:" + m.field + "/" + strconv.FormatInt(m.seq.Add(1), 10)
-	r := m.c.fanout(ctx, &forceScript, []interface{}{m.key, m.channel, msg}, classifyOne, (*ballot).done, nil)
+	r := m.c.fanout(ctx, &forceScript, []interface{}{m.key, m.marks, m.channel, msg, m.c.opts.lease.Milliseconds()}, classifyOne, (*ballot).done, nil)
 	m.c.wakeLocal(m.channel, "")
 	switch {
 	case r.ballot.won():

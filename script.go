@@ -8,7 +8,7 @@ import (
 
 // The Lua scripts, one per file in scripts/; each file's header says what it
 // takes and returns. mark.lua is not a script of its own: it defines the
-// function that release.lua and rollback.lua share, and is put in front of
+// function that release.lua, rollback.lua and force.lua share, and is put in front of
 // them.
 var (
 	//go:embed scripts/acquire.lua
@@ -35,7 +35,7 @@ var (
 	acquireScript  = newScript(3, acquireLua)
 	rollbackScript = newScript(2, markLua+rollbackLua)
 	releaseScript  = newScript(2, markLua+releaseLua)
-	forceScript    = newScript(1, forceLua)
+	forceScript    = newScript(2, markLua+forceLua)
 	inspectScript  = newScript(1, inspectLua)
 	viewScript     = newScript(1, viewLua)
 	renewScript    = newScript(-1, renewLua) // the key count is the first argument

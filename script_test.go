@@ -35,10 +35,10 @@ func TestUnitScriptCall(t *testing.T) {
 }
 
 func TestUnitScriptsShareTheMarkFunction(t *testing.T) {
-	for _, s := range []script{releaseScript, rollbackScript} {
+	for _, s := range []script{releaseScript, rollbackScript, forceScript} {
 		assert.Contains(t, s.src, "local function mark(")
 	}
-	for _, s := range []script{acquireScript, renewScript, forceScript} {
+	for _, s := range []script{acquireScript, renewScript, repairScript} {
 		assert.NotContains(t, s.src, "local function mark(", "only the scripts that mark carry the function")
 	}
 	seen := map[string]bool{}

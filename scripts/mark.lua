@@ -1,5 +1,5 @@
--- mark: put in front of release.lua and rollback.lua (see script.go), which
--- both refuse a straggling acquisition with a rollback mark.
+-- mark: put in front of release.lua, rollback.lua and force.lua (see
+-- script.go), which refuse a straggling acquisition (or repair) with a mark.
 -- mark(marks, owner, seq, ttl) records in the hash marks that acquire.lua
 -- must refuse the owner's attempts up to sequence seq on this node, for at
 -- least ttl milliseconds. Marks only grow, and their hash only lives

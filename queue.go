@@ -94,15 +94,38 @@ func (c *Client) keepIdle(channel string) {
 // within half an attempt time (a random part, for clients whose turns are
 // not known yet: they all count themselves first), and each client ahead
 // of a head puts its try off by two attempt times more, so that the first
-// try's take reaches the others before they try.
-func (c *Client) stagger(channel string) time.Duration {
+// try's take reaches the others before they try. first reports that this
+// Client's turn is first (see passedOver). A stagger never exceeds a node
+// timeout: it only waits for a take that, while the clients ahead still
+// wait, comes within a few attempt times.
+func (c *Client) stagger(channel string) (d time.Duration, first bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	q := c.queues[channel]
 	if q == nil || q.subs <= 1 || q.took <= 0 {
-		return 0
+		return 0, true
 	}
-	return time.Duration(q.turns.ahead(q.subs))*2*q.took + jitter(q.took/2)
+	ahead := q.turns.ahead(q.subs)
+	return min(time.Duration(ahead)*2*q.took+jitter(q.took/2), c.opts.nodeTimeout), ahead == 0
+}
+
+// minTook is the least attempt time a head's stagger counts with.
+const minTook = 50 * time.Microsecond
+
+// passedOver records that another client took the lock while the head of
+// channel, whose turn was first, staggered its try: its attempt time is
+// halved. Attempt times are each Client's own, and only a head's attempts
+// update its own; one that was once slow (a loaded machine, a slow node)
+// would otherwise make the first turn wait longer than the others' turns
+// allow for, and be passed over on every release without ever trying.
+// Halved at each pass, it tries within a few releases, and its next
+// attempts set it again.
+func (c *Client) passedOver(channel string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if q := c.queues[channel]; q != nil {
+		q.took = max(q.took/2, minTook)
+	}
 }
 
 // turns is the order in which the clients waiting for a lock took it, as

@@ -111,7 +111,7 @@ func TestUnitTurnsAreDistinct(t *testing.T) {
 // unitQueueClient is a Client with only what the queue needs: n nodes and
 // a waiter at the head of channel "ch", whose attempts take a millisecond.
 func unitQueueClient(n int) (*Client, *waiter) {
-	c := &Client{id: "self", peers: make([]*peer, n), queues: map[string]*waitQueue{}}
+	c := &Client{id: "self", peers: make([]*peer, n), queues: map[string]*waitQueue{}, opts: options{nodeTimeout: 250 * time.Millisecond}}
 	w := c.enqueue("ch", nil, time.Millisecond)
 	c.look("ch") // the first news of a head: try at once
 	return c, w
@@ -243,22 +243,34 @@ func TestUnitPacing(t *testing.T) {
 	c, _ := unitQueueClient(3)
 	q := c.queues["ch"]
 	q.took = time.Millisecond
-	assert.Zero(t, c.stagger("ch"), "alone: no take heard yet")
+	d, _ := c.stagger("ch")
+	assert.Zero(t, d, "alone: no take heard yet")
 	q.subs = 1
-	assert.Zero(t, c.stagger("ch"), "alone: one client subscribed")
+	d, _ = c.stagger("ch")
+	assert.Zero(t, d, "alone: one client subscribed")
 	q.subs = 3
+	var first bool
 	for i := 0; i < 100; i++ {
-		assert.Less(t, c.stagger("ch"), q.took/2, "a client without a turn yet counts itself first")
+		d, first = c.stagger("ch")
+		assert.Less(t, d, q.took/2, "a client without a turn yet counts itself first")
+		assert.True(t, first)
 	}
 	q.turns.heard(hash([]byte("a")), 1)
 	q.turns.won()
 	for i := 0; i < 100; i++ {
-		d := c.stagger("ch")
+		d, first = c.stagger("ch")
 		assert.GreaterOrEqual(t, d, 2*q.took, "a took the lock before this client did: it goes first")
 		assert.Less(t, d, 2*q.took+q.took/2)
+		assert.False(t, first)
 	}
+	q.took = time.Hour
+	d, _ = c.stagger("ch")
+	assert.Equal(t, c.opts.nodeTimeout, d, "a stagger is at most a node timeout")
+	q.took = time.Millisecond
 	q.turns.heard(hash([]byte("a")), 2)
-	assert.Less(t, c.stagger("ch"), q.took/2, "a took it since: this client's turn is first")
+	d, first = c.stagger("ch")
+	assert.Less(t, d, q.took/2, "a took it since: this client's turn is first")
+	assert.True(t, first)
 	q.turns.won() // a's turn is first again
 
 	p := unitPacing(t)
@@ -271,11 +283,55 @@ func TestUnitPacing(t *testing.T) {
 	assert.False(t, p.hear(c, "ch", taken, time.Second))
 	assert.Equal(t, waiting, p.state, "a take sends a staggering head back to waiting")
 
+	p.splits = 10
+	for i := 0; i < 100; i++ {
+		assert.Less(t, p.pause(time.Second, c.opts.nodeTimeout), c.opts.nodeTimeout, "a pause is at most a node timeout, however slow the attempts and many the splits")
+	}
+	p.splits = 0
+	for i := 0; i < 100; i++ {
+		assert.Less(t, p.pause(time.Millisecond, c.opts.nodeTimeout), 3*time.Millisecond, "the first pause: up to two attempt times and a millisecond")
+	}
 	p.failed(c, attempt{}, attempt{split: true, took: time.Millisecond})
 	assert.Equal(t, pausing, p.state)
 	assert.False(t, p.hear(c, "ch", taken, time.Second))
 	assert.False(t, p.hear(c, "ch", released, 0))
 	assert.Equal(t, pausing, p.state, "news never cuts a pause short")
+}
+
+// A head whose turn is first but whose attempt time is stale (its
+// attempts were once slow: a loaded machine, a slow node) staggers longer
+// than the others' turns allow for, and another client takes the lock on
+// every release: each such pass halves its attempt time, so it tries
+// within a few releases. (Before, it was passed over until its lease-long
+// timer ran out: whole clients starved in TestWaitersInManyClientsAllGetTheLock
+// in CI.) A head passed over when its turn was not first keeps its time.
+func TestUnitPassedOverFirstTurnCatchesUp(t *testing.T) {
+	c, _ := unitQueueClient(3)
+	q := c.queues["ch"]
+	q.subs, q.took = 3, 200*time.Millisecond
+	p := unitPacing(t)
+	passes := 0
+	for ; q.took > time.Millisecond; passes++ {
+		require.False(t, p.hear(c, "ch", released, 0))
+		require.Equal(t, staggering, p.state)
+		require.True(t, p.first)
+		require.False(t, p.hear(c, "ch", taken, time.Minute), "another client took the lock first")
+		require.Less(t, passes, 10)
+	}
+	t.Logf("a 200ms attempt time is below 1ms after %d passes", passes)
+	q.took = minTook
+	p.hear(c, "ch", released, 0)
+	p.hear(c, "ch", taken, time.Minute)
+	assert.Equal(t, minTook, q.took, "never below minTook")
+
+	q.took = 10 * time.Millisecond
+	q.turns.heard(hash([]byte("a")), 1)
+	q.turns.won()
+	q.turns.heard(hash([]byte("b")), 2) // a's turn is first, then this client's
+	require.False(t, p.hear(c, "ch", released, 0))
+	require.False(t, p.first)
+	p.hear(c, "ch", taken, time.Minute)
+	assert.Equal(t, 10*time.Millisecond, q.took, "a head whose turn was not first was not passed over")
 }
 
 // Only the Client's own attempts and takes change its turn: its own take

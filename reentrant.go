@@ -460,7 +460,8 @@ func (m *Mutex) waitEnded(ctx context.Context, a attempt) error {
 type pacing struct {
 	timer  *time.Timer
 	state  paceState
-	splits int // split votes in a row
+	first  bool // staggering, and this Client's turn is first
+	splits int  // split votes in a row
 }
 
 type paceState uint8
@@ -491,13 +492,16 @@ func (p *pacing) arm(d time.Duration) {
 func (p *pacing) hear(c *Client, channel string, n news, lease time.Duration) bool {
 	switch {
 	case n == released && p.state == waiting:
-		d := c.stagger(channel)
+		d, first := c.stagger(channel)
 		if d == 0 {
 			return true
 		}
-		p.state = staggering
+		p.state, p.first = staggering, first
 		p.arm(d)
 	case n == taken && p.state != pausing:
+		if p.state == staggering && p.first {
+			c.passedOver(channel)
+		}
 		p.state = waiting
 		p.arm(lease + jitter(time.Millisecond))
 	}
@@ -519,15 +523,23 @@ func (p *pacing) failed(c *Client, a, next attempt) {
 		// wake-ups do not cut short, scaled by how long an attempt takes
 		// (sub-millisecond on a healthy cluster, longer when slow nodes
 		// keep attempts open), doubled with every split in a row so that
-		// many contenders spread out.
+		// many contenders spread out, and never above a node timeout: a
+		// pause ignores news, so a long one (slow attempts, many splits in
+		// a row) would keep the head out of every handoff meanwhile.
 		p.state = pausing
-		p.arm(jitter((2*next.took + time.Millisecond) << min(p.splits, 6)))
+		p.arm(p.pause(next.took, c.opts.nodeTimeout))
 		p.splits++
 	case a.err != nil:
 		p.arm(c.retryAfterError())
 	default:
 		p.arm(a.freeIn + jitter(time.Millisecond))
 	}
+}
+
+// pause is how long a head pauses after a split vote (see failed), given
+// how long the attempt took and the longest pause.
+func (p *pacing) pause(took, most time.Duration) time.Duration {
+	return jitter(min((2*took+time.Millisecond)<<min(p.splits, 6), most))
 }
 
 // Unlock releases one hold: with a count above one it lowers the count on

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gomodule/redigo/redis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -160,4 +161,37 @@ func TestFencingTokensIncreaseUnderFaults(t *testing.T) {
 			assert.Empty(t, store.rejected)
 		})
 	}
+}
+
+// Fencing counters expire (a day after the lock's last fenced
+// acquisition, by default), so the counters of locks no longer used do not
+// pile up on the nodes; a token taken after the counters expired is still
+// above every earlier one, since a fresh counter starts from the node's
+// clock × 1024 (docs/safety.md, "Fencing tokens"). Expiry is simulated by
+// deleting the counters on every node, which is what it does. 200 quick
+// holds come first, so that the counter runs ahead of the clock floor as
+// far as one lock's acquisitions can take it.
+func TestFencingCountersExpireAndTokensStillGrow(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	ctx := context.Background()
+	m := dial(t, cl, redlock.WithFencing()).NewMutex("fence-ttl")
+	var last int64
+	for i := 0; i < 200; i++ {
+		require.NoError(t, m.Lock(ctx))
+		require.Greater(t, m.Token(), last)
+		last = m.Token()
+		require.NoError(t, m.Unlock(ctx))
+	}
+	const counter = "redlock:fence:fence-ttl"
+	for i := 0; i < cl.N(); i++ {
+		ttl, err := redis.Int64(cl.Do(i, "PTTL", counter))
+		require.NoError(t, err)
+		assert.Greater(t, ttl, int64(23*time.Hour/time.Millisecond), "node %d: the counter expires, a day after the last fenced acquisition", i)
+		assert.LessOrEqual(t, ttl, int64(24*time.Hour/time.Millisecond), "node %d", i)
+		_, err = cl.Do(i, "DEL", counter)
+		require.NoError(t, err)
+	}
+	require.NoError(t, m.Lock(ctx))
+	assert.Greater(t, m.Token(), last, "a token taken after the counters expired")
+	require.NoError(t, m.Unlock(ctx))
 }

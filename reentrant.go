@@ -178,9 +178,9 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew, tell, subsc
 	dr := drift(lease, c.opts.driftFactor)
 	start := now()
 	c.useLease(lease)
-	fencing := 0
+	var fencing int64
 	if c.opts.fencing && prev == 0 {
-		fencing = 1
+		fencing = c.fenceTTL(lease).Milliseconds()
 	}
 	args := [...]interface{}{m.key, m.marks, m.fence, m.field, prev + 1, lease.Milliseconds(), seq, fencing, nil, 0}
 	n := len(args) - 2
@@ -195,7 +195,7 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew, tell, subsc
 	ok := r.ballot.won() && validity(lease, since(start), dr) > 0
 	var token int64
 	var fenceErr error
-	if ok && fencing == 1 {
+	if ok && fencing != 0 {
 		token, fenceErr = m.fenceToken(ctx, r)
 		ok = fenceErr == nil && validity(lease, since(start), dr) > 0
 	}
@@ -242,6 +242,26 @@ func joinRollback(name string, err, undoErr error) error {
 	return fmt.Errorf("%w; rollback: %w", err, undoErr)
 }
 
+// minFenceTTL is how long a lock's fencing counter lives on a node after
+// the lock's last fenced acquisition, at least.
+const minFenceTTL = 24 * time.Hour
+
+// fenceTTL is how long a fencing counter lives after a fenced acquisition
+// with lease: a day, or twice the quarantine period and the lease when that
+// is longer. A counter that expired is like one a restart lost: the next
+// token starts from the node's clock × 1024, above every earlier token as
+// long as node clocks differ by less than the quarantine (docs/safety.md),
+// so the TTL only has to outlast the quarantine and the lease; it is far
+// longer, and counters of locks no longer used do not pile up.
+func (c *Client) fenceTTL(lease time.Duration) time.Duration {
+	const most = 10 * 365 * 24 * time.Hour
+	q := c.quarantinePeriod()
+	if q >= most || lease >= most {
+		return 2 * most
+	}
+	return max(minFenceTTL, 2*(q+lease))
+}
+
 // fenceToken returns the fencing token of a won acquisition round: the
 // largest counter among the nodes that granted it. Unless a majority already
 // reported exactly that value, it is first raised to at least the token on a
@@ -271,7 +291,7 @@ func (m *Mutex) fenceToken(ctx context.Context, r *round) (int64, error) {
 	if at >= m.c.quorum && below == 0 {
 		return token, nil
 	}
-	wb := m.c.fanout(ctx, &fenceScript, []interface{}{m.fence, token}, classifyOne, (*ballot).certain, nil)
+	wb := m.c.fanout(ctx, &fenceScript, []interface{}{m.fence, token, m.c.fenceTTL(m.c.opts.lease).Milliseconds()}, classifyOne, (*ballot).certain, nil)
 	if !wb.ballot.won() {
 		return 0, wb.noQuorum("fencing token write-back for " + strconv.Quote(m.name))
 	}

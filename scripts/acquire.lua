@@ -6,7 +6,8 @@
 -- ARGV[2]  hold count to record (the client's authoritative count)
 -- ARGV[3]  lease in milliseconds
 -- ARGV[4]  attempt sequence number of this owner (increasing)
--- ARGV[5]  '1': a new hold with fencing on: increment the fencing counter
+-- ARGV[5]  '0', or, for a new hold with fencing on, how long the fencing
+--          counter lives after this acquisition, milliseconds: increment it
 -- ARGV[6]  optional: the lock's unlock channel, sent by an attempt that
 --          tells the waiters of its take (see queue.go). When this attempt
 --          creates the key and other clients than the owner's are
@@ -51,18 +52,19 @@ else
     redis.call('pexpire', KEYS[1], ARGV[3])
   end
 end
-if ARGV[5] ~= '1' then
+if ARGV[5] == '0' then
   return {1, 0, subs}
 end
 -- The fencing counter grows by one per new hold, and never stays below the
 -- node's clock in milliseconds times 1024: a node that restarted empty (and
--- lost its counter) starts above every token issued before its restart, as
--- long as node clocks differ by less than the restart quarantine.
+-- lost its counter), or whose counter expired (ARGV[5] after the lock's last
+-- fenced acquisition), starts above every token issued before, as long as
+-- node clocks differ by less than the restart quarantine (docs/safety.md).
 local t = redis.call('time')
 local floor = (tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)) * 1024
 local c = tonumber(redis.call('get', KEYS[3]) or '0') + 1
 if c < floor then
   c = floor
 end
-redis.call('set', KEYS[3], string.format('%d', c))
+redis.call('set', KEYS[3], string.format('%d', c), 'PX', ARGV[5])
 return {1, c, subs}

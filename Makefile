@@ -5,7 +5,7 @@ FUZZTIME ?= 30s
 # Every other Go module in the repository (bench/, and adapters to come).
 MODULES := $(sort $(patsubst ./%/go.mod,%,$(shell find . -mindepth 2 -name go.mod -not -path './.git/*')))
 
-.PHONY: test redis vet fuzz soak bench
+.PHONY: test redis vet fuzz soak bench compat
 
 test: redis vet
 	$(GO) test -race -count=1 -timeout 9m ./...
@@ -25,6 +25,13 @@ fuzz:
 
 soak: redis
 	REDLOCK_SOAK=$${REDLOCK_SOAK:-20} $(GO) test -race -count=1 -timeout 60m -run '^TestChaos' -v .
+
+# The oldest Go the go.mod allows: vet and the unit tests (no Redis needed)
+# with that toolchain, which the go command fetches from the module proxy.
+COMPAT_GO ?= go1.22.12
+compat:
+	GOTOOLCHAIN=$(COMPAT_GO) $(GO) vet . ./redlocktest ./cmd/...
+	GOTOOLCHAIN=$(COMPAT_GO) $(GO) test -count=1 -run '^TestUnit' .
 
 bench:
 	@./.ci/ensure-redis

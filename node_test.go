@@ -233,6 +233,32 @@ func TestSlowNodesCountOnceConnected(t *testing.T) {
 	}
 }
 
+// WithSetupTimeout bounds a connection's set-up: with 300ms round trips to
+// two of three nodes, a client whose set-up may take 200ms never connects
+// to them (every attempt fails for want of a quorum, and says why), while
+// one allowed 3s uses them.
+func TestSetupTimeoutBoundsConnecting(t *testing.T) {
+	cl := redlocktest.Start(t, 3, redlocktest.WithProxy())
+	require.NoError(t, cl.SetLatency(1, 150*time.Millisecond))
+	require.NoError(t, cl.SetLatency(2, 150*time.Millisecond))
+	ctx := context.Background()
+	short := dial(t, cl, redlock.WithNodeTimeout(time.Second), redlock.WithSetupTimeout(200*time.Millisecond)).NewMutex("setup")
+	long := dial(t, cl, redlock.WithNodeTimeout(time.Second), redlock.WithSetupTimeout(3*time.Second)).NewMutex("setup")
+	var err error
+	for end := time.Now().Add(1500 * time.Millisecond); time.Now().Before(end); {
+		var ok bool
+		ok, err = short.TryLock(ctx, 0, 0)
+		require.False(t, ok, "a node whose set-up cannot finish in time counted")
+		require.ErrorIs(t, err, redlock.ErrNoQuorum)
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("the short set-up: %v", err)
+	require.Eventually(t, func() bool {
+		ok, err := long.TryLock(ctx, 0, 0)
+		return err == nil && ok && long.Unlock(ctx) == nil
+	}, 20*time.Second, 10*time.Millisecond, "the long set-up never connected")
+}
+
 // Close stops the whole connection layer at once, whatever state each node
 // is in: a healthy node (writer and reader), a dead one (reconnecting with
 // backoff) and a paused one (a connection's set-up waiting on the node),

@@ -21,6 +21,8 @@ type options struct {
 	quarantine  time.Duration // < 0: the longest lease used (the default); 0: off
 	youngNodes  bool          // also quarantine nodes first seen with a short uptime
 	conns       int           // long-lived connections per node
+	setup       time.Duration // bound of a connection's dial and set-up
+	setupSet    bool          // WithSetupTimeout was given (else the default)
 }
 
 func defaultOptions() options {
@@ -60,6 +62,9 @@ func (o *options) validate() error {
 	if o.conns < 1 || o.conns > maxConns {
 		return invalid("WithConnections(%d): want 1 to %d connections per node", o.conns, maxConns)
 	}
+	if o.setupSet && o.setup <= 0 {
+		return invalid("WithSetupTimeout(%v): the timeout must be positive", o.setup)
+	}
 	if o.youngNodes && o.quarantine == 0 {
 		return invalid("WithQuarantineYoungNodes with WithQuarantine(0): quarantine is off")
 	}
@@ -98,6 +103,18 @@ const maxConns = 64
 // helps only when one connection's writer or reader saturates a core. The
 // calls of one lock always share a connection.
 func WithConnections(n int) Option { return func(o *options) { o.conns = n } }
+
+// WithSetupTimeout bounds how long connecting to a node may take: the
+// dial, TLS, AUTH and SELECT, and one round trip of INFO server and SCRIPT
+// LOAD. Set-up runs in the background, apart from any command's node
+// timeout (a call that needs a connection being set up waits for it within
+// its own deadline); a node whose set-up does not finish in time is tried
+// again with backoff. Default 8 node timeouts, at least 2s: a node whose
+// round trip is close to the node timeout still connects. Raise it for
+// links where a TLS handshake takes longer than that.
+func WithSetupTimeout(d time.Duration) Option {
+	return func(o *options) { o.setup, o.setupSet = d, true }
+}
 
 // WithKeyPrefix sets the namespace of every key and pub/sub channel the
 // client uses. Default "redlock:".

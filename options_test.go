@@ -52,6 +52,8 @@ func unitBadOptions() []struct {
 		{"node timeout default, lease 600ms", []Option{WithLease(600 * time.Millisecond)}, "WithNodeTimeout"},
 		{"node timeout huge", []Option{WithNodeTimeout(time.Duration(math.MaxInt64/2 + 1))}, "WithNodeTimeout"},
 		{"logger nil", []Option{WithLogger(nil)}, "WithLogger"},
+		{"setup timeout 0", []Option{WithSetupTimeout(0)}, "WithSetupTimeout(0s)"},
+		{"setup timeout -1s", []Option{WithSetupTimeout(-time.Second)}, "WithSetupTimeout(-1s)"},
 		{"nil option", []Option{nil}, "nil Option"},
 		{"nil option after a good one", []Option{WithLease(time.Minute), nil}, "nil Option"},
 	}

@@ -171,7 +171,12 @@ func (c *Client) closeTimeout() time.Duration { return 4 * c.opts.nodeTimeout }
 // for a node whose round trip is close to the node timeout (a dial, AUTH,
 // and one pipelined round trip of INFO and SCRIPT LOAD), and apart from any
 // command's budget.
-func (c *Client) setupTimeout() time.Duration { return max(2*time.Second, 8*c.opts.nodeTimeout) }
+func (c *Client) setupTimeout() time.Duration {
+	if c.opts.setupSet {
+		return c.opts.setup
+	}
+	return max(2*time.Second, 8*c.opts.nodeTimeout)
+}
 
 // Close releases every lock this client still holds (waiting at most a few
 // node timeouts), stops the watchdog, closes every connection and waits for

@@ -381,11 +381,12 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 
 // Lost returns a channel that is closed when the current hold ends: when it
 // can no longer be trusted (renewal failed on a quorum until its validity
-// ran out, or a fixed lease reached Until) or when the last Unlock released
-// it, or gave it up (its release reached no quorum: the Client finishes it,
-// see Unlock). Each hold has its own channel; call Lost after Lock returns. When the
-// Mutex holds nothing the channel is already closed. redlock closes it; the
-// caller only receives from it.
+// ran out, or a fixed lease reached Until), when the last Unlock released
+// it, or when the last Unlock reached no quorum (the hold is given up and
+// the Client finishes its release: see Unlock). Each hold has its own
+// channel; call Lost after Lock returns. When the Mutex holds nothing the
+// channel is already closed. redlock closes it; the caller only receives
+// from it.
 func (m *Mutex) Lost() <-chan struct{} {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -585,11 +585,12 @@ func (m *Mutex) release(ctx context.Context) error {
 		return m.confirmRelease(ctx, h)
 	}
 	c := m.c
-	dropped := now()
+	var dropped time.Time
 	if target == 0 {
 		// The watchdog must not re-create the key this release deletes:
 		// from here on it sends no repair of h, and releaseArgs sees the
 		// repairs already sent.
+		dropped = now()
 		c.wd.drop(h)
 	}
 	seq := m.seq.Add(1)

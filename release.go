@@ -142,7 +142,7 @@ func (e *owedRelease) call() (cl call, ok bool) {
 func (rl *releaser) send(ctx context.Context, es []*owedRelease) {
 	c := rl.c
 	calls := make([]call, 0, len(es))
-	sent := es[:0:0]
+	sent := make([]*owedRelease, 0, len(es))
 	for _, e := range es {
 		if cl, ok := e.call(); ok {
 			calls = append(calls, cl)

@@ -8,10 +8,10 @@ import (
 // acquisition to its end. It owns every change of its state: grant starts it
 // or records a re-entrant acquisition, lower and extend change it while it
 // lasts, and end, which every path that finishes it calls (the last Unlock,
-// an Unlock that finds it gone, the watchdog finding another owner, its
-// validity running out, Close), closes Lost exactly once and unregisters it
-// from the watchdog and the Client. Other files ask it; they do not touch
-// its fields.
+// whether its release reached a quorum or not, an Unlock that finds it
+// gone, the watchdog finding another owner, its validity running out,
+// Close), closes Lost exactly once and unregisters it from the watchdog and
+// the Client. Other files ask it; they do not touch its fields.
 type hold struct {
 	m    *Mutex
 	lost chan struct{} // closed by end
@@ -28,6 +28,7 @@ type hold struct {
 	renew bool          // taken with the watchdog lease
 	watch bool          // in the watchdog's queue (see watchdog.add)
 	state holdState
+	final int64 // unsure: the sequence of the final release, which every retry sends again
 
 	// The hold's key and owner field as renew.lua's arguments, boxed at its
 	// first renewal (the watchdog's loop alone uses them).
@@ -39,8 +40,9 @@ type holdState uint8
 
 const (
 	holding holdState = iota // valid until until
-	unsure                   // a final release reached no quorum: it may have released on a majority
 	owed                     // ended by a loss: an Unlock still owes the nodes a delete
+	unsure                   // ended by a final release that reached no quorum: the Client sends it again (see releaser)
+	freed                    // unsure, then confirmed by a majority or outlived by its lease: the next Unlock answers nil
 	over                     // ended, nothing owed
 )
 
@@ -50,10 +52,11 @@ func (s holdState) ended() bool { return s >= owed }
 type endReason uint8
 
 const (
-	endReleased endReason = iota // the last Unlock, or Close, released it
-	endDenied                    // an Unlock found it was not ours on a majority
-	endExpired                   // its validity ran out without renewal on a quorum
-	endTaken                     // renewal found it gone or another owner's on a majority
+	endReleased    endReason = iota // the last Unlock, or Close, released it
+	endDenied                       // an Unlock found it was not ours on a majority
+	endExpired                      // its validity ran out without renewal on a quorum
+	endTaken                        // renewal found it gone or another owner's on a majority
+	endUnconfirmed                  // the last Unlock's release reached no quorum: given up, released in the background
 )
 
 // grant records an acquisition of m that reached a quorum: count holds with
@@ -107,8 +110,8 @@ func (m *Mutex) holding() (count int, until time.Time, token int64) {
 }
 
 // toRelease returns what an Unlock of m releases: the hold, nil when there
-// is nothing to release; the count it leaves, 0 for the last hold or a lost
-// one; and the hold's state.
+// is nothing to release; the count it leaves, 0 for the last hold or one
+// that has ended; and the hold's state.
 func (m *Mutex) toRelease() (*hold, int, holdState) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -116,8 +119,8 @@ func (m *Mutex) toRelease() (*hold, int, holdState) {
 	switch {
 	case h == nil || h.state == over:
 		return nil, 0, over
-	case h.state == owed:
-		return h, 0, owed
+	case h.state.ended():
+		return h, 0, h.state
 	}
 	return h, h.count - 1, h.state
 }
@@ -167,9 +170,13 @@ func (h *hold) endLocked(why endReason) bool {
 	if h.state.ended() {
 		return false
 	}
-	h.state = over
-	if why == endExpired || why == endTaken {
+	switch why {
+	case endExpired, endTaken:
 		h.state = owed
+	case endUnconfirmed:
+		h.state = unsure
+	default:
+		h.state = over
 	}
 	if h.timer != nil {
 		h.timer.Stop()
@@ -199,26 +206,53 @@ func (h *hold) lower(count int, seq int64) {
 	h.m.mu.Unlock()
 }
 
-// doubt records a final release that reached no quorum: the hold is still
-// this owner's (renewed again if it was) until a retry reaches a quorum, and
-// that retry counts a node where the key is gone as released.
-func (h *hold) doubt() {
+// giveUp ends the hold when its final release, sent with sequence seq,
+// reached no quorum: the hold is over for its owner (Lost closes, the
+// watchdog no longer renews it), and the Client must finish the release
+// (see releaser). It reports whether the hold ended now, with the lease its
+// keys were last given; false when it had ended before (lost meanwhile:
+// nothing more is owed than for any lost hold).
+func (h *hold) giveUp(seq int64) (lease time.Duration, ended bool) {
 	m := h.m
 	m.mu.Lock()
-	renew := h.renew && !h.state.ended()
-	if h.state == holding {
-		h.state = unsure
+	ended = h.endLocked(endUnconfirmed)
+	if ended {
+		h.final = seq
 	}
+	lease = h.lease
 	m.mu.Unlock()
-	if renew {
-		m.c.wd.add(h)
+	if ended {
+		h.unregister(endUnconfirmed)
 	}
+	return lease, ended
 }
 
-// paid records that the nodes were sent the delete a lost hold owed them.
-func (h *hold) paid() {
+// unconfirmed returns the sequence of the hold's final release while no
+// majority has confirmed it (unsure); false once one has, or its lease ran
+// out, or the owner's Unlock was told.
+func (h *hold) unconfirmed() (seq int64, ok bool) {
 	h.m.mu.Lock()
-	if h.state == owed {
+	defer h.m.mu.Unlock()
+	return h.final, h.state == unsure
+}
+
+// free records that nothing is left of an unsure hold on a majority: its
+// release was confirmed there, or its lease has run out on every node. The
+// owner's next Unlock answers nil.
+func (h *hold) free() {
+	h.m.mu.Lock()
+	if h.state == unsure {
+		h.state = freed
+	}
+	h.m.mu.Unlock()
+}
+
+// finish records that an Unlock of the ended hold told its owner what was
+// left to tell: a lost hold's delete was sent (owed), or its release
+// finished (unsure, freed). Nothing is owed after it.
+func (h *hold) finish() {
+	h.m.mu.Lock()
+	if h.state.ended() {
 		h.state = over
 	}
 	h.m.mu.Unlock()
@@ -327,7 +361,9 @@ func (h *hold) mayLandLocked(ordered bool) bool {
 
 // releaseArgs are release.lua's keys and arguments for setting the hold's
 // count to target with sequence seq; ordered says whether the release goes
-// on the lock's lane. Under m.op, like every release.
+// on the lock's lane. Under m.op, like every release of a hold that lasts
+// (grant may add stragglers to it); the releaser's retries of an unsure
+// hold need not: nothing adds stragglers to a hold that has ended.
 func (h *hold) releaseArgs(target int, seq int64, ordered bool) []interface{} {
 	m := h.m
 	m.mu.Lock()
@@ -345,10 +381,12 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 
 // Lost returns a channel that is closed when the current hold ends: when it
 // can no longer be trusted (renewal failed on a quorum until its validity
-// ran out, or a fixed lease reached Until) or when the last Unlock released
-// it. Each hold has its own channel; call Lost after Lock returns. When the
-// Mutex holds nothing the channel is already closed. redlock closes it; the
-// caller only receives from it.
+// ran out, or a fixed lease reached Until), when the last Unlock released
+// it, or when the last Unlock reached no quorum (the hold is given up and
+// the Client finishes its release: see Unlock). Each hold has its own
+// channel; call Lost after Lock returns. When the Mutex holds nothing the
+// channel is already closed. redlock closes it; the caller only receives
+// from it.
 func (m *Mutex) Lost() <-chan struct{} {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -45,6 +45,7 @@ func TestUnlockRetriedAfterNoQuorumReleasesOnce(t *testing.T) {
 	}
 	err := m.Unlock(ctx)
 	require.ErrorIs(t, err, redlock.ErrNoQuorum)
+	assert.False(t, closed(m.Lost()), "a failed inner Unlock keeps the hold")
 	for _, i := range []int{0, 1, 2} {
 		require.NoError(t, cl.Resume(i))
 	}
@@ -58,11 +59,12 @@ func TestUnlockRetriedAfterNoQuorumReleasesOnce(t *testing.T) {
 		require.NoError(t, cl.Pause(i))
 	}
 	require.ErrorIs(t, m.Unlock(ctx), redlock.ErrNoQuorum)
+	assert.True(t, closed(m.Lost()), "a failed last Unlock ends the hold")
 	for _, i := range []int{0, 1, 2} {
 		require.NoError(t, cl.Resume(i))
 	}
-	// The paused nodes ran the release once resumed; the retry finds the key
-	// gone everywhere and still succeeds.
+	// The paused nodes ran the release once resumed (or the Client sent it
+	// again); the retry reports it done.
 	require.Eventually(t, func() bool {
 		for _, c := range counts(t, cl, "retry") {
 			if c != "" {

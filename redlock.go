@@ -63,7 +63,8 @@ type Client struct {
 	idle   []string              // channels whose queues had no waiter left, oldest first (see keepIdle)
 	nqueue atomic.Int32          // len(queues), read without mu by the first attempt of a Lock
 
-	wd *watchdog
+	wd  *watchdog
+	rel *releaser // the releases Unlock could not confirm
 
 	closeOnce sync.Once
 	closeErr  error
@@ -153,6 +154,7 @@ func newClient(nodes []*Node, o options) (*Client, error) {
 		c.peers[i] = newPeer(c, n, i)
 	}
 	c.wd = newWatchdog(c)
+	c.rel = newReleaser(c)
 	return c, nil
 }
 
@@ -178,12 +180,13 @@ func (c *Client) setupTimeout() time.Duration {
 	return max(2*time.Second, 8*c.opts.nodeTimeout)
 }
 
-// Close releases every lock this client still holds (waiting at most a few
-// node timeouts), stops the watchdog, closes every connection and waits for
-// the goroutines that served them. Pools given to NewNode stay open.
-// Waiters blocked in Lock or TryLock return ErrClosed. Every later call
-// returns ErrClosed. Close is idempotent; it returns the errors of releases
-// that failed.
+// Close releases every lock this client still holds, and sends once more
+// the releases that an Unlock could not confirm (see Mutex.Unlock), waiting
+// at most a few node timeouts; then it stops the watchdog, closes every
+// connection and waits for the goroutines that served them. Pools given to
+// NewNode stay open. Waiters blocked in Lock or TryLock return ErrClosed.
+// Every later call returns ErrClosed. Close is idempotent; it returns the
+// errors of releases that failed.
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
 		c.closed.Store(true)

@@ -564,10 +564,25 @@ func (p *pacing) pause(took, most time.Duration) time.Duration {
 
 // Unlock releases one hold: with a count above one it lowers the count on
 // every node; the last hold deletes the lock and wakes waiters. It returns
-// ErrNotHeld when this owner does not hold the lock (never locked, already
-// released, or lost: then it still deletes what is left of its hold), and
-// ErrNoQuorum when too few nodes answered to tell; then the hold is kept and
-// Unlock may be retried: a retry never releases twice.
+// nil when a majority confirmed it, and ErrNotHeld when this owner does not
+// hold the lock (never locked, already released, or lost: then it still
+// deletes what is left of its hold).
+//
+// When too few nodes answered to tell, it returns ErrNoQuorum (wrapping
+// ctx.Err() when ctx ended), and then:
+//   - The last hold ends all the same: Lost closes, the watchdog stops
+//     renewing it, and the Client sends the release again in the background
+//     until a majority confirms it, the hold's lease has run out on every
+//     node, or Close; the outcome is logged. Ignoring the error, as
+//     `defer m.Unlock(ctx)` does, never keeps the lock held. A later Unlock
+//     is harmless: it sends the same release once more and returns nil when
+//     the release is done (confirmed by a majority, or outlived by its
+//     lease), ErrNoQuorum while it is not; after that nil, ErrNotHeld.
+//   - An inner hold (a count above one) is kept and still renewed: the count
+//     is what it was, and Unlock should be retried. A retry writes the same
+//     count and never releases twice. An inner Unlock whose error is ignored
+//     leaves the owner one hold deeper than its code thinks, so that its
+//     last Unlock only lowers the count: check the error of inner Unlocks.
 func (m *Mutex) Unlock(ctx context.Context) error {
 	if err := m.ensureUsable(); err != nil {
 		return err
@@ -583,32 +598,29 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 // release sends one release round. m.op must be held.
 func (m *Mutex) release(ctx context.Context) error {
 	h, target, state := m.toRelease()
-	if h == nil {
+	switch {
+	case h == nil:
 		return ErrNotHeld
+	case state == unsure || state == freed:
+		return m.confirmRelease(ctx, h)
 	}
 	c := m.c
+	var dropped time.Time
 	if target == 0 {
 		// The watchdog must not re-create the key this release deletes:
 		// from here on it sends no repair of h, and releaseArgs sees the
 		// repairs already sent.
+		dropped = now()
 		c.wd.drop(h)
 	}
 	seq := m.seq.Add(1)
-	// A retry of a final release that reached no quorum: the first try was
-	// sent while the hold was valid and may have released it on a majority,
-	// after which the key is gone or another owner has it. Either way the
-	// hold ended at the first try, so every answer counts as released.
-	classify := classifyOne
-	if state == unsure && target == 0 {
-		classify = classifyAnyInt
-	}
-	r := c.fanout(ctx, &releaseScript, h.releaseArgs(target, seq, true), classify, (*ballot).certain, nil)
+	r := c.fanout(ctx, &releaseScript, h.releaseArgs(target, seq, true), classifyOne, (*ballot).certain, nil)
 	if target == 0 {
 		c.wakeLocal(m.channel, m.field+"/"+strconv.FormatInt(seq, 10))
 	}
 	switch {
 	case state == owed:
-		h.paid() // the hold was gone before this round; it only cleaned up
+		h.finish() // the hold was gone before this round; it only cleaned up
 		return ErrNotHeld
 	case r.ballot.won() && target == 0:
 		h.end(endReleased)
@@ -620,15 +632,42 @@ func (m *Mutex) release(ctx context.Context) error {
 		h.end(endDenied) // not ours on a majority: lost without us noticing
 		return ErrNotHeld
 	}
+	op := "unlock " + strconv.Quote(m.name)
 	if target == 0 {
-		h.doubt()
+		// The last hold ends here whatever the nodes did; the Client
+		// finishes its release. No renewal was sent after dropped, so no
+		// node holds its keys a lease and a node timeout later.
+		if lease, ended := h.giveUp(seq); ended {
+			c.rel.add(h, dropped.Add(lease+c.opts.nodeTimeout))
+			op += " (the hold has ended; its release is retried in the background)"
+		}
 	}
-	return withCtx(ctx, r.noQuorum("unlock "+strconv.Quote(m.name)))
+	return withCtx(ctx, r.noQuorum(op))
+}
+
+// confirmRelease answers an Unlock of a hold whose final release reached
+// no quorum: it sends that release again, with its sequence, unless it is
+// done already, and returns nil once it is done (a majority confirmed it,
+// or its lease ran out), ErrNoQuorum while not (the Client keeps retrying).
+// The first try was sent while the hold was valid and may have released it
+// on a majority, after which the key is gone or another owner has it:
+// every answer counts as released. m.op must be held.
+func (m *Mutex) confirmRelease(ctx context.Context, h *hold) error {
+	if seq, unsure := h.unconfirmed(); unsure {
+		r := m.c.fanout(ctx, &releaseScript, h.releaseArgs(0, seq, true), classifyAnyInt, (*ballot).certain, nil)
+		if !r.ballot.won() {
+			return withCtx(ctx, r.noQuorum("unlock "+strconv.Quote(m.name)+" (a retry; the hold has ended and its release is retried in the background)"))
+		}
+		m.c.wakeLocal(m.channel, "")
+	}
+	h.finish()
+	return nil
 }
 
 // releaseHolds releases every hold of ms in one pipelined round trip per
 // node (Close), so a thousand holds cost a few round trips, not a thousand
-// fan-outs. It returns an error per hold that too few nodes confirmed.
+// fan-outs, together with the releases that Unlock could not confirm (see
+// releaser). It returns an error per release that too few nodes confirmed.
 func (c *Client) releaseHolds(ctx context.Context, ms []*Mutex) *multierror.Error {
 	var hs []*hold
 	var calls []call
@@ -643,30 +682,34 @@ func (c *Client) releaseHolds(ctx context.Context, ms []*Mutex) *multierror.Erro
 		hs = append(hs, h)
 		calls = append(calls, releaseScript.call(h.releaseArgs(0, m.seq.Add(1), false)...))
 	}
-	if len(hs) == 0 {
+	// After every m.op: an Unlock that failed meanwhile has handed its
+	// release to the releaser.
+	var owed []*owedRelease
+	for _, e := range c.rel.take(true) {
+		if cl, ok := e.call(); ok {
+			owed = append(owed, e)
+			calls = append(calls, cl)
+		}
+	}
+	if len(calls) == 0 {
 		return nil
 	}
 	results := c.broadcast(ctx, c.closeTimeout(), func(int) []call { return calls })
 	var errs *multierror.Error
 	for j, h := range hs {
-		released := 0
-		var nodeErrs *multierror.Error
-		for i, res := range results {
-			err := res.err
-			if err == nil {
-				_, rerr := redis.Int64(res.replies[j], refused(res.replies[j]))
-				if rerr == nil {
-					released++ // released, already gone, or not ours
-					continue
-				}
-				err = c.peers[i].fail(fmt.Errorf("release: %w", rerr))
-			}
-			nodeErrs = appendError(nodeErrs, err)
-		}
+		released, nodeErrs := c.tallyRelease(results, j)
 		h.end(endReleased)
 		if released < c.quorum {
-			errs = appendError(errs, &quorumError{op: "release " + strconv.Quote(h.m.name) + " on close", yes: released, need: c.quorum, n: len(c.peers), nodes: nodeErrs})
+			errs = appendError(errs, c.releaseError("release "+strconv.Quote(h.m.name)+" on close", released, nodeErrs))
 		}
+	}
+	for k, e := range owed {
+		released, nodeErrs := c.tallyRelease(results, len(hs)+k)
+		if released < c.quorum {
+			errs = appendError(errs, c.releaseError("release "+strconv.Quote(e.h.m.name)+" on close (its Unlock reached no quorum)", released, nodeErrs))
+			continue
+		}
+		e.h.free()
 	}
 	return errs
 }

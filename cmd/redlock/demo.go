@@ -353,8 +353,9 @@ func (d *demoRun) worker(ctx context.Context, name string, m *redlock.Mutex, see
 }
 
 // unlock releases one hold. A release that reached too few nodes to tell
-// keeps the hold (and its renewal), so it is retried, as Unlock's contract
-// allows, for up to one lease.
+// is retried, harmlessly, for up to one lease: an inner hold is kept until
+// a retry reaches a quorum, and the last one has ended (the Client retries
+// its release in the background) and a retry says when that is done.
 func (d *demoRun) unlock(m *redlock.Mutex) error {
 	ctx, cancel := context.WithTimeout(context.Background(), d.cfg.lease)
 	defer cancel()

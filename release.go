@@ -1,0 +1,198 @@
+package redlock
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+	"github.com/hashicorp/go-multierror"
+)
+
+// The releaser finishes the final releases that reached no quorum when
+// Unlock sent them. Such a hold is over for its owner at that Unlock (Lost
+// closed, the watchdog no longer renews it: see hold.giveUp), and a caller
+// that ignores Unlock's error, as `defer m.Unlock(ctx)` does, must not keep
+// the lock held: the Client sends the release again, with its first
+// sequence number (release.lua leaves a newer hold of the owner alone), until
+// a majority confirms it, the hold's lease has run out on every node, or
+// Close, which sends it once more with the holds it releases. One loop per
+// Client, started with the first such release: every interval it sends all
+// that are owed, in chunks of renewBatch, one round trip per node each, off
+// the locks' lanes (each release marks when a straggler of its hold may
+// still land: see hold.releaseArgs).
+type releaser struct {
+	c     *Client
+	every time.Duration // how often the loop sends the releases owed
+	loop  worker
+	wake  chan struct{} // capacity 1: a release was added
+
+	mu   sync.Mutex             // protects owed
+	owed map[*hold]*owedRelease // by hold: the releases not confirmed yet
+}
+
+// owedRelease is the loop's record of one hold's final release.
+type owedRelease struct {
+	h     *hold
+	until time.Time // its lease has run out on every node by then
+	tries int       // sends by the loop
+}
+
+func newReleaser(c *Client) *releaser {
+	return &releaser{
+		c:     c,
+		every: max(2*c.opts.nodeTimeout, 100*time.Millisecond),
+		wake:  make(chan struct{}, 1),
+		owed:  make(map[*hold]*owedRelease),
+	}
+}
+
+// add hands the loop the release of h, which ended when its final release
+// reached no quorum; until is when no node can hold h's keys any more.
+func (rl *releaser) add(h *hold, until time.Time) {
+	rl.mu.Lock()
+	rl.owed[h] = &owedRelease{h: h, until: until}
+	rl.mu.Unlock()
+	select {
+	case rl.wake <- struct{}{}:
+	default:
+	}
+	rl.loop.start(rl.c, rl.run)
+}
+
+// run sends the releases owed, an interval after each was added and every
+// interval after that, until Close.
+func (rl *releaser) run() {
+	c := rl.c
+	for {
+		if rl.pending() == 0 {
+			select {
+			case <-rl.wake:
+			case <-c.ctx.Done():
+				return
+			}
+		}
+		t := startTimer(rl.every + jitter(rl.every/4))
+		select {
+		case <-t.C:
+		case <-c.ctx.Done():
+			stopTimer(t)
+			return
+		}
+		stopTimer(t)
+		es := rl.take(false)
+		for len(es) > 0 {
+			n := min(len(es), renewBatch)
+			rl.send(c.ctx, es[:n])
+			es = es[n:]
+		}
+	}
+}
+
+// pending is how many releases are owed.
+func (rl *releaser) pending() int {
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	return len(rl.owed)
+}
+
+// take returns the releases still owed, forgetting those an Unlock of
+// their owner confirmed meanwhile; with all, the loop forgets them all
+// (Close sends them).
+func (rl *releaser) take(all bool) []*owedRelease {
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	es := make([]*owedRelease, 0, len(rl.owed))
+	for h, e := range rl.owed {
+		_, owed := h.unconfirmed()
+		if all || !owed {
+			delete(rl.owed, h)
+		}
+		if owed {
+			es = append(es, e)
+		}
+	}
+	return es
+}
+
+// forget removes e from the releases owed.
+func (rl *releaser) forget(e *owedRelease) {
+	rl.mu.Lock()
+	if rl.owed[e.h] == e {
+		delete(rl.owed, e.h)
+	}
+	rl.mu.Unlock()
+}
+
+// call is e's release, with the sequence its Unlock sent, to go off the
+// lock's lane; ok false when nothing is owed any more.
+func (e *owedRelease) call() (cl call, ok bool) {
+	seq, ok := e.h.unconfirmed()
+	if !ok {
+		return call{}, false
+	}
+	return releaseScript.call(e.h.releaseArgs(0, seq, false)...), true
+}
+
+// send sends the releases es to every node in one round trip, and ends
+// those that a majority confirmed (a node answered that nothing of the
+// hold is left there: deleted, already gone, or another owner's) or whose
+// lease has run out.
+func (rl *releaser) send(ctx context.Context, es []*owedRelease) {
+	c := rl.c
+	calls := make([]call, 0, len(es))
+	sent := make([]*owedRelease, 0, len(es))
+	for _, e := range es {
+		if cl, ok := e.call(); ok {
+			calls = append(calls, cl)
+			sent = append(sent, e)
+		}
+	}
+	if len(calls) == 0 {
+		return
+	}
+	results := c.broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return calls })
+	for j, e := range sent {
+		e.tries++
+		released, nodeErrs := c.tallyRelease(results, j)
+		m := e.h.m
+		switch {
+		case released >= c.quorum:
+			rl.forget(e)
+			e.h.free()
+			c.wakeLocal(m.channel, "")
+			c.opts.logger.Debug("redlock: release confirmed in the background after Unlock reached no quorum", "lock", m.name, "tries", e.tries)
+		case !now().Before(e.until):
+			rl.forget(e)
+			e.h.free()
+			c.opts.logger.Warn("redlock: gave up a release that Unlock could not confirm: its lease has run out on every node",
+				"lock", m.name, "tries", e.tries, "released", released, "err", nodeErrs.ErrorOrNil())
+		}
+	}
+}
+
+// tallyRelease counts the nodes where release j of a broadcast left
+// nothing of its hold (any integer answer: released, already gone, or
+// another owner's), and gathers the errors of the others.
+func (c *Client) tallyRelease(results []batchResult, j int) (released int, nodeErrs *multierror.Error) {
+	for i, res := range results {
+		err := res.err
+		if err == nil {
+			_, rerr := redis.Int64(res.replies[j], refused(res.replies[j]))
+			if rerr == nil {
+				released++
+				continue
+			}
+			err = c.peers[i].fail(fmt.Errorf("release: %w", rerr))
+		}
+		nodeErrs = appendError(nodeErrs, err)
+	}
+	return released, nodeErrs
+}
+
+// releaseError is the ErrNoQuorum error of a release, op, that released
+// nodes confirmed.
+func (c *Client) releaseError(op string, released int, nodeErrs *multierror.Error) error {
+	return &quorumError{op: op, yes: released, need: c.quorum, n: len(c.peers), nodes: nodeErrs}
+}

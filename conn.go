@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
@@ -635,7 +637,7 @@ func (p *pipe) read(conn redis.Conn) error {
 		reply, err := redis.ReceiveWithTimeout(conn, 0)
 		re, refused := err.(redis.Error)
 		if err != nil && !refused {
-			return err
+			return closedByNode(err)
 		}
 		r, ok := p.pop()
 		if !ok {
@@ -653,6 +655,19 @@ func (p *pipe) read(conn redis.Conn) error {
 			r.to.receive(r.i, reply, nil)
 		}
 	}
+}
+
+// closedByNode says in words what a bare io.EOF or a reset means when it
+// ends a connection: the node closed it, most often because its server died
+// or restarted. Other errors are returned as they are.
+func closedByNode(err error) error {
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Errorf("the node closed the connection (%w): its server died, restarted or dropped this client", err)
+	case errors.Is(err, syscall.ECONNRESET):
+		return fmt.Errorf("the node reset the connection (%w): its server died, restarted or dropped this client", err)
+	}
+	return err
 }
 
 // pop takes the oldest written request; false when none is waiting.

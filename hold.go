@@ -186,14 +186,20 @@ func (h *hold) endLocked(why endReason) bool {
 }
 
 // unregister removes an ended hold from the watchdog and the Client, and
-// logs a loss.
+// logs a loss. A fixed lease that runs out is the lease doing its job, not
+// a loss: it is logged at Debug.
 func (h *hold) unregister(why endReason) {
 	m := h.m
-	switch why {
-	case endExpired:
-		m.c.opts.logger.Warn("redlock: lock lost: validity ended without renewal on a quorum", "lock", m.name)
-	case endTaken:
-		m.c.opts.logger.Warn("redlock: lock lost: held by another owner on a majority", "lock", m.name)
+	m.mu.Lock()
+	renew := h.renew
+	m.mu.Unlock()
+	switch {
+	case why == endExpired && !renew:
+		m.c.opts.logger.Debug("redlock: fixed lease ended", "lock", logName(m.name))
+	case why == endExpired:
+		m.c.opts.logger.Warn("redlock: lock lost: validity ended without renewal on a quorum", "lock", logName(m.name))
+	case why == endTaken:
+		m.c.opts.logger.Warn("redlock: lock lost: held by another owner on a majority", "lock", logName(m.name))
 	}
 	m.c.wd.drop(h)
 	m.c.track(m, false)

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/stretchr/testify/assert"
@@ -386,4 +388,92 @@ func TestUnitCallsEndedByCtxWrapIt(t *testing.T) {
 			assert.True(t, strings.HasPrefix(err.Error(), context.DeadlineExceeded.Error()+": "), "the error must say first that ctx ended: %v", err)
 		})
 	}
+}
+
+// TestUnitNilContext: every call that takes a ctx answers a nil one with an
+// error wrapping ErrInvalid, without a panic and without reaching for the
+// network (issue 13, point 1).
+func TestUnitNilContext(t *testing.T) {
+	dialed, counted, sent := unitClients(t)
+	for cname, c := range map[string]*Client{"Dial": dialed, "New": counted} {
+		m := c.NewMutex("unit")
+		for _, mc := range unitMutexCalls() {
+			t.Run(cname+"/"+mc.name, func(t *testing.T) {
+				var err error
+				//lint:ignore SA1012 a nil ctx is the point of the test
+				unitNoPanic(t, func() { err = mc.call(nil, m) }) //nolint:staticcheck
+				require.ErrorIs(t, err, ErrInvalid)
+				assert.Contains(t, err.Error(), "nil context")
+			})
+		}
+		t.Run(cname+"/Inspect", func(t *testing.T) {
+			var err error
+			unitNoPanic(t, func() { _, err = c.Inspect(nil, "unit") }) //nolint:staticcheck
+			require.ErrorIs(t, err, ErrInvalid)
+			assert.Contains(t, err.Error(), "nil context")
+		})
+	}
+	assert.Zero(t, sent.Load(), "an invalid call must not reach the network")
+}
+
+// TestUnitMutexNotMadeByNewMutex: a nil *Mutex, a zero Mutex and one from a
+// nil *Client answer every call with ErrInvalid instead of a panic.
+func TestUnitMutexNotMadeByNewMutex(t *testing.T) {
+	var nilClient *Client
+	for mname, m := range map[string]*Mutex{"nil": nil, "zero": {}, "nil Client": nilClient.NewMutex("unit")} {
+		for _, mc := range unitMutexCalls() {
+			t.Run(mname+"/"+mc.name, func(t *testing.T) {
+				var err error
+				unitNoPanic(t, func() { err = mc.call(context.Background(), m) })
+				require.ErrorIs(t, err, ErrInvalid)
+				assert.Contains(t, err.Error(), "Client.NewMutex")
+			})
+		}
+	}
+}
+
+// TestUnitNameTooLong: a name one byte over MaxNameLength is refused at once
+// by every call, before the network, and the error quotes only a prefix of
+// it (a 16 MiB name once made a 33.5 MB error; issue 13, point 5).
+func TestUnitNameTooLong(t *testing.T) {
+	dialed, counted, sent := unitClients(t)
+	for _, size := range []int{MaxNameLength + 1, 16 << 20} {
+		name := strings.Repeat("n", size)
+		for cname, c := range map[string]*Client{"Dial": dialed, "New": counted} {
+			m := c.NewMutex(name)
+			assert.Equal(t, name, m.Name())
+			for _, mc := range unitMutexCalls() {
+				t.Run(fmt.Sprintf("%d/%s/%s", size, cname, mc.name), func(t *testing.T) {
+					var err error
+					unitNoPanic(t, func() { err = mc.call(context.Background(), m) })
+					require.ErrorIs(t, err, ErrInvalid)
+					assert.Contains(t, err.Error(), fmt.Sprintf("is %d bytes; the limit is 65536 (MaxNameLength)", size))
+					assert.Less(t, len(err.Error()), 300, "the error quotes a prefix of the name, not all of it")
+				})
+			}
+			_, err := c.Inspect(context.Background(), name)
+			require.ErrorIs(t, err, ErrInvalid)
+			assert.Less(t, len(err.Error()), 300)
+		}
+	}
+	assert.Zero(t, sent.Load(), "an invalid call must not reach the network")
+}
+
+// TestUnitQuoteName: short names are quoted whole; long ones are cut to a
+// prefix at a rune boundary and say how long they were.
+func TestUnitQuoteName(t *testing.T) {
+	tests := []struct{ name, want string }{
+		{"job", `"job"`},
+		{"", `""`},
+		{strings.Repeat("a", 64), strconv.Quote(strings.Repeat("a", 64))},
+		{strings.Repeat("a", 65), strconv.Quote(strings.Repeat("a", 64)) + "… (65 bytes)"},
+		// 63 bytes of 'a', then 'é' (2 bytes) straddles the cut: it is left out whole.
+		{strings.Repeat("a", 63) + "éé", strconv.Quote(strings.Repeat("a", 63)) + "… (67 bytes)"},
+	}
+	for _, tt := range tests {
+		got := quoteName(tt.name)
+		assert.Equal(t, tt.want, got)
+		assert.True(t, utf8.ValidString(got))
+	}
+	assert.Equal(t, strings.Repeat("a", 64)+"… (65 bytes)", logName(strings.Repeat("a", 65)))
 }

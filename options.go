@@ -11,18 +11,20 @@ import (
 type Option func(*options)
 
 type options struct {
-	lease       time.Duration
-	driftFactor float64
-	nodeTimeout time.Duration
-	prefix      string
-	logger      *slog.Logger
-	tls         *tls.Config
-	fencing     bool
-	quarantine  time.Duration // < 0: the longest lease used (the default); 0: off
-	youngNodes  bool          // also quarantine nodes first seen with a short uptime
-	conns       int           // long-lived connections per node
-	setup       time.Duration // bound of a connection's dial and set-up
-	setupSet    bool          // WithSetupTimeout was given (else the default)
+	lease         time.Duration
+	driftFactor   float64
+	nodeTimeout   time.Duration
+	timeoutSet    bool // WithNodeTimeout was given (else the default)
+	prefix        string
+	logger        *slog.Logger
+	tls           *tls.Config
+	fencing       bool
+	quarantine    time.Duration // < 0: the longest lease used (the default); 0: off
+	quarantineSet bool          // WithQuarantine was given: quarantine is its value, as given
+	youngNodes    bool          // also quarantine nodes first seen with a short uptime
+	conns         int           // long-lived connections per node
+	setup         time.Duration // bound of a connection's dial and set-up
+	setupSet      bool          // WithSetupTimeout was given (else the default)
 }
 
 func defaultOptions() options {
@@ -51,12 +53,15 @@ func (o *options) validate() error {
 		return invalid("WithLease(%v): the lease must exceed the clock drift allowance %v", o.lease, d)
 	}
 	if o.nodeTimeout >= o.lease/3 {
+		if !o.timeoutSet {
+			return invalid("WithLease(%v): the lease must exceed three times the default node timeout %v (the renewal period, a third of the lease, must be longer than a node timeout); lengthen the lease or shorten WithNodeTimeout", o.lease, o.nodeTimeout)
+		}
 		return invalid("WithNodeTimeout(%v): must be below a third of the lease %v, the renewal period", o.nodeTimeout, o.lease)
 	}
 	if o.logger == nil {
 		return invalid("WithLogger(nil): pass a logger, or leave the option out to discard logs")
 	}
-	if o.quarantine < -1 {
+	if o.quarantineSet && o.quarantine < 0 {
 		return invalid("WithQuarantine(%v): the period must not be negative", o.quarantine)
 	}
 	if o.conns < 1 || o.conns > maxConns {
@@ -90,7 +95,9 @@ func WithDriftFactor(f float64) Option { return func(o *options) { o.driftFactor
 // 2s), so a node whose round trip is close to the node timeout still
 // counts. Default 250ms; it must be below a third of the lease (far below is
 // better).
-func WithNodeTimeout(d time.Duration) Option { return func(o *options) { o.nodeTimeout = d } }
+func WithNodeTimeout(d time.Duration) Option {
+	return func(o *options) { o.nodeTimeout, o.timeoutSet = d, true }
+}
 
 // maxConns bounds WithConnections.
 const maxConns = 64
@@ -133,8 +140,9 @@ func WithTLSConfig(c *tls.Config) Option { return func(o *options) { o.tls = c }
 // WithFencing gives every new hold a fencing token (Mutex.Token): a number
 // that grows with every acquisition of the lock, whoever holds it, so that a
 // storage system can reject the writes of an owner whose lock expired. It
-// keeps one counter key per lock name on every node, forever, which is why it
-// is off by default. In a healthy cluster it costs no extra round trip; when
+// keeps one counter key per lock name on every node, which lives a day after
+// the lock's last fenced acquisition (longer when twice the quarantine and
+// the lease are longer), which is why it is off by default. In a healthy cluster it costs no extra round trip; when
 // the nodes' counters disagree, one more round trip raises them on a majority
 // before Lock returns.
 func WithFencing() Option { return func(o *options) { o.fencing = true } }
@@ -151,12 +159,7 @@ func WithFencing() Option { return func(o *options) { o.fencing = true } }
 // longest lease this client has used; 0 turns quarantine off. Negative is
 // invalid.
 func WithQuarantine(d time.Duration) Option {
-	return func(o *options) {
-		if d < 0 {
-			d = -2 // rejected by validate; -1 means the default
-		}
-		o.quarantine = d
-	}
+	return func(o *options) { o.quarantine, o.quarantineSet = d, true }
 }
 
 // WithQuarantineYoungNodes also treats a node whose uptime is below the

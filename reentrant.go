@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/hashicorp/go-multierror"
@@ -40,6 +41,9 @@ type Mutex struct {
 }
 
 func newMutex(c *Client, name string) *Mutex {
+	if c == nil || len(name) > MaxNameLength {
+		return &Mutex{c: c, name: name} // unusable: every call says why (ensureUsable)
+	}
 	// The four key names are cut from one string: one allocation, not four.
 	p := c.opts.prefix
 	all := p + "lock:" + name + p + "rollback:" + name + p + "fence:" + name + p + "unlock:" + name
@@ -60,16 +64,54 @@ func newMutex(c *Client, name string) *Mutex {
 // Name returns the lock's name.
 func (m *Mutex) Name() string { return m.name }
 
-// ensureUsable returns ErrClosed after Close, and an error wrapping
-// ErrInvalid for a Mutex without a name.
-func (m *Mutex) ensureUsable() error {
-	if err := m.c.ensureOpen(); err != nil {
-		return err
-	}
-	if m.name == "" {
+// MaxNameLength is the longest lock name, in bytes: 64 KiB. A longer name
+// makes every call of its Mutex return an error wrapping ErrInvalid at once,
+// without a round trip. Each node keeps four keys per lock, each carrying
+// the name, and every call sends them all.
+const MaxNameLength = 64 << 10
+
+// ensureUsable returns an error wrapping ErrInvalid for a nil ctx, a Mutex
+// that Client.NewMutex did not make, or a name that is empty or too long;
+// ErrClosed after Close.
+func (m *Mutex) ensureUsable(ctx context.Context) error {
+	switch {
+	case m == nil || m.c == nil:
+		return invalid("a nil Mutex, or one not made by Client.NewMutex")
+	case ctx == nil:
+		return invalid("nil context: pass context.Background() or a context with a deadline")
+	case m.name == "":
 		return invalid("empty lock name")
+	case len(m.name) > MaxNameLength:
+		return invalid("lock name %s is %d bytes; the limit is %d (MaxNameLength)", quoteName(m.name), len(m.name), MaxNameLength)
 	}
-	return nil
+	return m.c.ensureOpen()
+}
+
+// quoteName quotes a lock name for an error, cut to a short prefix when it
+// is long: an error never carries a whole 64 KiB name.
+func quoteName(name string) string {
+	prefix, rest := cutName(name)
+	return strconv.Quote(prefix) + rest
+}
+
+// logName is a lock name for a log record, cut as quoteName cuts it.
+func logName(name string) string {
+	prefix, rest := cutName(name)
+	return prefix + rest
+}
+
+// cutName splits a long name into a short prefix, cut at a rune boundary,
+// and what stands for the rest: "… (N bytes)". A short name is whole.
+func cutName(name string) (prefix, rest string) {
+	const most = 64
+	if len(name) <= most {
+		return name, ""
+	}
+	cut := most
+	for cut > 0 && !utf8.RuneStart(name[cut]) {
+		cut--
+	}
+	return name[:cut], "… (" + strconv.Itoa(len(name)) + " bytes)"
 }
 
 // Lock waits until this owner holds the lock, or ctx is done. The hold is
@@ -126,7 +168,7 @@ type attempt struct {
 // acquire takes the lock, waiting at most maxWait (negative: until ctx
 // ends). lease 0 means the watchdog lease with renewal.
 func (m *Mutex) acquire(ctx context.Context, maxWait, lease time.Duration) (bool, error) {
-	if err := m.ensureUsable(); err != nil {
+	if err := m.ensureUsable(ctx); err != nil {
 		return false, err
 	}
 	renew := lease == 0
@@ -216,12 +258,12 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew, tell, subsc
 	case fenceErr != nil:
 		a.err = fenceErr
 	case r.ballot.won():
-		a.err = fmt.Errorf("redlock: lock %q: acquired too late: %v elapsed of a %v lease", m.name, elapsed.Round(time.Microsecond), lease)
+		a.err = fmt.Errorf("redlock: lock %s: acquired too late: %v elapsed of a %v lease", quoteName(m.name), elapsed.Round(time.Microsecond), lease)
 	case !r.ballot.denied():
-		a.err = r.noQuorum("lock " + strconv.Quote(m.name))
+		a.err = r.noQuorum("lock " + quoteName(m.name))
 	}
 	if undoErr != nil {
-		a.err = joinRollback(m.name, a.err, undoErr)
+		a.err = joinRollback(quoteName(m.name), a.err, undoErr)
 	}
 	return a
 }
@@ -237,7 +279,7 @@ func (m *Mutex) rollback(seq int64, prev int, lease time.Duration) func() call {
 // joinRollback adds the rollback errors of a failed attempt to its error.
 func joinRollback(name string, err, undoErr error) error {
 	if err == nil {
-		return fmt.Errorf("redlock: lock %q: rollback of a failed attempt: %w", name, undoErr)
+		return fmt.Errorf("redlock: lock %s: rollback of a failed attempt: %w", name, undoErr)
 	}
 	return fmt.Errorf("%w; rollback: %w", err, undoErr)
 }
@@ -293,7 +335,7 @@ func (m *Mutex) fenceToken(ctx context.Context, r *round) (int64, error) {
 	}
 	wb := m.c.fanout(ctx, &fenceScript, []interface{}{m.fence, token, m.c.fenceTTL(m.c.opts.lease).Milliseconds()}, classifyOne, (*ballot).certain, nil)
 	if !wb.ballot.won() {
-		return 0, wb.noQuorum("fencing token write-back for " + strconv.Quote(m.name))
+		return 0, wb.noQuorum("fencing token write-back for " + quoteName(m.name))
 	}
 	return token, nil
 }
@@ -469,9 +511,9 @@ func (m *Mutex) await(ctx context.Context, maxWait, lease time.Duration, renew b
 // attempt's error when it was something else.
 func (m *Mutex) waitEnded(ctx context.Context, a attempt) error {
 	if a.err != nil && !a.ended {
-		return fmt.Errorf("redlock: lock %q: %w; last attempt: %w", m.name, ctx.Err(), a.err)
+		return fmt.Errorf("redlock: lock %s: %w; last attempt: %w", quoteName(m.name), ctx.Err(), a.err)
 	}
-	return fmt.Errorf("redlock: lock %q: %w", m.name, ctx.Err())
+	return fmt.Errorf("redlock: lock %s: %w", quoteName(m.name), ctx.Err())
 }
 
 // pacing is when the head of a queue tries: it waits for news or its timer
@@ -584,7 +626,7 @@ func (p *pacing) pause(took, most time.Duration) time.Duration {
 //     leaves the owner one hold deeper than its code thinks, so that its
 //     last Unlock only lowers the count: check the error of inner Unlocks.
 func (m *Mutex) Unlock(ctx context.Context) error {
-	if err := m.ensureUsable(); err != nil {
+	if err := m.ensureUsable(ctx); err != nil {
 		return err
 	}
 	m.op.Lock()
@@ -632,7 +674,7 @@ func (m *Mutex) release(ctx context.Context) error {
 		h.end(endDenied) // not ours on a majority: lost without us noticing
 		return ErrNotHeld
 	}
-	op := "unlock " + strconv.Quote(m.name)
+	op := "unlock " + quoteName(m.name)
 	if target == 0 {
 		// The last hold ends here whatever the nodes did; the Client
 		// finishes its release. No renewal was sent after dropped, so no
@@ -656,7 +698,7 @@ func (m *Mutex) confirmRelease(ctx context.Context, h *hold) error {
 	if seq, unsure := h.unconfirmed(); unsure {
 		r := m.c.fanout(ctx, &releaseScript, h.releaseArgs(0, seq, true), classifyAnyInt, (*ballot).certain, nil)
 		if !r.ballot.won() {
-			return withCtx(ctx, r.noQuorum("unlock "+strconv.Quote(m.name)+" (a retry; the hold has ended and its release is retried in the background)"))
+			return withCtx(ctx, r.noQuorum("unlock "+quoteName(m.name)+" (a retry; the hold has ended and its release is retried in the background)"))
 		}
 		m.c.wakeLocal(m.channel, "")
 	}
@@ -700,13 +742,13 @@ func (c *Client) releaseHolds(ctx context.Context, ms []*Mutex) *multierror.Erro
 		released, nodeErrs := c.tallyRelease(results, j)
 		h.end(endReleased)
 		if released < c.quorum {
-			errs = appendError(errs, c.releaseError("release "+strconv.Quote(h.m.name)+" on close", released, nodeErrs))
+			errs = appendError(errs, c.releaseError("release "+quoteName(h.m.name)+" on close", released, nodeErrs))
 		}
 	}
 	for k, e := range owed {
 		released, nodeErrs := c.tallyRelease(results, len(hs)+k)
 		if released < c.quorum {
-			errs = appendError(errs, c.releaseError("release "+strconv.Quote(e.h.m.name)+" on close (its Unlock reached no quorum)", released, nodeErrs))
+			errs = appendError(errs, c.releaseError("release "+quoteName(e.h.m.name)+" on close (its Unlock reached no quorum)", released, nodeErrs))
 			continue
 		}
 		e.h.free()
@@ -720,7 +762,7 @@ func (c *Client) releaseHolds(ctx context.Context, ms []*Mutex) *multierror.Erro
 // lock is deleted where they did. A hold of this client's own Mutex values
 // that is forced away is seen as lost at the next renewal.
 func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
-	if err := m.ensureUsable(); err != nil {
+	if err := m.ensureUsable(ctx); err != nil {
 		return false, err
 	}
 	msg := "force:" + m.field + "/" + strconv.FormatInt(m.seq.Add(1), 10)
@@ -732,14 +774,14 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 	case r.ballot.denied():
 		return false, nil
 	}
-	return false, withCtx(ctx, r.noQuorum("force unlock "+strconv.Quote(m.name)))
+	return false, withCtx(ctx, r.noQuorum("force unlock "+quoteName(m.name)))
 }
 
 // inspect asks every node whether pred holds of its state and decides by
 // majority: true when a quorum says yes, false when enough say no that no
 // quorum can say yes, ErrNoQuorum otherwise.
 func (m *Mutex) inspect(ctx context.Context, op string, pred func(exists, count int64) bool) (bool, error) {
-	if err := m.ensureUsable(); err != nil {
+	if err := m.ensureUsable(ctx); err != nil {
 		return false, err
 	}
 	classify := func(reply interface{}) vote {
@@ -760,7 +802,7 @@ func (m *Mutex) inspect(ctx context.Context, op string, pred func(exists, count 
 	case r.ballot.denied():
 		return false, nil
 	}
-	return false, withCtx(ctx, r.noQuorum(op+" "+strconv.Quote(m.name)))
+	return false, withCtx(ctx, r.noQuorum(op+" "+quoteName(m.name)))
 }
 
 // IsLocked reports whether any owner holds the lock on a quorum of nodes.
@@ -806,7 +848,7 @@ type NodeLock struct {
 // a node that could not be read has its error in its NodeLock.
 func (c *Client) Inspect(ctx context.Context, name string) ([]NodeLock, error) {
 	m := c.NewMutex(name)
-	if err := m.ensureUsable(); err != nil {
+	if err := m.ensureUsable(ctx); err != nil {
 		return nil, err
 	}
 	read := []call{viewScript.call(m.key)}

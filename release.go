@@ -162,12 +162,12 @@ func (rl *releaser) send(ctx context.Context, es []*owedRelease) {
 			rl.forget(e)
 			e.h.free()
 			c.wakeLocal(m.channel, "")
-			c.opts.logger.Debug("redlock: release confirmed in the background after Unlock reached no quorum", "lock", m.name, "tries", e.tries)
+			c.opts.logger.Debug("redlock: release confirmed in the background after Unlock reached no quorum", "lock", logName(m.name), "tries", e.tries)
 		case !now().Before(e.until):
 			rl.forget(e)
 			e.h.free()
 			c.opts.logger.Warn("redlock: gave up a release that Unlock could not confirm: its lease has run out on every node",
-				"lock", m.name, "tries", e.tries, "released", released, "err", nodeErrs.ErrorOrNil())
+				"lock", logName(m.name), "tries", e.tries, "released", released, "err", nodeErrs.ErrorOrNil())
 		}
 	}
 }

@@ -26,6 +26,12 @@ func (e endpoint) key() string { return e.network + "|" + e.addr }
 
 // parseURL parses one node URL; errors wrap ErrInvalid and never echo a password.
 func parseURL(raw string) (endpoint, error) {
+	if !strings.Contains(raw, "://") {
+		if _, port, err := net.SplitHostPort(raw); err == nil && port != "" {
+			// "localhost:6379", "10.0.0.1:6379": an address, not a URL.
+			return endpoint{}, invalid("node URL %q: an address, not a URL (did you mean %q?)", redact(raw), "redis://"+redact(raw))
+		}
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return endpoint{}, invalid("node URL %q: %v", redact(raw), errors.Unwrap(err))

@@ -318,3 +318,22 @@ func redacted(ep endpoint) endpoint {
 	}
 	return ep
 }
+
+// TestUnitParseURLSuggestsScheme: an address given where a URL is wanted
+// gets the URL it probably meant, not "unknown scheme" (issue 13, point 6).
+func TestUnitParseURLSuggestsScheme(t *testing.T) {
+	tests := []struct{ raw, want string }{
+		{"localhost:6379", `node URL "localhost:6379": an address, not a URL (did you mean "redis://localhost:6379"?)`},
+		{"127.0.0.1:6380", `did you mean "redis://127.0.0.1:6380"?`},
+		{"[::1]:6379", `did you mean "redis://[::1]:6379"?`},
+		{"alice@localhost:6379", `did you mean "redis://xxxxx@localhost:6379"?`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.raw, func(t *testing.T) {
+			_, err := parseURL(tt.raw)
+			require.ErrorIs(t, err, ErrInvalid)
+			assert.Contains(t, err.Error(), tt.want)
+			assert.NotContains(t, err.Error(), "unknown scheme")
+		})
+	}
+}

@@ -363,7 +363,7 @@ func release(m *redlock.Mutex, cfg execConfig, logf func(string, ...any)) bool {
 	case errors.Is(err, redlock.ErrNotHeld):
 		return false
 	default:
-		logf("releasing lock %q: %v (it expires by itself)", cfg.name, err)
+		logf("releasing lock %q: %v (sent once more at exit; otherwise the lock ends with its lease)", cfg.name, err)
 		return false
 	}
 }

@@ -103,8 +103,11 @@ func TestPanicInACallLeavesCloseWorking(t *testing.T) {
 	c, err := redlock.Dial(cl.URLs(), redlock.WithNodeTimeout(nodeTimeout), redlock.WithLease(time.Second))
 	require.NoError(t, err)
 	calls := map[string]func(ctx context.Context, m *redlock.Mutex) error{
-		"Lock":      func(ctx context.Context, m *redlock.Mutex) error { return m.Lock(ctx) },
-		"TryLock":   func(ctx context.Context, m *redlock.Mutex) error { _, err := m.TryLock(ctx, 200*time.Millisecond, 0); return err },
+		"Lock": func(ctx context.Context, m *redlock.Mutex) error { return m.Lock(ctx) },
+		"TryLock": func(ctx context.Context, m *redlock.Mutex) error {
+			_, err := m.TryLock(ctx, 200*time.Millisecond, 0)
+			return err
+		},
 		"Unlock":    func(ctx context.Context, m *redlock.Mutex) error { return m.Unlock(ctx) },
 		"IsLocked":  func(ctx context.Context, m *redlock.Mutex) error { _, err := m.IsLocked(ctx); return err },
 		"Force":     func(ctx context.Context, m *redlock.Mutex) error { _, err := m.ForceUnlock(ctx); return err },

@@ -66,4 +66,16 @@
 // open and discards what passes, so clients hang until their timeouts;
 // Drop closes connections and refuses new ones, so clients fail at once;
 // Heal undoes all three.
+//
+// # Members that are Redis Clusters
+//
+// With WithShards(k) every node is a quorum member made of k redis-server
+// processes in cluster mode, its shards: the 16384 slots split evenly, no
+// replicas, cluster-require-full-coverage off. URLs and Addrs name shard 0
+// of each member, from which a cluster client learns the rest; ShardAddrs
+// names every shard, ShardOf and KeySlot say which shard serves a key,
+// DoKey and DoShard run a command there. Kill, Pause, Resume, Restart and
+// RestartAfter act on every shard of a member; KillShard, PauseShard,
+// ResumeShard and RestartShard on one, which comes back empty but with its
+// node id and slots (its nodes.conf survives).
 package redlocktest

@@ -20,11 +20,13 @@ var errPortInUse = errors.New("port in use")
 
 // node is one redis-server of a Cluster and, with WithProxy, its proxy.
 type node struct {
-	c     *Cluster
-	index int
-	port  int    // the redis-server's port; fixed once Launch returns
-	dir   string // working directory
-	proxy *proxy // nil without WithProxy; fixed once Launch returns
+	c       *Cluster
+	index   int
+	shard   int    // with WithShards: which shard of member index it is
+	busPort int    // with WithShards: its cluster bus port; 0 otherwise
+	port    int    // the redis-server's port; fixed once Launch returns
+	dir     string // working directory
+	proxy   *proxy // nil without WithProxy; fixed once Launch returns
 
 	mu        sync.Mutex    // protects the fields below and serialises start/kill
 	cmd       *exec.Cmd     // the current or last process; nil before the first start or with docker
@@ -39,6 +41,9 @@ func (nd *node) addr() string { return hostPort(nd.port) }
 // is taken, and then its proxy.
 func (nd *node) launch() error {
 	nd.dir = filepath.Join(nd.c.dir, "node"+strconv.Itoa(nd.index))
+	if nd.busPort != 0 {
+		nd.dir += "-" + strconv.Itoa(nd.shard)
+	}
 	if err := os.Mkdir(nd.dir, 0o700); err != nil {
 		return fmt.Errorf("redlocktest: %w", err)
 	}
@@ -85,6 +90,7 @@ func (nd *node) startLocked() error {
 		"--dir", nd.dir,
 		"--loglevel", "warning",
 	}
+	args = append(args, nd.clusterArgs()...)
 	args = append(args, nd.c.cfg.redisArgs...)
 	logPath := filepath.Join(nd.dir, "redis.log")
 	logFile, err := os.Create(logPath)
@@ -127,8 +133,8 @@ func (nd *node) startLocked() error {
 	if len(msg) > 2000 {
 		msg = "..." + msg[len(msg)-2000:]
 	}
-	nd.c.cfg.logf("redlocktest: node %d (port %d) failed to start: %v\n%s", nd.index, nd.port, err, msg)
-	return fmt.Errorf("redlocktest: node %d: redis-server on port %d: %w (output: %q)", nd.index, nd.port, err, msg)
+	nd.c.cfg.logf("redlocktest: %s (port %d) failed to start: %v\n%s", nd, nd.port, err, msg)
+	return fmt.Errorf("redlocktest: %s: redis-server on port %d: %w (output: %q)", nd, nd.port, err, msg)
 }
 
 // waitReady polls addr until the redis-server with the given pid answers,
@@ -232,7 +238,7 @@ func (nd *node) killLocked() error {
 		return nd.c.docker.kill(nd)
 	}
 	if err := nd.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("redlocktest: kill node %d: %w", nd.index, err)
+		return fmt.Errorf("redlocktest: kill %s: %w", nd, err)
 	}
 	<-nd.exited
 	return nil
@@ -253,7 +259,7 @@ func (nd *node) signal(what string, stop bool) error {
 	nd.mu.Lock()
 	defer nd.mu.Unlock()
 	if !nd.runningLocked() {
-		return fmt.Errorf("redlocktest: %s node %d: not running", what, nd.index)
+		return fmt.Errorf("redlocktest: %s %s: not running", what, nd)
 	}
 	var err error
 	if nd.c.docker != nil {
@@ -262,7 +268,7 @@ func (nd *node) signal(what string, stop bool) error {
 		err = signalProcess(nd.cmd.Process, stop)
 	}
 	if err != nil {
-		return fmt.Errorf("redlocktest: %s node %d: %w", what, nd.index, err)
+		return fmt.Errorf("redlocktest: %s %s: %w", what, nd, err)
 	}
 	return nil
 }
@@ -283,6 +289,9 @@ func (nd *node) restartLocked() error {
 	var err error
 	for attempt := 0; attempt < 10; attempt++ {
 		if err = nd.startLocked(); !errors.Is(err, errPortInUse) {
+			if err == nil && nd.busPort != 0 {
+				err = nd.waitClusterOK(0)
+			}
 			return err
 		}
 		select {
@@ -291,7 +300,7 @@ func (nd *node) restartLocked() error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("redlocktest: restart node %d: port %d stays taken: %w", nd.index, nd.port, err)
+	return fmt.Errorf("redlocktest: restart %s: port %d stays taken: %w", nd, nd.port, err)
 }
 
 // restartAfter kills the server now and starts it again after d, in a
@@ -328,7 +337,7 @@ func (nd *node) restartAfter(d time.Duration) {
 		}
 		nd.pending = nil
 		if err := nd.restartLocked(); err != nil && !errors.Is(err, errClosed) {
-			nd.c.cfg.logf("redlocktest: delayed restart of node %d: %v", nd.index, err)
+			nd.c.cfg.logf("redlocktest: delayed restart of %s: %v", nd, err)
 		}
 	}()
 }

@@ -10,8 +10,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/gomodule/redigo/redis"
 )
 
 // readyTimeout bounds how long a started node may take to answer.
@@ -30,6 +28,7 @@ var errClosed = errors.New("redlocktest: cluster closed")
 type Option func(*config)
 
 type config struct {
+	shards    int // WithShards: processes per member; 0: one plain server
 	proxy     bool
 	redisArgs []string
 	binary    string
@@ -68,8 +67,9 @@ type Cluster struct {
 	cfg    config
 	bin    string // redis-server executable; empty when docker runs the nodes
 	docker *dockerBackend
-	dir    string // temporary directory holding one working directory per node
-	nodes  []*node
+	dir    string    // temporary directory holding one working directory per node
+	nodes  []*node   // node i, or shard 0 of member i with WithShards
+	shards [][]*node // with WithShards: every shard of every member; nil otherwise
 
 	mu      sync.Mutex    // protects closed
 	closed  bool          // set once by Close
@@ -92,6 +92,12 @@ func Launch(n int, opts ...Option) (*Cluster, error) {
 	if c.cfg.logf == nil {
 		c.cfg.logf = func(string, ...any) {}
 	}
+	switch {
+	case c.cfg.shards < 0:
+		return nil, fmt.Errorf("redlocktest: WithShards(%d): want at least one shard", c.cfg.shards)
+	case c.cfg.shards > 0 && c.cfg.proxy:
+		return nil, errors.New("redlocktest: WithShards with WithProxy is not supported: the shards would announce their own ports, not the proxies'")
+	}
 	bin, err := findBinary(c.cfg.binary)
 	if err != nil {
 		if c.cfg.binary != "" {
@@ -101,24 +107,24 @@ func Launch(n int, opts ...Option) (*Cluster, error) {
 		if derr != nil {
 			return nil, fmt.Errorf("redlocktest: %w (docker: %v)", errNotFound, derr)
 		}
+		if c.cfg.shards > 0 {
+			d.close()
+			return nil, fmt.Errorf("redlocktest: WithShards needs a redis-server executable: %w", errNotFound)
+		}
 		c.docker = d
 	}
 	c.bin = bin
 	if c.dir, err = os.MkdirTemp("", "redlocktest-"); err != nil {
 		return nil, fmt.Errorf("redlocktest: %w", err)
 	}
-	ports, err := freePorts(n)
-	if err != nil {
+	if err := c.makeNodes(n); err != nil {
 		c.Close()
 		return nil, err
 	}
-	c.nodes = make([]*node, n)
-	for i := range c.nodes {
-		c.nodes[i] = &node{c: c, index: i, port: ports[i]}
-	}
-	errs := make([]error, n)
+	all := c.processes()
+	errs := make([]error, len(all))
 	var wg sync.WaitGroup
-	for i, nd := range c.nodes {
+	for i, nd := range all {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -126,11 +132,58 @@ func Launch(n int, opts ...Option) (*Cluster, error) {
 		}()
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	err = errors.Join(errs...)
+	if err == nil && c.shards != nil {
+		err = c.formMembers()
+	}
+	if err != nil {
 		c.Close()
 		return nil, err
 	}
 	return c, nil
+}
+
+// makeNodes makes the n nodes, each with its shards, on free ports.
+func (c *Cluster) makeNodes(n int) error {
+	k := max(c.cfg.shards, 1)
+	ports, err := freePorts(2 * n * k)
+	if err != nil {
+		return err
+	}
+	c.nodes = make([]*node, n)
+	if c.cfg.shards > 0 {
+		c.shards = make([][]*node, n)
+	}
+	// Ports 0 to n*k-1 serve clients, n*k to 2*n*k-1 are the bus ports.
+	for i := range c.nodes {
+		c.nodes[i] = &node{c: c, index: i, port: ports[i*k]}
+		if c.shards == nil {
+			continue
+		}
+		c.shards[i] = make([]*node, k)
+		for s := range k {
+			nd := c.nodes[i]
+			if s > 0 {
+				nd = &node{c: c, index: i, shard: s, port: ports[i*k+s]}
+			}
+			nd.busPort = ports[n*k+i*k+s]
+			c.shards[i][s] = nd
+		}
+	}
+	return nil
+}
+
+// processes returns every redis-server of the cluster: every node, or every
+// shard of every member.
+func (c *Cluster) processes() []*node {
+	if c.shards == nil {
+		return c.nodes
+	}
+	var all []*node
+	for _, shards := range c.shards {
+		all = append(all, shards...)
+	}
+	return all
 }
 
 // Start is Launch for tests and benchmarks: on failure it calls t.Fatal
@@ -166,7 +219,7 @@ func (c *Cluster) Close() error {
 	c.mu.Unlock()
 
 	var errs []error
-	for _, nd := range c.nodes {
+	for _, nd := range c.processes() {
 		errs = append(errs, nd.close())
 	}
 	c.wg.Wait()
@@ -224,61 +277,31 @@ func (c *Cluster) Do(i int, cmd string, args ...any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	conn, err := redis.Dial("tcp", nd.addr(),
-		redis.DialConnectTimeout(time.Second),
-		redis.DialReadTimeout(time.Second),
-		redis.DialWriteTimeout(time.Second))
-	if err != nil {
-		return nil, fmt.Errorf("redlocktest: node %d: %w", i, err)
-	}
-	defer conn.Close()
-	reply, err := conn.Do(cmd, args...)
-	if err != nil {
-		if _, ok := err.(redis.Error); !ok {
-			err = fmt.Errorf("redlocktest: node %d: %w", i, err)
-		}
-	}
-	return reply, err
+	return nd.do(cmd, args...)
 }
 
 // Kill sends SIGKILL to node i and waits for it to exit. Killing a node
 // that is not running does nothing. It cancels a pending RestartAfter.
 func (c *Cluster) Kill(i int) error {
-	nd, err := c.node(i)
-	if err != nil {
-		return err
-	}
-	return nd.killCmd()
+	return c.each(i, func(nd *node) error { return nd.killCmd() })
 }
 
 // Pause stops node i with SIGSTOP, a stand-in for a long GC pause or a
 // frozen host: connections stay open and commands hang until Resume.
 func (c *Cluster) Pause(i int) error {
-	nd, err := c.node(i)
-	if err != nil {
-		return err
-	}
-	return nd.pause()
+	return c.each(i, func(nd *node) error { return nd.pause() })
 }
 
 // Resume continues node i with SIGCONT after Pause.
 func (c *Cluster) Resume(i int) error {
-	nd, err := c.node(i)
-	if err != nil {
-		return err
-	}
-	return nd.resume()
+	return c.each(i, func(nd *node) error { return nd.resume() })
 }
 
 // Restart kills node i if it is running (even paused) and starts it again,
 // empty, on the same port, returning once it answers PING. It cancels a
 // pending RestartAfter.
 func (c *Cluster) Restart(i int) error {
-	nd, err := c.node(i)
-	if err != nil {
-		return err
-	}
-	return nd.restart()
+	return c.each(i, func(nd *node) error { return nd.restart() })
 }
 
 // RestartAfter kills node i now and starts it again, empty and on the same
@@ -286,20 +309,21 @@ func (c *Cluster) Restart(i int) error {
 // do Kill, Restart and a later RestartAfter on the same node. A failed
 // delayed restart is reported through the WithLogf function.
 func (c *Cluster) RestartAfter(i int, d time.Duration) {
-	nd, err := c.node(i)
+	err := c.each(i, func(nd *node) error {
+		nd.restartAfter(d)
+		return nil
+	})
 	if err != nil {
 		c.cfg.logf("redlocktest: RestartAfter: %v", err)
-		return
 	}
-	nd.restartAfter(d)
 }
 
-// Running reports whether node i's redis-server is running (a paused node
-// is running).
+// Running reports whether node i's redis-server (with WithShards: its
+// shard 0) is running (a paused node is running).
 func (c *Cluster) Running(i int) bool { return c.nodes[i].running() }
 
-// PID returns the process id of node i's redis-server, or 0 when it is not
-// running or runs in a Docker container.
+// PID returns the process id of node i's redis-server (with WithShards: its
+// shard 0), or 0 when it is not running or runs in a Docker container.
 func (c *Cluster) PID(i int) int { return c.nodes[i].pid() }
 
 func (c *Cluster) node(i int) (*node, error) {

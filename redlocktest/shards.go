@@ -1,0 +1,280 @@
+package redlocktest
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+)
+
+// Members that are Redis Clusters (WithShards): each node of the Cluster is
+// then a quorum member made of k redis-server processes in cluster mode,
+// its shards, with the 16384 hash slots split evenly among them and no
+// replicas. Node i's methods (Kill, Pause, Resume, Restart, RestartAfter)
+// act on every shard of member i; the *Shard methods act on one.
+
+// slotCount is the number of hash slots of a Redis Cluster.
+const slotCount = 16384
+
+// clusterNodeTimeout is each shard's cluster-node-timeout: how long the
+// others wait before they flag a silent shard as failing.
+const clusterNodeTimeout = 2 * time.Second
+
+// WithShards makes every node a Redis Cluster of k shards (k ≥ 1): k
+// redis-server processes in cluster mode, the slots split evenly, no
+// replicas, and cluster-require-full-coverage off, so that while one shard
+// is down the others keep serving their slots. URLs and Addrs then name
+// each member's shard 0, from which a cluster client learns the others;
+// ShardAddrs names them all. It cannot be combined with WithProxy or with
+// Docker-run nodes.
+func WithShards(k int) Option { return func(c *config) { c.shards = k } }
+
+// Shards returns the number of shards of every member: 0 without
+// WithShards.
+func (c *Cluster) Shards() int { return c.cfg.shards }
+
+// ShardAddrs returns "127.0.0.1:PORT" of every shard of member i, shard 0
+// first. Without WithShards it returns node i's address alone.
+func (c *Cluster) ShardAddrs(i int) []string {
+	if c.shards == nil {
+		return []string{c.nodes[i].addr()}
+	}
+	addrs := make([]string, len(c.shards[i]))
+	for s, nd := range c.shards[i] {
+		addrs[s] = nd.addr()
+	}
+	return addrs
+}
+
+// ShardOf returns the shard of every member that serves key: the slots are
+// split alike in every member. Without WithShards it returns 0.
+func (c *Cluster) ShardOf(key string) int {
+	if c.cfg.shards < 1 {
+		return 0
+	}
+	return KeySlot(key) * c.cfg.shards / slotCount
+}
+
+// KeySlot returns Redis Cluster's hash slot of key: CRC16 (XMODEM) of its
+// hash tag (the text between the first '{' and the first '}' after it, when
+// not empty) or of the whole key, modulo 16384.
+func KeySlot(key string) int {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			key = key[i+1 : i+1+j]
+		}
+	}
+	var crc uint16
+	for k := 0; k < len(key); k++ {
+		crc ^= uint16(key[k]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return int(crc) % slotCount
+}
+
+// DoShard runs one command on shard s of member i, like Do.
+func (c *Cluster) DoShard(i, s int, cmd string, args ...any) (any, error) {
+	nd, err := c.shard(i, s)
+	if err != nil {
+		return nil, err
+	}
+	return nd.do(cmd, args...)
+}
+
+// DoKey runs one command on the shard of member i that serves key (the
+// shard 0 of a member without shards), like Do. key is only for routing:
+// put it in args where the command wants it.
+func (c *Cluster) DoKey(i int, key, cmd string, args ...any) (any, error) {
+	return c.DoShard(i, c.ShardOf(key), cmd, args...)
+}
+
+// KillShard kills shard s of member i (SIGKILL), as Kill does a node.
+func (c *Cluster) KillShard(i, s int) error {
+	nd, err := c.shard(i, s)
+	if err != nil {
+		return err
+	}
+	return nd.killCmd()
+}
+
+// PauseShard stops shard s of member i with SIGSTOP, as Pause does a node.
+func (c *Cluster) PauseShard(i, s int) error {
+	nd, err := c.shard(i, s)
+	if err != nil {
+		return err
+	}
+	return nd.pause()
+}
+
+// ResumeShard continues shard s of member i after PauseShard.
+func (c *Cluster) ResumeShard(i, s int) error {
+	nd, err := c.shard(i, s)
+	if err != nil {
+		return err
+	}
+	return nd.resume()
+}
+
+// RestartShard kills shard s of member i if it runs and starts it again,
+// empty but with its cluster configuration (its node id and slots), on the
+// same ports, returning once the member's cluster state is ok again.
+func (c *Cluster) RestartShard(i, s int) error {
+	nd, err := c.shard(i, s)
+	if err != nil {
+		return err
+	}
+	return nd.restart()
+}
+
+// shard returns shard s of member i.
+func (c *Cluster) shard(i, s int) (*node, error) {
+	if c.shards == nil {
+		return nil, errors.New("redlocktest: the members have no shards (WithShards)")
+	}
+	if _, err := c.node(i); err != nil {
+		return nil, err
+	}
+	if s < 0 || s >= len(c.shards[i]) {
+		return nil, fmt.Errorf("redlocktest: shard %d out of range [0, %d)", s, len(c.shards[i]))
+	}
+	return c.shards[i][s], nil
+}
+
+// each runs f on every process of node i: its shards, or the node itself.
+func (c *Cluster) each(i int, f func(*node) error) error {
+	nd, err := c.node(i)
+	if err != nil {
+		return err
+	}
+	if c.shards == nil {
+		return f(nd)
+	}
+	errs := make([]error, len(c.shards[i]))
+	var wg sync.WaitGroup
+	for s, nd := range c.shards[i] {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[s] = f(nd)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// clusterArgs are a shard's redis-server flags.
+func (nd *node) clusterArgs() []string {
+	if nd.busPort == 0 {
+		return nil
+	}
+	return []string{
+		"--cluster-enabled", "yes",
+		"--cluster-config-file", "nodes.conf",
+		"--cluster-port", strconv.Itoa(nd.busPort),
+		"--cluster-node-timeout", strconv.Itoa(int(clusterNodeTimeout.Milliseconds())),
+		"--cluster-require-full-coverage", "no",
+	}
+}
+
+// formMembers joins the shards of every member into one Redis Cluster each
+// and waits until each is ready.
+func (c *Cluster) formMembers() error {
+	errs := make([]error, len(c.shards))
+	var wg sync.WaitGroup
+	for i, shards := range c.shards {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = c.formMember(i, shards)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// formMember assigns every shard its slots, introduces the shards to shard
+// 0, and waits until every shard sees all of them and its state is ok.
+func (c *Cluster) formMember(i int, shards []*node) error {
+	k := len(shards)
+	for s, nd := range shards {
+		first, last := s*slotCount/k, (s+1)*slotCount/k-1
+		if _, err := nd.do("CLUSTER", "ADDSLOTSRANGE", first, last); err != nil {
+			return fmt.Errorf("redlocktest: member %d shard %d: CLUSTER ADDSLOTSRANGE: %w", i, s, err)
+		}
+		if s > 0 {
+			if _, err := nd.do("CLUSTER", "MEET", "127.0.0.1", shards[0].port, shards[0].busPort); err != nil {
+				return fmt.Errorf("redlocktest: member %d shard %d: CLUSTER MEET: %w", i, s, err)
+			}
+		}
+	}
+	for _, nd := range shards {
+		if err := nd.waitClusterOK(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitClusterOK polls the shard until its cluster state is ok with k known
+// nodes (0: any number), the cluster closes or readyTimeout passes.
+func (nd *node) waitClusterOK(k int) error {
+	deadline := time.Now().Add(readyTimeout)
+	var last string
+	for {
+		info, err := redis.String(nd.do("CLUSTER", "INFO"))
+		if err == nil && strings.Contains(info, "cluster_state:ok") &&
+			(k == 0 || strings.Contains(info, "cluster_known_nodes:"+strconv.Itoa(k)+"\r")) {
+			return nil
+		}
+		last = fmt.Sprint(err)
+		if err == nil {
+			last = strings.Join(strings.Fields(info)[:3], " ")
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("redlocktest: node %d shard %d (port %d): cluster not ready within %v: %s", nd.index, nd.shard, nd.port, readyTimeout, last)
+		}
+		select {
+		case <-nd.c.closing:
+			return errClosed
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// do runs one command on the node directly, on a short-lived connection
+// with a one-second timeout.
+func (nd *node) do(cmd string, args ...any) (any, error) {
+	conn, err := redis.Dial("tcp", nd.addr(),
+		redis.DialConnectTimeout(time.Second),
+		redis.DialReadTimeout(time.Second),
+		redis.DialWriteTimeout(time.Second))
+	if err != nil {
+		return nil, fmt.Errorf("redlocktest: %s: %w", nd, err)
+	}
+	defer conn.Close()
+	reply, err := conn.Do(cmd, args...)
+	if err != nil {
+		if _, ok := err.(redis.Error); !ok {
+			err = fmt.Errorf("redlocktest: %s: %w", nd, err)
+		}
+	}
+	return reply, err
+}
+
+// String names the node in errors: "node 2", or "node 2 shard 1".
+func (nd *node) String() string {
+	if nd.busPort == 0 {
+		return "node " + strconv.Itoa(nd.index)
+	}
+	return "node " + strconv.Itoa(nd.index) + " shard " + strconv.Itoa(nd.shard)
+}

@@ -99,7 +99,7 @@ func TestInspectPrefixAndEnvironment(t *testing.T) {
 
 	code, out, _ = runCLI("inspect", "--prefix", "app:", "orders")
 	require.Equal(t, exitOK, code)
-	require.Contains(t, out, "key app:lock:orders")
+	require.Contains(t, out, "key app:{orders}:lock")
 	require.Contains(t, out, "verdict: HELD")
 }
 

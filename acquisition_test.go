@@ -149,7 +149,7 @@ func TestTryLockDecidedByDeadNodesIsNoQuorum(t *testing.T) {
 	require.NoError(t, a.Lock(ctx))
 	require.NoError(t, cl.Kill(3))
 	require.NoError(t, cl.Kill(4))
-	_, err := cl.Do(2, "DEL", "redlock:lock:split-live") // free on node 2 only
+	_, err := cl.Do(2, "DEL", "redlock:{split-live}:lock") // free on node 2 only
 	require.NoError(t, err)
 
 	bc := dial(t, cl)
@@ -240,9 +240,9 @@ func TestRegressionAcquireDecidesWithoutTheStraggler(t *testing.T) {
 	const nodeTimeout = 5 * time.Second
 	cl := redlocktest.Start(t, 5)
 	for _, i := range []int{2, 3} {
-		_, err := cl.Do(i, "HSET", "redlock:lock:straggler", "intruder:1", 1, "intruder:1#", 1)
+		_, err := cl.Do(i, "HSET", "redlock:{straggler}:lock", "intruder:1", 1, "intruder:1#", 1)
 		require.NoError(t, err)
-		_, err = cl.Do(i, "PEXPIRE", "redlock:lock:straggler", 60000)
+		_, err = cl.Do(i, "PEXPIRE", "redlock:{straggler}:lock", 60000)
 		require.NoError(t, err)
 	}
 	require.NoError(t, cl.Kill(1))
@@ -294,7 +294,7 @@ func TestRollbackErrorsAreReturned(t *testing.T) {
 	// proxy then closes the connection that carries the rollback (the only
 	// command naming the unlock channel here) before the node sees it.
 	require.NoError(t, cl.Kill(1))
-	require.NoError(t, cl.Intercept(2, "redlock:unlock:rberr", redlocktest.Action{Close: true}))
+	require.NoError(t, cl.Intercept(2, "redlock:{rberr}:unlock", redlocktest.Action{Close: true}))
 	var nodes []*redlock.Node
 	for i, addr := range cl.Addrs() {
 		addr := addr

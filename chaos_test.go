@@ -444,7 +444,7 @@ func TestRegressionLiveUnderContentionWithPausedMinority(t *testing.T) {
 // without the sequence fields.
 func lockHolders(t *testing.T, cl *redlocktest.Cluster, i int, name string) []string {
 	t.Helper()
-	m, err := redis.StringMap(cl.Do(i, "HGETALL", "redlock:lock:"+name))
+	m, err := redis.StringMap(cl.Do(i, "HGETALL", keyOf(name)))
 	require.NoError(t, err)
 	var out []string
 	for f := range m {

@@ -182,7 +182,7 @@ func TestFencingCountersExpireAndTokensStillGrow(t *testing.T) {
 		last = m.Token()
 		require.NoError(t, m.Unlock(ctx))
 	}
-	const counter = "redlock:fence:fence-ttl"
+	const counter = "redlock:{fence-ttl}:fence"
 	for i := 0; i < cl.N(); i++ {
 		ttl, err := redis.Int64(cl.Do(i, "PTTL", counter))
 		require.NoError(t, err)

@@ -98,7 +98,7 @@ func TestLateReleaseDoesNotTouchANewerHold(t *testing.T) {
 	require.NoError(t, err)
 	// The release of the first hold carried a sequence number just above the
 	// first acquisition's, below the second's.
-	reply, err := redis.Int64(cl.Do(2, "EVAL", string(src), 2, keyOf("late-release"), "redlock:rollback:late-release", field, 0, oldSeq+1, "redlock:unlock:late-release", 0, 1000))
+	reply, err := redis.Int64(cl.Do(2, "EVAL", string(src), 2, keyOf("late-release"), "redlock:{late-release}:rollback", field, 0, oldSeq+1, "redlock:{late-release}:unlock", 0, 1000))
 	require.NoError(t, err)
 	assert.EqualValues(t, 1, reply)
 	assert.Equal(t, repeat("1", 3), counts(t, cl, "late-release"), "the late release deleted the newer hold")

@@ -37,7 +37,7 @@ func dial(t *testing.T, cl *redlocktest.Cluster, opts ...redlock.Option) *redloc
 	return c
 }
 
-func keyOf(name string) string { return "redlock:lock:" + name }
+func keyOf(name string) string { return "redlock:{" + name + "}:lock" }
 
 // holders returns the lock's owner fields and their counts on node i,
 // without the bookkeeping fields.

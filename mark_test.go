@@ -65,7 +65,7 @@ func TestCloseOvertakingAStragglerMarksIt(t *testing.T) {
 	batchPipe := (t2.next.Load() + 1) % 2
 	name := ""
 	for i := 0; name == ""; i++ {
-		if n := fmt.Sprint("overtaken-", i); laneOf(c.opts.prefix+"lock:"+n)%2 != batchPipe {
+		if n := fmt.Sprint("overtaken-", i); laneOf(c.opts.prefix+"{"+n+"}:lock")%2 != batchPipe {
 			name = n
 		}
 	}
@@ -75,14 +75,14 @@ func TestCloseOvertakingAStragglerMarksIt(t *testing.T) {
 	start := time.Now()
 	require.NoError(t, m.Lock(ctx)) // decided by nodes 0 and 1
 	require.NoError(t, cl.Heal(2))  // its call to node 2 is still on its way
-	n, err := redis.Int(cl.Do(2, "EXISTS", c.opts.prefix+"lock:"+name))
+	n, err := redis.Int(cl.Do(2, "EXISTS", c.opts.prefix+"{"+name+"}:lock"))
 	require.NoError(t, err)
 	require.Zero(t, n, "the straggler landed before Close: the test missed its window")
 	require.Less(t, time.Since(start), delay/2, "the test missed its window")
 	require.NoError(t, c.Close())
 	time.Sleep(time.Until(start.Add(2 * delay))) // the straggler has landed
 	for i := 0; i < 3; i++ {
-		n, err := redis.Int(cl.Do(i, "EXISTS", c.opts.prefix+"lock:"+name))
+		n, err := redis.Int(cl.Do(i, "EXISTS", c.opts.prefix+"{"+name+"}:lock"))
 		require.NoError(t, err)
 		assert.Zero(t, n, "node %d: the straggler re-created the lock", i)
 	}

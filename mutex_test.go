@@ -325,6 +325,59 @@ func TestUnitMutexOwners(t *testing.T) {
 	assert.NotEqual(t, c.id, d.id, "client ids are random")
 }
 
+// TestUnitKeysShareOneSlot: the four names of a lock carry its name as a
+// hash tag, so a Redis Cluster puts them in one slot (by Redis's own rule,
+// keySlot below); different names spread over the slots.
+func TestUnitKeysShareOneSlot(t *testing.T) {
+	c, err := Dial([]string{unitUnreachable})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, c.Close()) }()
+	m := c.NewMutex("orders")
+	assert.Equal(t, []string{"redlock:{orders}:lock", "redlock:{orders}:rollback", "redlock:{orders}:fence", "redlock:{orders}:unlock"},
+		[]string{m.key, m.marks, m.fence, m.channel})
+	assert.Equal(t, []int{12182, 5061, 866}, []int{keySlot("foo"), keySlot("bar"), keySlot("hello")}, "CLUSTER KEYSLOT's answers")
+	assert.Equal(t, keySlot("orders"), keySlot(m.key), "the tag is the name")
+	slots := map[int]bool{}
+	for _, name := range []string{"orders", "a}b", "{x}", "x{y}z", "{", "é", strings.Repeat("n", MaxNameLength), "job-1", "job-2", "job-3"} {
+		m := c.NewMutex(name)
+		require.NoError(t, m.ensureUsable(context.Background()))
+		slot := keySlot(m.key)
+		for _, k := range []string{m.marks, m.fence, m.channel} {
+			assert.Equal(t, slot, keySlot(k), "%q: %s", name, k)
+		}
+		slots[slot] = true
+	}
+	assert.Greater(t, len(slots), 5, "names spread over slots")
+	for _, name := range []string{"}", "}x"} {
+		err := c.NewMutex(name).ensureUsable(context.Background())
+		require.ErrorIs(t, err, ErrInvalid)
+		assert.Contains(t, err.Error(), "begins with '}'")
+	}
+}
+
+// keySlot is Redis Cluster's slot of key: CRC16 (XMODEM) of its hash tag,
+// the text between the first '{' and the first '}' after it when that is
+// not empty, else of the whole key, modulo 16384.
+func keySlot(key string) int {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			key = key[i+1 : i+1+j]
+		}
+	}
+	var crc uint16
+	for k := 0; k < len(key); k++ {
+		crc ^= uint16(key[k]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return int(crc) % 16384
+}
+
 func TestUnitClassifyAcquire(t *testing.T) {
 	tests := []struct {
 		name  string

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 )
 
@@ -57,6 +58,9 @@ func (o *options) validate() error {
 			return invalid("WithLease(%v): the lease must exceed three times the default node timeout %v (the renewal period, a third of the lease, must be longer than a node timeout); lengthen the lease or shorten WithNodeTimeout", o.lease, o.nodeTimeout)
 		}
 		return invalid("WithNodeTimeout(%v): must be below a third of the lease %v, the renewal period", o.nodeTimeout, o.lease)
+	}
+	if strings.ContainsAny(o.prefix, "{}") {
+		return invalid("WithKeyPrefix(%q): the prefix may not contain '{' or '}' (the lock's name is its keys' hash tag)", o.prefix)
 	}
 	if o.logger == nil {
 		return invalid("WithLogger(nil): pass a logger, or leave the option out to discard logs")
@@ -124,7 +128,11 @@ func WithSetupTimeout(d time.Duration) Option {
 }
 
 // WithKeyPrefix sets the namespace of every key and pub/sub channel the
-// client uses. Default "redlock:".
+// client uses. Default "redlock:". The keys of the lock NAME are
+// PREFIX{NAME}:lock, PREFIX{NAME}:rollback and PREFIX{NAME}:fence, and its
+// channel is PREFIX{NAME}:unlock: NAME is their Redis Cluster hash tag. The
+// prefix may not contain '{' or '}', which would take the tag's place and
+// put every lock in one slot.
 func WithKeyPrefix(p string) Option { return func(o *options) { o.prefix = p } }
 
 // WithLogger sets where the client logs what it cannot return: renewals that

@@ -56,6 +56,8 @@ func unitBadOptions() []struct {
 		{"quarantine -1ns", []Option{WithQuarantine(-1)}, "WithQuarantine(-1ns)"},
 		{"node timeout huge", []Option{WithNodeTimeout(time.Duration(math.MaxInt64/2 + 1))}, "WithNodeTimeout"},
 		{"logger nil", []Option{WithLogger(nil)}, "WithLogger"},
+		{"prefix with {", []Option{WithKeyPrefix("app{1}:")}, `WithKeyPrefix("app{1}:"): the prefix may not contain '{' or '}'`},
+		{"prefix with }", []Option{WithKeyPrefix("app}")}, "WithKeyPrefix"},
 		{"setup timeout 0", []Option{WithSetupTimeout(0)}, "WithSetupTimeout(0s)"},
 		{"setup timeout -1s", []Option{WithSetupTimeout(-time.Second)}, "WithSetupTimeout(-1s)"},
 		{"nil option", []Option{nil}, "nil Option"},

@@ -44,12 +44,15 @@ func newMutex(c *Client, name string) *Mutex {
 	if c == nil || len(name) > MaxNameLength {
 		return &Mutex{c: c, name: name} // unusable: every call says why (ensureUsable)
 	}
-	// The four key names are cut from one string: one allocation, not four.
-	p := c.opts.prefix
-	all := p + "lock:" + name + p + "rollback:" + name + p + "fence:" + name + p + "unlock:" + name
-	a := len(p) + len("lock:") + len(name)
-	b := a + len(p) + len("rollback:") + len(name)
-	d := b + len(p) + len("fence:") + len(name)
+	// The four names are cut from one string, one allocation, not four:
+	// PREFIX{NAME}:lock, PREFIX{NAME}:rollback, PREFIX{NAME}:fence and
+	// PREFIX{NAME}:unlock. The braces make NAME the keys' hash tag, so
+	// that on a Redis Cluster member they all live in one slot.
+	tag := c.opts.prefix + "{" + name + "}:"
+	all := tag + "lock" + tag + "rollback" + tag + "fence" + tag + "unlock"
+	a := len(tag) + len("lock")
+	b := a + len(tag) + len("rollback")
+	d := b + len(tag) + len("fence")
 	return &Mutex{
 		c:       c,
 		name:    name,
@@ -83,6 +86,8 @@ func (m *Mutex) ensureUsable(ctx context.Context) error {
 		return invalid("empty lock name")
 	case len(m.name) > MaxNameLength:
 		return invalid("lock name %s is %d bytes; the limit is %d (MaxNameLength)", quoteName(m.name), len(m.name), MaxNameLength)
+	case m.name[0] == '}':
+		return invalid("lock name %s begins with '}': the name is its keys' hash tag ({NAME}), and Redis Cluster ignores a tag that is empty", quoteName(m.name))
 	}
 	return m.c.ensureOpen()
 }

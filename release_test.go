@@ -68,7 +68,7 @@ func TestIgnoredFailedUnlockDoesNotHoldTheLock(t *testing.T) {
 func cutOffRelease(t *testing.T, cl *redlocktest.Cluster, c *redlock.Client, m *redlock.Mutex) (heal func()) {
 	t.Helper()
 	for _, i := range []int{0, 1, 2} {
-		require.NoError(t, cl.Intercept(i, "redlock:unlock:"+m.Name(), redlocktest.Action{Close: true}))
+		require.NoError(t, cl.Intercept(i, "redlock:{"+m.Name()+"}:unlock", redlocktest.Action{Close: true}))
 	}
 	require.ErrorIs(t, m.Unlock(context.Background()), redlock.ErrNoQuorum)
 	assert.True(t, closed(m.Lost()), "Lost must close when the last Unlock reaches no quorum")

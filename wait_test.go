@@ -114,7 +114,7 @@ func TestEveryForceUnlockSendsItsOwnMessage(t *testing.T) {
 		return conn
 	}()}
 	defer psc.Close()
-	require.NoError(t, psc.Subscribe("redlock:unlock:forced"))
+	require.NoError(t, psc.Subscribe("redlock:{forced}:unlock"))
 	_, ok := psc.Receive().(redis.Subscription)
 	require.True(t, ok)
 

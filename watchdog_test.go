@@ -246,7 +246,7 @@ func TestUnlockDoesNotWaitForARenewal(t *testing.T) {
 	}
 	close(release)
 	<-renewed
-	assert.Equal(t, []string{"", "", ""}, countsOf(t, cl, c.opts.prefix+"lock:no-wait"))
+	assert.Equal(t, []string{"", "", ""}, countsOf(t, cl, c.opts.prefix+"{no-wait}:lock"))
 	assert.NotContains(t, log.String(), "lock lost", "a renewal answered after the release ended the hold as lost")
 }
 
@@ -261,7 +261,7 @@ func TestRepairInFlightDoesNotRecreateAReleasedLock(t *testing.T) {
 	defer c.Close()
 	ctx := context.Background()
 	m := c.NewMutex("repair-race")
-	key := c.opts.prefix + "lock:repair-race"
+	key := c.opts.prefix + "{repair-race}:lock"
 	require.NoError(t, m.Lock(ctx))
 	_, err = cl.Do(2, "DEL", key) // node 2 lost the hold
 	require.NoError(t, err)
@@ -274,7 +274,7 @@ func TestRepairInFlightDoesNotRecreateAReleasedLock(t *testing.T) {
 	close(release)
 	<-renewed
 	assert.Equal(t, []string{"", "", ""}, countsOf(t, cl, key), "the repair re-created a released lock")
-	mark, err := redis.Int64(cl.Do(2, "HGET", c.opts.prefix+"rollback:repair-race", m.field))
+	mark, err := redis.Int64(cl.Do(2, "HGET", c.opts.prefix+"{repair-race}:rollback", m.field))
 	require.NoError(t, err, "the release marked the owner on node 2")
 	assert.Positive(t, mark)
 }

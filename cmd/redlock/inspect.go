@@ -24,7 +24,7 @@ key's PTTL; then the quorum verdict: HELD when one owner holds it on a majority
 of the nodes (N/2+1), FREE when no owner does, UNDECIDED when too few nodes
 answered to tell.
 
-The lock of NAME is the hash PREFIX+"lock:"+NAME; every owner has a field
+The lock of NAME is the hash PREFIX+"{"+NAME+"}:lock"; every owner has a field
 "<client id>:<owner id>" whose value is its hold count (the bookkeeping
 fields ending in "#" are not shown).
 

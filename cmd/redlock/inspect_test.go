@@ -40,12 +40,12 @@ func TestInspectHeldLock(t *testing.T) {
 	m := client.NewMutex("orders")
 	require.NoError(t, m.Lock(ctx))
 	require.NoError(t, m.Lock(ctx)) // reentrant: count 2
-	field := ownerField(t, c, 0, "redlock:lock:orders")
+	field := ownerField(t, c, 0, "redlock:{orders}:lock")
 	// Lock returns once a majority said yes; the last nodes may answer
 	// just after.
 	require.Eventually(t, func() bool {
 		for i := 0; i < c.N(); i++ {
-			if n, err := redis.Int(c.Do(i, "HGET", "redlock:lock:orders", field)); err != nil || n != 2 {
+			if n, err := redis.Int(c.Do(i, "HGET", "redlock:{orders}:lock", field)); err != nil || n != 2 {
 				return false
 			}
 		}
@@ -54,7 +54,7 @@ func TestInspectHeldLock(t *testing.T) {
 
 	code, out, stderr := runCLI("inspect", "--nodes", strings.Join(c.URLs(), ","), "orders")
 	require.Equal(t, exitOK, code, "stderr: %s", stderr)
-	require.Contains(t, out, `lock "orders" (key redlock:lock:orders) on 5 nodes, quorum 3`)
+	require.Contains(t, out, `lock "orders" (key redlock:{orders}:lock) on 5 nodes, quorum 3`)
 	require.NotContains(t, out, field+"#", "bookkeeping fields are hidden")
 	// One row per node: reachable, the holder, its count, a PTTL up to 30s.
 	row := regexp.MustCompile(`(?m)^redis://127\.0\.0\.1:\d+\s+yes\s+` + regexp.QuoteMeta(field) + `\s+2\s+(\d+(\.\d+)?)(s|ms)$`)
@@ -99,7 +99,7 @@ func TestInspectPrefixAndEnvironment(t *testing.T) {
 
 	code, out, _ = runCLI("inspect", "--prefix", "app:", "orders")
 	require.Equal(t, exitOK, code)
-	require.Contains(t, out, "key app:lock:orders")
+	require.Contains(t, out, "key app:{orders}:lock")
 	require.Contains(t, out, "verdict: HELD")
 }
 
@@ -112,13 +112,13 @@ func TestInspectUnreadableNode(t *testing.T) {
 	require.NoError(t, m.Lock(context.Background()))
 	require.Eventually(t, func() bool { // the last node may answer after Lock returns
 		for i := 0; i < c.N(); i++ {
-			if n, err := redis.Int(c.Do(i, "EXISTS", "redlock:lock:orders")); err != nil || n != 1 {
+			if n, err := redis.Int(c.Do(i, "EXISTS", "redlock:{orders}:lock")); err != nil || n != 1 {
 				return false
 			}
 		}
 		return true
 	}, 5*time.Second, 10*time.Millisecond)
-	field := ownerField(t, c, 0, "redlock:lock:orders")
+	field := ownerField(t, c, 0, "redlock:{orders}:lock")
 	require.NoError(t, c.Kill(1))
 
 	code, out, stderr := runCLI("inspect", "--nodes", strings.Join(c.URLs(), ","), "--node-timeout", "200ms", "orders")

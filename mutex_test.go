@@ -17,6 +17,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/redlock-go/redlock/redlocktest"
 )
 
 // A Mutex before any network (reentrant.go): the argument checks, calls on a
@@ -327,7 +329,8 @@ func TestUnitMutexOwners(t *testing.T) {
 
 // TestUnitKeysShareOneSlot: the four names of a lock carry its name as a
 // hash tag, so a Redis Cluster puts them in one slot (by Redis's own rule,
-// keySlot below); different names spread over the slots.
+// redlocktest.KeySlot, tested against CLUSTER KEYSLOT); different names
+// spread over the slots.
 func TestUnitKeysShareOneSlot(t *testing.T) {
 	c, err := Dial([]string{unitUnreachable})
 	require.NoError(t, err)
@@ -335,15 +338,15 @@ func TestUnitKeysShareOneSlot(t *testing.T) {
 	m := c.NewMutex("orders")
 	assert.Equal(t, []string{"redlock:{orders}:lock", "redlock:{orders}:rollback", "redlock:{orders}:fence", "redlock:{orders}:unlock"},
 		[]string{m.key, m.marks, m.fence, m.channel})
-	assert.Equal(t, []int{12182, 5061, 866}, []int{keySlot("foo"), keySlot("bar"), keySlot("hello")}, "CLUSTER KEYSLOT's answers")
-	assert.Equal(t, keySlot("orders"), keySlot(m.key), "the tag is the name")
+	assert.Equal(t, []int{12182, 5061, 866}, []int{redlocktest.KeySlot("foo"), redlocktest.KeySlot("bar"), redlocktest.KeySlot("hello")}, "CLUSTER KEYSLOT's answers")
+	assert.Equal(t, redlocktest.KeySlot("orders"), redlocktest.KeySlot(m.key), "the tag is the name")
 	slots := map[int]bool{}
 	for _, name := range []string{"orders", "a}b", "{x}", "x{y}z", "{", "é", strings.Repeat("n", MaxNameLength), "job-1", "job-2", "job-3"} {
 		m := c.NewMutex(name)
 		require.NoError(t, m.ensureUsable(context.Background()))
-		slot := keySlot(m.key)
+		slot := redlocktest.KeySlot(m.key)
 		for _, k := range []string{m.marks, m.fence, m.channel} {
-			assert.Equal(t, slot, keySlot(k), "%q: %s", name, k)
+			assert.Equal(t, slot, redlocktest.KeySlot(k), "%q: %s", name, k)
 		}
 		slots[slot] = true
 	}
@@ -353,29 +356,6 @@ func TestUnitKeysShareOneSlot(t *testing.T) {
 		require.ErrorIs(t, err, ErrInvalid)
 		assert.Contains(t, err.Error(), "begins with '}'")
 	}
-}
-
-// keySlot is Redis Cluster's slot of key: CRC16 (XMODEM) of its hash tag,
-// the text between the first '{' and the first '}' after it when that is
-// not empty, else of the whole key, modulo 16384.
-func keySlot(key string) int {
-	if i := strings.IndexByte(key, '{'); i >= 0 {
-		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
-			key = key[i+1 : i+1+j]
-		}
-	}
-	var crc uint16
-	for k := 0; k < len(key); k++ {
-		crc ^= uint16(key[k]) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return int(crc) % 16384
 }
 
 func TestUnitClassifyAcquire(t *testing.T) {

@@ -225,14 +225,16 @@ func (c *Cluster) formMember(i int, shards []*node) error {
 	return nil
 }
 
-// waitClusterOK polls the shard until its cluster state is ok with k known
-// nodes (0: any number), the cluster closes or readyTimeout passes.
+// waitClusterOK polls the shard until its cluster state is ok, it knows
+// where every slot is served and it knows k nodes (0: any number), the
+// cluster closes or readyTimeout passes.
 func (nd *node) waitClusterOK(k int) error {
 	deadline := time.Now().Add(readyTimeout)
 	var last string
 	for {
 		info, err := redis.String(nd.do("CLUSTER", "INFO"))
 		if err == nil && strings.Contains(info, "cluster_state:ok") &&
+			strings.Contains(info, "cluster_slots_assigned:"+strconv.Itoa(slotCount)+"\r") &&
 			(k == 0 || strings.Contains(info, "cluster_known_nodes:"+strconv.Itoa(k)+"\r")) {
 			return nil
 		}

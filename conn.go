@@ -80,8 +80,8 @@ type native struct {
 	dial    func(context.Context) (redis.Conn, error) // one new connection, AUTH and SELECT done
 	setup   time.Duration                             // bound of a dial and its set-up
 	grace   time.Duration                             // how overdue a written request may be before its pipe counts as stalled
-	info    bool                                      // read INFO server at set-up (restart quarantine)
 	observe func(info string, at time.Time)           // told what INFO server said, before the pipe serves
+	refused func(err error)                           // told that the node refused INFO server, before the pipe serves
 	logger  *slog.Logger
 	ctx     context.Context // ends at Close
 	pipes   []*pipe
@@ -259,7 +259,7 @@ func (t *native) connect() (redis.Conn, error) {
 	defer cancel()
 	conn, err := t.dial(ctx)
 	if err != nil {
-		return nil, err
+		return nil, authFailure(err)
 	}
 	// Close ends a set-up that waits on a node that does not answer.
 	stop := context.AfterFunc(t.ctx, func() { conn.Close() })
@@ -267,7 +267,7 @@ func (t *native) connect() (redis.Conn, error) {
 	deadline, _ := ctx.Deadline()
 	if err := t.prepare(conn, deadline); err != nil {
 		conn.Close()
-		return nil, err
+		return nil, authFailure(err)
 	}
 	return conn, nil
 }
@@ -275,10 +275,8 @@ func (t *native) connect() (redis.Conn, error) {
 // prepare is connect's set-up of a new connection.
 func (t *native) prepare(conn redis.Conn, deadline time.Time) error {
 	at := now()
-	if t.info {
-		if err := conn.Send("INFO", "server"); err != nil {
-			return err
-		}
+	if err := conn.Send("INFO", "server"); err != nil {
+		return err
 	}
 	for _, s := range scripts {
 		if err := conn.Send("SCRIPT", "LOAD", s.src); err != nil {
@@ -288,19 +286,22 @@ func (t *native) prepare(conn redis.Conn, deadline time.Time) error {
 	if err := conn.Flush(); err != nil {
 		return err
 	}
-	if t.info {
-		info, err := redis.String(receiveBefore(conn, deadline))
-		switch err.(type) {
-		case nil:
-			if err := supported(info); err != nil {
-				return err
-			}
-			t.observe(info, at)
-		case redis.Error:
-			// A server without INFO server: its restarts cannot be seen.
-		default:
-			return fmt.Errorf("reading INFO server: %w", err)
+	info, err := redis.String(receiveBefore(conn, deadline))
+	switch err.(type) {
+	case nil:
+		if err := supported(info); err != nil {
+			return err
 		}
+		t.observe(info, at)
+	case redis.Error:
+		if aerr := authFailure(err); aerr != err {
+			return aerr
+		}
+		// INFO denied to the user or renamed: neither the server's
+		// version nor its restarts can be seen (see quarantined).
+		t.refused(err)
+	default:
+		return fmt.Errorf("reading INFO server: %w", err)
 	}
 	for range scripts {
 		if _, err := receiveBefore(conn, deadline); err != nil {

@@ -112,8 +112,8 @@ func newPeer(c *Client, n *Node, i int) *peer {
 		dial:    n.dial,
 		setup:   c.setupTimeout(),
 		grace:   c.opts.nodeTimeout,
-		info:    c.opts.quarantine != 0,
 		observe: func(info string, at time.Time) { _ = p.process.observe(info, at) },
+		refused: func(err error) { p.infoRefused(c, err) },
 		logger:  c.opts.logger,
 		ctx:     c.ctx,
 	}
@@ -121,6 +121,21 @@ func newPeer(c *Client, n *Node, i int) *peer {
 	p.t = t
 	p.sub = newSubscriber(c, p, i)
 	return p
+}
+
+// infoRefused records that the node refused INFO server, and logs it the
+// first time: at warning level while restart quarantine is on, since the
+// node does not count then; at debug level when it is off, where only the
+// check of the server's version is lost.
+func (p *peer) infoRefused(c *Client, err error) {
+	if !p.process.refuse(err) {
+		return
+	}
+	if c.opts.quarantine != 0 {
+		c.opts.logger.Warn("redlock: node not counted: "+blindness(err), "node", p.name)
+		return
+	}
+	c.opts.logger.Debug("redlock: INFO server refused; restart quarantine is off, the server's version is not checked", "node", p.name, "err", err)
 }
 
 // fail wraps err as this node's error. A network timeout matches

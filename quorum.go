@@ -427,6 +427,7 @@ type batchResult struct {
 	replies []interface{} // one per call; a call the node refused has its serverError
 	err     error         // the node failed as a whole: no reply came, or not all
 	counted bool          // not in restart quarantine: its answers count toward a quorum
+	took    time.Duration // from the broadcast's start until every reply was in
 }
 
 // refused returns the node's refusal when a batch's reply is one (its
@@ -479,7 +480,8 @@ func (c *Client) broadcast(ctx context.Context, timeout time.Duration, calls fun
 	done := make(chan *batchTo, len(c.peers))
 	pending := make([]bool, len(c.peers))
 	waiting := 0
-	deadline := now().Add(timeout)
+	start := now()
+	deadline := start.Add(timeout)
 	for i, p := range c.peers {
 		cs := calls(i)
 		if len(cs) == 0 {
@@ -497,6 +499,7 @@ func (c *Client) broadcast(ctx context.Context, timeout time.Duration, calls fun
 		select {
 		case b := <-done:
 			out[b.i], pending[b.i] = b.result, false
+			out[b.i].took = since(start)
 			waiting--
 		case <-t.C:
 			gone = fmt.Errorf("%w: no reply within %v", context.DeadlineExceeded, timeout)

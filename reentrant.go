@@ -124,7 +124,10 @@ func cutName(name string) (prefix, rest string) {
 // fails on a quorum before the hold's validity ends. Lock keeps trying
 // through node failures; when ctx ends first it returns an error wrapping
 // ctx.Err() and, if an attempt failed for want of a quorum, that error
-// (ErrNoQuorum with each node's error). After Close it returns ErrClosed.
+// (ErrNoQuorum with each node's error). When so many nodes refuse the
+// client's credentials that no quorum is left, it returns at once with
+// ErrNoQuorum wrapping ErrAuth: a configuration error, not an outage. After
+// Close it returns ErrClosed.
 func (m *Mutex) Lock(ctx context.Context) error {
 	_, err := m.acquire(ctx, -1, 0)
 	return err
@@ -193,7 +196,7 @@ func (m *Mutex) acquire(ctx context.Context, maxWait, lease time.Duration) (bool
 		if lately && (a.ok || a.split) {
 			m.c.tookTurn(m.channel, max(a.subs+1, 0)) // this Client was not subscribed
 		}
-		if a.ok || maxWait == 0 {
+		if a.ok || maxWait == 0 || m.c.authRefused(a.err) {
 			return a.ok, a.err
 		}
 	}
@@ -504,6 +507,9 @@ func (m *Mutex) await(ctx context.Context, maxWait, lease time.Duration, renew b
 		}
 		if errors.Is(next.err, ErrClosed) {
 			return false, ErrClosed
+		}
+		if c.authRefused(next.err) {
+			return false, next.err // a configuration error: waiting will not mend it
 		}
 		if !next.ended || a.err == nil {
 			a = next // an attempt that only saw ctx end keeps the one before

@@ -214,6 +214,13 @@ func (s *logSink) Handle(_ context.Context, r slog.Record) error {
 func (s *logSink) WithAttrs([]slog.Attr) slog.Handler { return s }
 func (s *logSink) WithGroup(string) slog.Handler      { return s }
 
+// records returns the level and message of every record so far.
+func (s *logSink) records() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.recs...)
+}
+
 // has reports whether a record at level contains msg.
 func (s *logSink) has(level slog.Level, msg string) bool {
 	s.mu.Lock()

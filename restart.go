@@ -25,15 +25,19 @@ type serverProcess struct {
 	runID     string     // run_id of the process last observed; "" before the first
 	started   time.Time  // the latest start time the observation allows
 	restarted bool       // runID differs from one observed before
+	refused   error      // the node refused INFO server at the latest set-up: nil once it answers
+	version   string     // redis_version of the process last observed
 }
 
 // observe records what INFO server says of the process, read at time at.
 // A run_id that differs from the one seen before is a restart.
 func (p *serverProcess) observe(info string, at time.Time) error {
-	runID, uptime := "", int64(-1)
+	runID, uptime, version := "", int64(-1), ""
 	for _, line := range strings.Split(info, "\n") {
 		line = strings.TrimSpace(line)
-		if v, ok := strings.CutPrefix(line, "run_id:"); ok {
+		if v, ok := strings.CutPrefix(line, "redis_version:"); ok {
+			version = v
+		} else if v, ok := strings.CutPrefix(line, "run_id:"); ok {
 			runID = v
 		} else if v, ok := strings.CutPrefix(line, "uptime_in_seconds:"); ok {
 			if u, err := strconv.ParseInt(v, 10, 64); err == nil {
@@ -46,6 +50,7 @@ func (p *serverProcess) observe(info string, at time.Time) error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.refused, p.version = nil, version
 	if runID == p.runID {
 		return nil
 	}
@@ -62,12 +67,33 @@ func (p *serverProcess) observe(info string, at time.Time) error {
 	return nil
 }
 
-// state returns what is known of the process: when it started, whether it
-// replaced an earlier one, and whether anything is known at all.
-func (p *serverProcess) state() (started time.Time, restarted, known bool) {
+// refuse records that the node refused INFO server with err (an ACL user
+// without +info, a renamed INFO): its restarts cannot be seen until it
+// answers again. It reports whether the node answered before (or was never
+// asked), so that the refusal is logged once.
+func (p *serverProcess) refuse(err error) (first bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.started, p.restarted, p.runID != ""
+	first = p.refused == nil
+	p.refused = err
+	return first
+}
+
+// state returns what is known of the process: when it started, whether it
+// replaced an earlier one, whether anything is known at all, and the
+// node's refusal of INFO server when it refused it.
+func (p *serverProcess) state() (started time.Time, restarted, known bool, refused error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.started, p.restarted, p.runID != "", p.refused
+}
+
+// serverVersion returns the redis_version last observed, "" before the
+// first observation.
+func (p *serverProcess) serverVersion() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.version
 }
 
 // id returns the run_id last observed, "" before the first observation.
@@ -96,14 +122,19 @@ func (c *Client) useLease(d time.Duration) {
 }
 
 // quarantined reports whether n's answers must not count now, and if so an
-// error that says why and for how long.
+// error that says why and for how long. While quarantine is on, a node that
+// refused INFO server never counts: its restarts cannot be seen, and a
+// safety mechanism that cannot run must not be silently off.
 func (c *Client) quarantined(n *peer) error {
-	q := c.quarantinePeriod()
-	if q == 0 {
+	if c.opts.quarantine == 0 {
 		return nil
 	}
-	started, restarted, known := n.process.state()
-	if !known || !(restarted || c.opts.youngNodes) {
+	started, restarted, known, refused := n.process.state()
+	if refused != nil {
+		return fmt.Errorf("%w: %s", ErrQuarantined, blindness(refused))
+	}
+	q := c.quarantinePeriod()
+	if q == 0 || !known || !(restarted || c.opts.youngNodes) {
 		return nil
 	}
 	left := started.Add(q).Sub(now())
@@ -115,4 +146,11 @@ func (c *Client) quarantined(n *peer) error {
 		why = "young (uptime below the quarantine period)"
 	}
 	return fmt.Errorf("%w: %s %v ago: not counted for %v more", ErrQuarantined, why, now().Sub(started).Round(time.Millisecond), left.Round(time.Millisecond))
+}
+
+// blindness says why a node that refused INFO server with err does not
+// count, and what to change.
+func blindness(err error) string {
+	return fmt.Sprintf("INFO server refused (%v): restart quarantine cannot see this node's restarts, so it does not count; "+
+		"grant the node's user +info (ACL SETUSER <user> +info), or turn restart quarantine off with WithQuarantine(0)", err)
 }

@@ -31,6 +31,8 @@ var (
 	repairLua string
 	//go:embed scripts/fence.lua
 	fenceLua string
+	//go:embed scripts/ping.lua
+	pingLua string
 
 	acquireScript  = newScript(3, acquireLua)
 	rollbackScript = newScript(2, markLua+rollbackLua)
@@ -41,9 +43,10 @@ var (
 	renewScript    = newScript(-1, renewLua) // the key count is the first argument
 	repairScript   = newScript(-1, repairLua)
 	fenceScript    = newScript(1, fenceLua)
+	pingScript     = newScript(0, pingLua)
 
 	// scripts lists every script, for loading them all at once.
-	scripts = []*script{&acquireScript, &rollbackScript, &releaseScript, &forceScript, &inspectScript, &viewScript, &renewScript, &repairScript, &fenceScript}
+	scripts = []*script{&acquireScript, &rollbackScript, &releaseScript, &forceScript, &inspectScript, &viewScript, &renewScript, &repairScript, &fenceScript, &pingScript}
 )
 
 // script is a Lua script: its source, for SCRIPT LOAD and EVAL, its SHA1,
@@ -75,7 +78,10 @@ func (s *script) call(keysAndArgs ...interface{}) call {
 	var lane uint32
 	if s.keyCount >= 0 {
 		sha = append(sha, s.keyCount)
-		if key, ok := keysAndArgs[0].(string); ok && s.keyCount > 0 {
+		if s.keyCount == 0 {
+			return call{s: s, sha: append(sha, keysAndArgs...)}
+		}
+		if key, ok := keysAndArgs[0].(string); ok {
 			lane = laneOf(key)
 		}
 	}

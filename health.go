@@ -1,0 +1,164 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-multierror"
+)
+
+// Health checks, and configuration mistakes said in words: a wrong or
+// missing password is not an outage.
+
+// ErrAuth is wrapped by the error of a node that refused this client's
+// credentials: a wrong user or password, or none given to a node that
+// requires one. The message says which. Lock and TryLock return at once,
+// without waiting, when so many nodes refuse them that no quorum is left:
+// that is a configuration error, not an outage.
+var ErrAuth = errors.New("redlock: authentication failed")
+
+// authError is a node's refusal of the client's credentials, in words.
+type authError struct {
+	why string // what is wrong, and what to check
+	err error  // the node's reply, or the connection's error
+}
+
+func (e *authError) Error() string   { return "authentication failed: " + e.why + " (" + e.err.Error() + ")" }
+func (e *authError) Unwrap() []error { return []error{ErrAuth, e.err} }
+
+// authFailure returns err in words when it is an authentication failure:
+// what Redis says to a wrong password (WRONGPASS, "invalid password"), to a
+// client that gave none (NOAUTH, or a closed connection with "Protocol
+// error: unauthenticated …" when its first command was large), and to a
+// password given to a node that has none. Other errors are returned as
+// they are.
+func authFailure(err error) error {
+	if err == nil || errors.Is(err, ErrAuth) {
+		return err
+	}
+	msg := err.Error()
+	var why string
+	switch {
+	case strings.Contains(msg, "WRONGPASS"), strings.Contains(msg, "invalid password"), strings.Contains(msg, "invalid username-password pair"):
+		why = "wrong user or password: check the credentials (a Dial URL's user:password, or the AUTH in a pool's dial function)"
+	case strings.Contains(msg, "NOAUTH"), strings.Contains(msg, "Protocol error: unauthenticated"):
+		why = "the node requires a password and none was given: put it in the URL (redis://:password@host:port, or redis://user:password@host:port)"
+	case strings.Contains(msg, "without any password configured"):
+		why = "a password was given but the node has none: leave it out of the URL, or configure it on the node"
+	default:
+		return err
+	}
+	return &authError{why: why, err: err}
+}
+
+// authRefused reports whether err is a quorum error in which so many nodes
+// refused the client's credentials that no quorum can answer.
+func (c *Client) authRefused(err error) bool {
+	var qe *quorumError
+	if !errors.As(err, &qe) || qe.nodes == nil {
+		return false
+	}
+	refused := 0
+	for _, e := range qe.nodes.Errors {
+		if errors.Is(e, ErrAuth) {
+			refused++
+		}
+	}
+	return refused > len(c.peers)-c.quorum
+}
+
+// NodeStatus is one node's health, as Client.Status reads it.
+type NodeStatus struct {
+	Node string // the node's name, as in NodeError
+	Addr string // the node's network address, when known
+	// Err is why the node did not answer the check (a *NodeError: refused,
+	// timed out, authentication failed), nil when it answered.
+	Err     error
+	Latency time.Duration // the check's round trip, when the node answered
+	// Counted tells whether the node's answers count toward quorums now;
+	// when it answered but does not count, Quarantine says why.
+	Counted    bool
+	Quarantine error // wraps ErrQuarantined: restarted or young, or INFO refused; nil when counted
+	// QuarantinedUntil is when a node in restart quarantine counts again;
+	// zero when it counts, or when it does not for want of INFO.
+	QuarantinedUntil time.Time
+	Version          string    // the server's redis_version, as INFO server said at the latest connection; "" when unknown
+	Started          time.Time // when the server process started, by this client's clock (the latest time its uptime allows); zero when unknown
+	Restarted        bool      // this client saw the node's run_id change: a restart it does not count for a quarantine
+}
+
+// Status checks every node at once, each bounded by the node timeout: it
+// runs a script call (as every lock call does) and reports, in the order
+// of the nodes, whether each answered, how long it took, whether it counts
+// toward quorums and what this client knows of its server process. It is
+// for health checks and tools (`redlock inspect` prints it). It returns
+// ErrClosed after Close and an error wrapping ErrInvalid for a nil ctx.
+func (c *Client) Status(ctx context.Context) ([]NodeStatus, error) {
+	if ctx == nil {
+		return nil, invalid("nil context: pass context.Background() or a context with a deadline")
+	}
+	if err := c.ensureOpen(); err != nil {
+		return nil, err
+	}
+	check := []call{pingScript.call()}
+	results := c.broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return check })
+	out := make([]NodeStatus, len(c.peers))
+	for i, res := range results {
+		p := c.peers[i]
+		s := NodeStatus{Node: p.name, Addr: p.addr, Err: res.err}
+		if res.err == nil {
+			if err := refused(res.replies[0]); err != nil {
+				s.Err = p.fail(err)
+			}
+		}
+		if s.Err == nil {
+			s.Latency = res.took
+			s.Quarantine = c.quarantined(p)
+			s.Counted = s.Quarantine == nil
+		}
+		var known bool
+		s.Started, s.Restarted, known, _ = p.process.state()
+		if !known {
+			s.Started = time.Time{}
+		}
+		s.Version = p.process.serverVersion()
+		if s.Quarantine != nil && known {
+			if q := c.quarantinePeriod(); q > 0 && (s.Restarted || c.opts.youngNodes) {
+				s.QuarantinedUntil = s.Started.Add(q)
+			}
+		}
+		out[i] = s
+	}
+	return out, nil
+}
+
+// Ping checks the nodes as a lock call uses them (see Status): it returns
+// nil when a quorum of them answered and counts. Otherwise it returns an
+// error wrapping ErrNoQuorum that names every other node and why: refused,
+// timed out, authentication failed (wrapping ErrAuth), or in restart
+// quarantine and until when (wrapping ErrQuarantined). It returns ErrClosed
+// after Close and an error wrapping ErrInvalid for a nil ctx.
+func (c *Client) Ping(ctx context.Context) error {
+	nodes, err := c.Status(ctx)
+	if err != nil {
+		return err
+	}
+	ok := 0
+	var errs *multierror.Error
+	for i, s := range nodes {
+		switch {
+		case s.Err != nil:
+			errs = appendError(errs, s.Err)
+		case !s.Counted:
+			errs = appendError(errs, c.peers[i].fail(s.Quarantine))
+		default:
+			ok++
+		}
+	}
+	if ok >= c.quorum {
+		return nil
+	}
+	return withCtx(ctx, &quorumError{op: "ping", yes: ok, n: len(c.peers), need: c.quorum, nodes: errs})
+}

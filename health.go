@@ -25,7 +25,9 @@ type authError struct {
 	err error  // the node's reply, or the connection's error
 }
 
-func (e *authError) Error() string   { return "authentication failed: " + e.why + " (" + e.err.Error() + ")" }
+func (e *authError) Error() string {
+	return "authentication failed: " + e.why + " (" + e.err.Error() + ")"
+}
 func (e *authError) Unwrap() []error { return []error{ErrAuth, e.err} }
 
 // authFailure returns err in words when it is an authentication failure:

@@ -24,6 +24,10 @@ key's PTTL; then the quorum verdict: HELD when one owner holds it on a majority
 of the nodes (N/2+1), FREE when no owner does, UNDECIDED when too few nodes
 answered to tell.
 
+Then each node's health: the round trip of a script call, the server's
+version and uptime, and whether its answers count toward quorums (not when it
+is in restart quarantine, or refuses INFO while quarantine is on).
+
 The lock of NAME is the hash PREFIX+"{"+NAME+"}:lock"; every owner has a field
 "<client id>:<owner id>" whose value is its hold count (the bookkeeping
 fields ending in "#" are not shown).
@@ -56,7 +60,7 @@ func runInspect(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, "inspect", "no nodes: give --nodes URL,URL,... or set $%s", nodesEnv)
 	}
 	name := fs.Arg(0)
-	states, err := readNodes(urls, *prefix, name, *timeout, stderr)
+	states, health, err := readNodes(urls, *prefix, name, *timeout, stderr)
 	switch {
 	case errors.Is(err, redlock.ErrInvalid):
 		return usageError(stderr, "inspect", "%v", err)
@@ -66,29 +70,68 @@ func runInspect(args []string, stdout, stderr io.Writer) int {
 	}
 	v := decide(states)
 	printInspect(stdout, name, states, v)
+	printHealth(stdout, health)
 	if v.kind == verdictUndecided {
 		return exitUndecided
 	}
 	return exitOK
 }
 
-// readNodes returns what every node in urls holds of lock name, in the
-// order of urls, read by Client.Inspect through a client dialled for it and
-// closed before it returns (a failure to close is only reported to stderr).
-// A bad URL, or a timeout that redlock rejects, returns an error wrapping
+// readNodes returns what every node in urls holds of lock name, read by
+// Client.Inspect, and each node's health, read by Client.Status, in the
+// order of urls, through a client dialled for it and closed before it
+// returns (a failure to close is only reported to stderr). A bad URL, or a
+// timeout that redlock rejects, returns an error wrapping
 // redlock.ErrInvalid; a node that could not be read has its error in its
-// NodeLock.
-func readNodes(urls []string, prefix, name string, timeout time.Duration, stderr io.Writer) ([]redlock.NodeLock, error) {
+// NodeLock and its NodeStatus.
+func readNodes(urls []string, prefix, name string, timeout time.Duration, stderr io.Writer) ([]redlock.NodeLock, []redlock.NodeStatus, error) {
 	client, err := redlock.Dial(urls, redlock.WithKeyPrefix(prefix), redlock.WithNodeTimeout(timeout))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer func() {
 		if err := client.Close(); err != nil {
 			fmt.Fprintf(stderr, "redlock inspect: closing: %v\n", err)
 		}
 	}()
-	return client.Inspect(context.Background(), name)
+	ctx := context.Background()
+	states, err := client.Inspect(ctx, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	health, err := client.Status(ctx)
+	return states, health, err
+}
+
+// printHealth writes each node's health: the round trip of a script call,
+// the server's version and uptime, and whether it counts toward quorums.
+func printHealth(w io.Writer, health []redlock.NodeStatus) {
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tLATENCY\tVERSION\tUPTIME\tCOUNTS")
+	for _, s := range health {
+		if s.Err != nil {
+			fmt.Fprintf(tw, "%s\t-\t-\t-\tno: %v\n", s.Node, nodeCause(s.Err))
+			continue
+		}
+		version, uptime := "unknown", "unknown"
+		if s.Version != "" {
+			version = s.Version
+		}
+		if !s.Started.IsZero() {
+			uptime = round(time.Since(s.Started))
+		}
+		counts := "yes"
+		switch {
+		case s.Counted:
+		case !s.QuarantinedUntil.IsZero():
+			counts = "no: restart quarantine for " + round(time.Until(s.QuarantinedUntil)) + " more"
+		default:
+			counts = "no: " + nodeCause(s.Quarantine).Error()
+		}
+		fmt.Fprintf(tw, "%s\t%v\t%s\t%s\t%s\n", s.Node, s.Latency.Round(time.Microsecond), version, uptime, counts)
+	}
+	tw.Flush()
 }
 
 // nodeCause is what went wrong on a node: the error inside a

@@ -60,6 +60,9 @@ func TestInspectHeldLock(t *testing.T) {
 	row := regexp.MustCompile(`(?m)^redis://127\.0\.0\.1:\d+\s+yes\s+` + regexp.QuoteMeta(field) + `\s+2\s+(\d+(\.\d+)?)(s|ms)$`)
 	require.Len(t, row.FindAllString(out, -1), 5, out)
 	require.Regexp(t, `verdict: HELD by `+regexp.QuoteMeta(field)+` on 5 of 5 nodes \(quorum 3\), hold count 2, quorum PTTL \d`, out)
+	// Then each node's health (Client.Status): latency, version, uptime, counted.
+	health := regexp.MustCompile(`(?m)^redis://127\.0\.0\.1:\d+\s+\d+(\.\d+)?(µs|ms)\s+\d+\.\d+\.\d+\s+\S+\s+yes$`)
+	require.Len(t, health.FindAllString(out, -1), 5, out)
 
 	// With two nodes down it still decides, showing them unreachable.
 	require.NoError(t, c.Kill(0))
@@ -69,6 +72,7 @@ func TestInspectHeldLock(t *testing.T) {
 	require.Len(t, regexp.MustCompile(`(?m)^redis://\S+\s+no\s+-\s+-\s+-$`).FindAllString(out, -1), 2, out)
 	require.Len(t, regexp.MustCompile(`(?m)^redis://\S+: dial tcp .*connection refused$`).FindAllString(out, -1), 2, out)
 	require.Contains(t, out, "on 3 of 5 nodes (quorum 3)")
+	require.Len(t, regexp.MustCompile(`(?m)^redis://\S+\s+-\s+-\s+-\s+no: dial tcp .*connection refused$`).FindAllString(out, -1), 2, out)
 
 	// With three down it cannot tell.
 	require.NoError(t, c.Kill(2))

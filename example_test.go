@@ -130,3 +130,41 @@ func ExampleMutex_Lost() {
 	// lock lost: stopped the work
 	// unlock: redlock: lock not held
 }
+
+func ExampleClient_Ping() {
+	nodes, err := redlocktest.Launch(3)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer nodes.Close()
+	client, err := redlock.Dial(nodes.URLs())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for err := client.Ping(ctx); err != nil; err = client.Ping(ctx) { // Dial connects in the background
+		if ctx.Err() != nil {
+			log.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	fmt.Println("ready")
+
+	nodes.Kill(0)
+	nodes.Kill(1)
+	err = client.Ping(ctx)
+	fmt.Println(errors.Is(err, redlock.ErrNoQuorum))
+	status, _ := client.Status(ctx)
+	for _, s := range status {
+		fmt.Println(s.Err == nil, s.Counted)
+	}
+	// Output:
+	// ready
+	// true
+	// false false
+	// false false
+	// true true
+}

@@ -103,8 +103,8 @@ const reported = "reported (no target)"
 
 // before is the headline of the last full run before the connection layer
 // changed: docs/benchmarks.md as committed at a6e0222, a full run of the
-// library at commit 2ed654a on this machine. The handoff and watchdog
-// targets are "no worse than this".
+// library at commit 2ed654a on this machine. The handoff targets are "no
+// worse than this".
 var before = struct {
 	commit                            string
 	uncRatio                          float64
@@ -115,7 +115,6 @@ var before = struct {
 	slow, paused, dead                float64
 	gap                               time.Duration
 	handoff, handoffRedsync, handoffF float64
-	wdLost, wdRounds                  int
 	dmP50, dmMax                      time.Duration
 }{
 	commit:   "2ed654a",
@@ -126,7 +125,6 @@ var before = struct {
 	slow: 1.30, paused: 1.41, dead: 0.96,
 	gap:     616 * time.Microsecond,
 	handoff: 443, handoffRedsync: 10.5, handoffF: 1.36,
-	wdLost: 0, wdRounds: 3,
 	dmP50: 312 * time.Microsecond, dmMax: 694 * time.Microsecond,
 }
 
@@ -230,16 +228,6 @@ func targets(res *results) []target {
 	} else {
 		ts = append(ts, na("handoff targets"))
 	}
-	if w := res.wd; w != nil && len(w.rounds) > 0 {
-		_, renewed, alive := wdSummary(w)
-		lost := w.lostAcquire + w.lostEnd
-		ok := lost == 0 && fullRounds(w) == len(w.rounds)
-		ts = append(ts, target{fmt.Sprintf("watchdog, 10,000 holds: no worse than before (%d holds lost, every one of %d rounds renewed every hold)", before.wdLost, before.wdRounds),
-			fmt.Sprintf("%d holds lost while acquiring, %d one lease after the rounds; %d of %d measured rounds renewed every hold (%d of %d renewals)", w.lostAcquire, w.lostEnd, fullRounds(w), len(w.rounds), renewed, alive),
-			metMissed(ok, "")})
-	} else {
-		ts = append(ts, na("watchdog target"))
-	}
 	return ts
 }
 
@@ -278,29 +266,6 @@ func perOp(d time.Duration, ops int) time.Duration {
 		return 0
 	}
 	return d / time.Duration(ops)
-}
-
-// wdSummary is the most round trips any node took in a round, and the
-// holds renewed and alive summed over the rounds.
-func wdSummary(w *watchdogResult) (most int64, renewed, alive int) {
-	for _, r := range w.rounds {
-		for _, v := range r.rtPerNode {
-			most = max(most, v)
-		}
-		renewed, alive = renewed+r.renewed, alive+r.alive
-	}
-	return most, renewed, alive
-}
-
-// fullRounds counts the rounds that renewed every live hold.
-func fullRounds(w *watchdogResult) int {
-	n := 0
-	for _, r := range w.rounds {
-		if r.alive > 0 && r.renewed == r.alive {
-			n++
-		}
-	}
-	return n
 }
 
 // overBy says by how much x exceeds a ceiling.
@@ -419,7 +384,7 @@ func renderDoc(res *results, plots map[string]string) string {
 
 	w("## How to run\n\n")
 	w("```sh\ncd bench\ngo run . -quick   # every scenario, bounded, in under a minute\ngo run .          # full mode: more rounds and longer windows (several minutes)\n```\n\n")
-	w("`make bench` runs the quick mode. Both modes rewrite this file and `docs/img/*.svg`. `-only unc,tput,cont,faults,deadmaj,watchdog,herd,waiters,restart,scripts,scale` runs some scenarios, `-kinds redlock,floor,floorpipe,...` some contenders, `-write=false` only prints the tables. The nodes come from `redlocktest` (redis-server on loopback, persistence off; `WithProxy` for the slow-minority scenario). For benchstat, the root package has `BenchmarkLockUnlock` and `BenchmarkHandoff`:\n\n")
+	w("`make bench` runs the quick mode. Both modes rewrite this file and `docs/img/*.svg`. `-only unc,tput,cont,faults,deadmaj,herd,waiters,restart,scripts,scale` runs some scenarios, `-kinds redlock,floor,floorpipe,...` some contenders, `-write=false` only prints the tables. The nodes come from `redlocktest` (redis-server on loopback, persistence off; `WithProxy` for the slow-minority scenario). For benchstat, the root package has `BenchmarkLockUnlock` and `BenchmarkHandoff`:\n\n")
 	w("```sh\ngo test -run '^$' -bench . -count 10 | tee new.txt && benchstat old.txt new.txt\n```\n\n")
 
 	w("## This run\n\n")
@@ -505,16 +470,9 @@ func renderDoc(res *results, plots map[string]string) string {
 	w("%s\n", deadMajTable(res.deadMaj, nil))
 	w("%s\n\n", deadMajParagraph(res))
 
-	w("## Watchdog at scale\n\n")
-	w("%d locks held by one redlock client through `Lock` (watchdog lease) with `WithLease(%v)`, so a renewal round runs every %v. The client is built with `redlock.New` over `NewNode`s whose pool's dial function wraps every connection to count round trips and commands; the nodes' `INFO commandstats` is read before and after each measured round. A round is the burst of traffic that starts on the watchdog's tick and ends with 300 ms of silence. Client CPU is getrusage over the round. \"Renewed\" counts holds whose `Until` moved on in that round; \"lost\" counts holds whose `Lost()` had closed when the last `Lock` returned (the rounds that ran during the acquisitions carried fewer holds), and one lease after the measured rounds.\n\n", cfg.wdLocks, cfg.wdLease, cfg.wdLease/3)
-	w("%s\n", wdTable(res.wd))
-	if res.wdLong != nil {
-		w("The same with `WithNodeTimeout(%v)`, the longest the lease allows (it must stay below lease/3):\n\n%s\n", res.wdLong.nodeTimeout, wdTable(res.wdLong))
-	}
-	w("%s\n\n", wdParagraph(res))
-
 	w("## Watchdog holds at scale\n\n")
 	w("%s\n\n", scaleMethod(res))
+	w("%s\n\n", noWatchdog)
 	w("%s\n", scaleTable(res.scale))
 	if ws := scaleWarnings(res.scale); ws != "" {
 		w("Errors and the library's warnings (slog, counted by message):\n\n%s\n", ws)
@@ -534,7 +492,7 @@ func renderDoc(res *results, plots map[string]string) string {
 	w("%s", waitersSection(res))
 
 	w("## Restart of a node of the majority\n\n")
-	w("Per trial, with fresh clients: nodes 3 and 4 are killed, owner A (client A) takes the lock, so its majority is exactly nodes 0–2; nodes 3 and 4 come back empty; owner B (client B) tries once and fails (redsync's pools connect at this first use; a redlock client starts connecting to every node when it is built); node 0 is restarted empty (`redlocktest.Restart`, same port, no persistence); then B tries as a waiter would, one attempt every 10 ms for 300 ms. *After one renewal*: before B's second try, A renews once (redlock: one watchdog round with `WithLease(%v)`; redsync: `ExtendContext`, which with `WithSetNXOnExtend` re-creates the key where it is missing). A double hold is B holding the lock while A has not been told its hold is gone (redlock: `Lost()` not closed and `Until()` ahead; redsync: `Until()` ahead and no failed `Extend`). %d trials at once, %d after one renewal.\n\n",
+	w("Per trial, with fresh clients: nodes 3 and 4 are killed, owner A (client A) takes the lock, so its majority is exactly nodes 0–2; nodes 3 and 4 come back empty; owner B (client B) tries once and fails (redsync's pools connect at this first use; a redlock client starts connecting to every node when it is built); node 0 is restarted empty (`redlocktest.Restart`, same port, no persistence); then B tries as a waiter would, one attempt every 10 ms for 300 ms. *After one renewal*: before B's second try, A renews once (redlock: one renewal by the watchdog, with `WithLease(%v)`; redsync: `ExtendContext`, which with `WithSetNXOnExtend` re-creates the key where it is missing). A double hold is B holding the lock while A has not been told its hold is gone (redlock: `Lost()` not closed and `Until()` ahead; redsync: `Until()` ahead and no failed `Extend`). %d trials at once, %d after one renewal.\n\n",
 		cfg.restartRenewLease, cfg.restartTrials, cfg.restartRenewTrials)
 	w("%s\n", restartTable(res.restartNow, res.restartR))
 	w("%s\n\n", restartParagraph(res))
@@ -584,10 +542,6 @@ func beforeNowTable(res *results) string {
 	}
 	if d := findDM(res.deadMaj, kRedlock); d != nil && d.trials > 0 {
 		row("3 of 5 dead: time to the error, p50 / max", fmtDur(b.dmP50)+" / "+fmtDur(b.dmMax), fmtDur(pct(d.times, 50))+" / "+fmtDur(pct(d.times, 100)))
-	}
-	if w := res.wd; w != nil && len(w.rounds) > 0 {
-		row("watchdog, 10,000 holds (default node timeout)", fmt.Sprintf("%d lost; %d of %d rounds renewed every hold", b.wdLost, b.wdRounds, b.wdRounds),
-			fmt.Sprintf("%d lost; %d of %d rounds renewed every hold", w.lostAcquire+w.lostEnd, fullRounds(w), len(w.rounds)))
 	}
 	if rows == nil {
 		return ""

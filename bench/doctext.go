@@ -103,7 +103,7 @@ func scriptParagraph(res *results) string {
 		fmt.Fprintf(&b, " The server CPU per op measured under Uncontended (redlock %s, floor %s, five nodes) also holds reading, parsing and answering each command, and the servers' own background work.", fmtDur(u.get(kRedlock).srv), fmtDur(u.get(kFloor).srv))
 	}
 	if r := s.get(scRenew1000); r > 0 {
-		fmt.Fprintf(&b, " renew.lua costs %.2f µs per hold at 1,000 holds per call (%.2f µs for a call of one hold), so a watchdog round of 10,000 holds takes about %s of script time on an idle node; the watchdog section measures it with five nodes and the client sharing the CPUs (commandstats counts the time a script runs, including the time its server waits for a CPU).", r/1000, s.get(scRenew1), fmtDur(time.Duration(10*r)*time.Microsecond))
+		fmt.Fprintf(&b, " renew.lua costs %.2f µs per hold at 1,000 holds per call (%.2f µs for a call of one hold), so renewing 10,000 holds once takes about %s of script time on an idle node (the watchdog sends at most 250 holds per call); the section on watchdog holds at scale measures renewal with five nodes and the client sharing the CPUs (commandstats counts the time a script runs, including the time its server waits for a CPU).", r/1000, s.get(scRenew1), fmtDur(time.Duration(10*r)*time.Microsecond))
 	}
 	return b.String()
 }
@@ -117,7 +117,7 @@ func contParagraph(res *results) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "**Barge.** redlock's waiters block in `Lock`, subscribed to the lock's unlock channel on every node; inside a client they queue FIFO and only the head contends. The releaser competes again at once, yet it took %s of the acquisitions (per goroutine %d–%d). redsync's waiters sleep 50–250 ms between tries, so the releaser, trying again at once, wins nearly always: %s self-handoff, %d–%d per goroutine; its %.0f acquisitions/s are mostly one goroutine re-taking its own lock. The floor's eight pollers (every millisecond, five nodes each) load the two CPUs: %.0f/s, gap p99 %s.\n\n",
 		pctStr(bl.self, bl.acq), bl.minPer, bl.maxPer, pctStr(bs.self, bs.acq), bs.minPer, bs.maxPer, bs.median(), bf.median(), fmtDur(pct(bf.gaps, 99)))
-	fmt.Fprintf(&b, "**Handoff.** Every acquisition is a handoff to a waiter, so retry delays show. A redlock release deletes the key and publishes on every node; the head waiter of each client wakes on the first message and tries at once: gap p50 %s, p99 %s, %.0f acquisitions/s. redsync's waiters learn of the release only at their next try: gap p50 %s, p99 %s, %.0f acquisitions/s (redlock %s that). The floor, polling every millisecond: gap p50 %s, %.0f/s. With a %v critical section one cycle is at least the critical section plus the gap, so %.0f/s is the most a gap of %s allows.",
+	fmt.Fprintf(&b, "**Handoff.** Every acquisition is a handoff to a waiter, so retry delays show. A redlock release deletes the key and publishes on every node; the head waiter of each client wakes on the first message, and the one whose turn it is tries at once: gap p50 %s, p99 %s, %.0f acquisitions/s. redsync's waiters learn of the release only at their next try: gap p50 %s, p99 %s, %.0f acquisitions/s (redlock %s that). The floor, polling every millisecond: gap p50 %s, %.0f/s. With a %v critical section one cycle is at least the critical section plus the gap, so %.0f/s is the most a gap of %s allows.",
 		fmtDur(pct(hl.gaps, 50)), fmtDur(pct(hl.gaps, 99)), hl.median(), fmtDur(pct(hs.gaps, 50)), fmtDur(pct(hs.gaps, 99)), hs.median(),
 		fmtRatio(hl.median()/hs.median()), fmtDur(pct(hf.gaps, 50)), hf.median(), res.cfg.crit,
 		1/(res.cfg.crit.Seconds()+pct(hl.gaps, 50).Seconds()), fmtDur(pct(hl.gaps, 50)))
@@ -212,65 +212,9 @@ func deadMajParagraph(res *results) string {
 	return s
 }
 
-func wdParagraph(res *results) string {
-	const noWatchdog = "redsync has no watchdog: a holder renews with `Extend`, one fan-out per lock, so 10,000 locks cost 10,000 round trips per node per period; there is nothing to run here."
-	w := res.wd
-	if w == nil || len(w.rounds) == 0 {
-		return noWatchdog
-	}
-	var b strings.Builder
-	r := w.rounds[len(w.rounds)-1]
-	for _, x := range w.rounds {
-		if x.alive > 0 {
-			r = x // the last round that had holds to renew
-		}
-	}
-	if r.alive == 0 {
-		fmt.Fprintf(&b, "No measured round had a hold left to renew: every one of the %d holds was lost first. ", w.locks)
-	}
-	fmt.Fprintf(&b, "A renewal round sends every live hold to each node as one batch of renew.lua calls, 1,000 holds per call, queued together so that they go out in one write: the %d live holds of the round described here made %s on node 0, in %s round trip(s) per node. ", r.alive, r.cmds, ints(r.rtPerNode))
-	if strings.Contains(r.cmds, "INFO") || strings.Contains(r.cmds, "SCRIPT") {
-		b.WriteString("The `INFO` and `SCRIPT` commands are a new connection's set-up (which server process answers, for the restart quarantine, and the scripts): a connection was made during the round. ")
-	}
-	fmt.Fprintf(&b, "Each node spent %s of server time in those scripts (`INFO commandstats` usec), the round took %s from the first request to the last reply, and %s of client CPU.",
-		fmtDur(time.Duration(avg(r.evalshaUsec))*time.Microsecond), fmtDur(r.wall), fmtDur(r.cpu))
-	var slowest time.Duration
-	var calls int64
-	for _, x := range w.rounds {
-		slowest = max(slowest, x.wall)
-		for _, c := range x.cmdPerNode {
-			calls = max(calls, c)
-		}
-	}
-	bound := 250 * time.Millisecond * time.Duration(max(calls, 1))
-	fmt.Fprintf(&b, " A node's round is bounded by one node timeout per renew.lua call (%d calls: %s); the slowest measured round took %s from its first request to its last reply, %.0f%% of that.", calls, fmtDur(bound), fmtDur(slowest), 100*slowest.Seconds()/bound.Seconds())
-	_, renewed, alive := wdSummary(w)
-	failed := len(w.rounds) - fullRounds(w)
-	if w.lostAcquire > 0 || w.lostEnd > 0 {
-		fmt.Fprintf(&b, "\n\n**With the default node timeout the watchdog did not keep 10,000 holds on this machine.** %d of %d holds were already lost when the last `Lock` returned, %d of %d measured rounds failed to renew every live hold (%d of %d renewals), and %d holds were lost one lease after the measured rounds.",
-			w.lostAcquire, w.locks, failed, len(w.rounds), renewed, alive, w.lostEnd)
-	} else if failed > 0 {
-		fmt.Fprintf(&b, "\n\n**With the default node timeout, renewal at this scale is marginal on this machine:** %d of %d measured rounds renewed no hold, or not all of them (%d of %d renewals in all). No hold was lost this time, because the next round succeeded within the validity (lease 3 s minus drift, a round every second); two failed rounds in a row would lose every hold.",
-			failed, len(w.rounds), renewed, alive)
-	}
-	if failed > 0 || w.lostAcquire > 0 || w.lostEnd > 0 {
-		b.WriteString(" A node's round, every hold at once, is bounded by one node timeout per renew.lua call; the node needs the server time above (it grows when the five nodes and the client compete for two CPUs), and a node whose replies come late counts as failed for every hold it did not answer; when that happens on three nodes, those holds are not renewed in that round.")
-		if len(w.warnings) > 0 {
-			fmt.Fprintf(&b, " redlock's own warnings during this pass: %s.", strings.Join(w.warnings, "; "))
-		}
-	}
-	if l := res.wdLong; l != nil && len(l.rounds) > 0 {
-		lm, lr, la := wdSummary(l)
-		lr0 := l.rounds[len(l.rounds)-1]
-		fmt.Fprintf(&b, "\n\nWith `WithNodeTimeout(%s)`: %d of %d holds lost while acquiring; the measured round(s) renewed %d of %d live holds with at most %d round trip(s) per node (%s on node 0), %s of server time per node, %s wall, %s of client CPU; %d holds lost one lease later.",
-			l.nodeTimeout, l.lostAcquire, l.locks, lr, la, lm, lr0.cmds, fmtDur(time.Duration(avg(lr0.evalshaUsec))*time.Microsecond), fmtDur(lr0.wall), fmtDur(lr0.cpu), l.lostEnd)
-		if len(l.warnings) > 0 {
-			fmt.Fprintf(&b, " Warnings: %s.", strings.Join(l.warnings, "; "))
-		}
-	}
-	b.WriteString("\n\n" + noWatchdog)
-	return b.String()
-}
+// noWatchdog says why redsync has no row in the section on watchdog holds
+// at scale.
+const noWatchdog = "redsync has no watchdog: a holder renews with `Extend`, one fan-out per lock, so 10,000 locks cost 10,000 round trips per node per period; there is nothing to run here."
 
 func herdParagraph(res *results) string {
 	if res.herd == nil {
@@ -280,7 +224,7 @@ func herdParagraph(res *results) string {
 	if rl == nil || rs == nil || fl == nil || rk == nil {
 		return ""
 	}
-	return fmt.Sprintf("redlock queues each client's waiters FIFO, so only four heads contend across processes; yet it made %s attempts per acquisition (%.0f acquisitions/s). Each release publishes the same message on all five nodes and a head wakes once per release, but on every release the four heads all try: one wins and three fail; when heads split the nodes (none reaches three), all roll back, and each rollback that deletes the key is a new message that wakes the others again (a split vote makes a head pause for a random time first). redsync's 64 sleepers make %s attempts per acquisition (%.0f/s) because each sleeps 50–250 ms between tries, at the price of unfairness (%d–%d acquisitions per goroutine) and the handoff gaps above. The floor and redislock poll every millisecond: %s and %s attempts per acquisition, %.0f and %.0f acquisitions/s, the CPUs busy with attempts that cannot win.",
+	return fmt.Sprintf("redlock queues each client's waiters FIFO, so only four heads contend across processes, and the heads take turns: an attempt made while waiting that creates the key says so on the unlock channel (a take), from which every client knows which one waited longest; on a release that client's head tries first, the others two attempt times later per client ahead of them, and not at all once they hear the take. It made %s attempts per acquisition (%.0f acquisitions/s). When heads still split the nodes (none reaches three), all roll back, and each rollback that deletes the key is a new message (a split vote makes a head pause first). redsync's 64 sleepers make %s attempts per acquisition (%.0f/s) because each sleeps 50–250 ms between tries, at the price of unfairness (%d–%d acquisitions per goroutine) and the handoff gaps above. The floor and redislock poll every millisecond: %s and %s attempts per acquisition, %.0f and %.0f acquisitions/s, the CPUs busy with attempts that cannot win.",
 		fmtNum(rl.attempts), rl.acqPerSec, fmtNum(rs.attempts), rs.acqPerSec, rs.minPer, rs.maxPer, fmtNum(fl.attempts), fmtNum(rk.attempts), fl.acqPerSec, rk.acqPerSec)
 }
 
@@ -403,12 +347,6 @@ func missedNotes(res *results) string {
 		if x := hl.median() / hs.median(); g > before.gap || x < before.handoffRedsync || hl.ratio < before.handoffF {
 			notes = append(notes, fmt.Sprintf("**Handoff** (gap p50 %s, p99 %s; %.0f acquisitions/s, %s redsync's and %s the floor's; before: %s, %s and %s): a cycle is at least the %v critical section plus the gap, so the rate follows the mean gap, which the tail weighs on: the mean cycle was %s. The gap is the release reaching the nodes, the unlock message reaching the head waiter and the waiter's acquire round trip, each of which needs the CPUs the five servers and the client share. redsync's rate is set by its random sleeps between tries (50–250 ms), so the ratio to it also varies with those.",
 				fmtDur(g), fmtDur(pct(hl.gaps, 99)), hl.median(), fmtRatio(x), fmtRatio(hl.ratio), fmtDur(before.gap), fmtRatio(before.handoffRedsync), fmtRatio(before.handoffF), res.cfg.crit, fmtDur(time.Duration(float64(time.Second)/hl.median()))))
-		}
-	}
-	if w := res.wd; w != nil && len(w.rounds) > 0 {
-		_, renewed, alive := wdSummary(w)
-		if renewed < alive || w.lostAcquire > 0 || w.lostEnd > 0 {
-			notes = append(notes, fmt.Sprintf("**Watchdog at scale**: %d of %d measured rounds did not renew every hold, %d holds lost while acquiring, %d one lease after the rounds (see the watchdog section for the server time and the wall time of each round against its bound).", len(w.rounds)-fullRounds(w), len(w.rounds), w.lostAcquire, w.lostEnd))
 		}
 	}
 	if len(notes) == 0 {

@@ -40,8 +40,6 @@ type config struct {
 	opTimeout           time.Duration
 	deadMajTrials       int
 	deadMajTimeout      time.Duration // per-attempt bound in the dead-majority scenario
-	wdLocks, wdRounds   int
-	wdDefaultOnly       bool // skip the pass with the longest node timeout
 	herdRounds          int
 	herdWindow          time.Duration
 	herdWarm, contWarm  time.Duration
@@ -51,7 +49,6 @@ type config struct {
 	scriptRuns          int
 	crit                time.Duration
 	slowLatency         time.Duration
-	wdLease             time.Duration
 	restartRenewLease   time.Duration
 	tputGoroutines      int
 	contGoroutines      int
@@ -74,8 +71,7 @@ var quickCfg = config{
 	contRounds: 2, contWindow: 400 * time.Millisecond,
 	faultRounds: 3, faultOps: 150, faultBudget: 300 * time.Millisecond, opTimeout: time.Second,
 	deadMajTrials: 3,
-	wdLocks:       10000, wdRounds: 1, wdDefaultOnly: true,
-	herdRounds: 1, herdWindow: 800 * time.Millisecond, herdWarm: 250 * time.Millisecond, contWarm: 100 * time.Millisecond,
+	herdRounds:    1, herdWindow: 800 * time.Millisecond, herdWarm: 250 * time.Millisecond, contWarm: 100 * time.Millisecond,
 	restartTrials: 2, restartRenewTrials: 1,
 	scriptCalls: 5000, scriptRuns: 3,
 	scale: scaleConfig{cases: []scaleCase{
@@ -91,8 +87,7 @@ var fullCfg = config{
 	contRounds: 5, contWindow: 3 * time.Second,
 	faultRounds: 9, faultOps: 400, faultBudget: 2 * time.Second, opTimeout: 3 * time.Second,
 	deadMajTrials: 25,
-	wdLocks:       10000, wdRounds: 3,
-	herdRounds: 3, herdWindow: 3 * time.Second, herdWarm: time.Second, contWarm: 300 * time.Millisecond,
+	herdRounds:    3, herdWindow: 3 * time.Second, herdWarm: time.Second, contWarm: 300 * time.Millisecond,
 	restartTrials: 20, restartRenewTrials: 6,
 	scriptCalls: 20000, scriptRuns: 3,
 	scale: scaleConfig{cases: []scaleCase{
@@ -109,7 +104,6 @@ func (c *config) fill() {
 	c.crit = time.Millisecond
 	c.deadMajTimeout = time.Second
 	c.slowLatency = 20 * time.Millisecond
-	c.wdLease = 3 * time.Second
 	c.restartRenewLease = 3 * time.Second
 	c.restartDefaultLease = 30 * time.Second
 	c.tputGoroutines = 32
@@ -140,7 +134,6 @@ type results struct {
 	barge, handoff       []*contResult
 	slow, paused, dead   *seqScenario
 	deadMaj              []*deadMajResult
-	wd, wdLong           *watchdogResult // default node timeout; the longest one the lease allows
 	herd                 []*herdResult
 	restartNow, restartR []*restartResult
 	waiters              *waitersResult
@@ -152,7 +145,7 @@ type results struct {
 
 func main() {
 	quick := flag.Bool("quick", false, "run every scenario briefly (under a minute)")
-	only := flag.String("only", "", "comma-separated scenarios to run (unc,tput,cont,faults,deadmaj,watchdog,herd,waiters,restart,scripts,scale); default all")
+	only := flag.String("only", "", "comma-separated scenarios to run (unc,tput,cont,faults,deadmaj,herd,waiters,restart,scripts,scale); default all")
 	root := flag.String("root", "..", "the redlock repository (for scripts/ and docs/)")
 	write := flag.Bool("write", true, "write benchmarks.md and img/*.svg into -docs")
 	docs := flag.String("docs", "", "the docs directory to write (default: -root/docs)")
@@ -217,7 +210,7 @@ func main() {
 			fail("script costs", err)
 		}
 	}
-	if want("unc") || want("tput") || want("cont") || want("herd") || want("watchdog") {
+	if want("unc") || want("tput") || want("cont") || want("herd") {
 		if err := runMain(res, cfg, want, scripts, logf); err != nil {
 			fail("main cluster", err)
 		}
@@ -352,29 +345,6 @@ func runMain(res *results, cfg config, want func(string) bool, scripts map[strin
 			var err error
 			if res.herd, err = runHerd(cl, pollers(), cfg.herdRounds, cfg.herdWarm, cfg.herdWindow, cfg.crit, scripts, logf); err != nil {
 				res.failures = append(res.failures, "herd: "+err.Error())
-			}
-		}
-		if want("watchdog") {
-			logf("watchdog at scale")
-			var err error
-			if res.wd, err = runWatchdog(cl, cfg.wdLocks, cfg.wdLease, 0, cfg.wdRounds, scripts, logf); err != nil {
-				res.failures = append(res.failures, "watchdog: "+err.Error())
-			} else {
-				for _, w := range res.wd.warnings {
-					logf("    %s", w)
-				}
-			}
-			// The same with the longest node timeout the lease allows
-			// (below lease/3), so that every round can finish.
-			if cfg.wdDefaultOnly {
-				return nil
-			}
-			if res.wdLong, err = runWatchdog(cl, cfg.wdLocks, cfg.wdLease, cfg.wdLease/3-100*time.Millisecond, cfg.wdRounds, scripts, logf); err != nil {
-				res.failures = append(res.failures, "watchdog (long node timeout): "+err.Error())
-			} else {
-				for _, w := range res.wdLong.warnings {
-					logf("    %s", w)
-				}
 			}
 		}
 		return nil

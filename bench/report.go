@@ -125,21 +125,6 @@ func herdTable(hs []*herdResult) string {
 	return table([]string{"contender", "acquisitions/s", "attempts per acquisition", "EVALSHA per acquisition per node (commandstats)", "round trips per acquisition per node", "per goroutine min–max", "errors"}, rows)
 }
 
-func wdTable(w *watchdogResult) string {
-	if w == nil {
-		return "_not run_\n"
-	}
-	var rows [][]string
-	to := "250ms (default)"
-	if w.nodeTimeout > 0 {
-		to = w.nodeTimeout.String()
-	}
-	for i, r := range w.rounds {
-		rows = append(rows, []string{to, fmt.Sprintf("%d (%d lost while acquiring, %d lost one lease after the round)", w.locks, w.lostAcquire, w.lostEnd), fmt.Sprint(i + 1), fmt.Sprint(r.alive), fmt.Sprint(r.renewed), ints(r.rtPerNode), r.cmds, ints(r.evalshaNode), fmtDur(time.Duration(avg(r.evalshaUsec)) * time.Microsecond), fmtDur(r.wall), fmtDur(r.cpu)})
-	}
-	return table([]string{"node timeout", "locks taken", "round", "holds alive", "renewed this round", "round trips by node (client-counted)", "commands sent to node 0", "EVALSHA by node (commandstats)", "EVALSHA server time per node", "round wall time", "client CPU"}, rows)
-}
-
 func restartTable(rs ...[]*restartResult) string {
 	var rows [][]string
 	for _, list := range rs {
@@ -198,7 +183,6 @@ func summaryTable(res *results) string {
 	b.WriteString("\n### paused minority\n" + uncTable(res.paused, true))
 	b.WriteString("\n### dead minority\n" + uncTable(res.dead, true))
 	b.WriteString("\n### dead majority\n" + deadMajTable(res.deadMaj, nil))
-	b.WriteString("\n### watchdog at scale\n" + wdTable(res.wd) + "\n" + wdTable(res.wdLong))
 	b.WriteString("\n### herd\n" + herdTable(res.herd))
 	b.WriteString("\n### waiters\n" + waitersMemTable(res.waiters) + "\n" + waitersTable(res.waiters))
 	b.WriteString("\n### restart\n" + restartTable(res.restartNow, res.restartR))

@@ -3,13 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
@@ -114,177 +110,6 @@ func runDeadMajority(cl *redlocktest.Cluster, kinds []kind, trials int, opTimeou
 }
 
 // ---- watchdog at scale ----
-
-type watchdogResult struct {
-	locks       int
-	lease       time.Duration
-	acquireTime time.Duration
-	lostAcquire int // holds already lost when the last Lock returned
-	rounds      []wdRound
-	lostEnd     int // holds lost one lease after the measured rounds
-	nodeTimeout time.Duration
-	warnings    []string // redlock's warnings during the run, counted
-}
-
-type wdRound struct {
-	rtPerNode   []int64 // client-counted round trips by node
-	cmdPerNode  []int64 // client-counted EVALSHA renew by node
-	evalshaNode []int64 // INFO commandstats: EVALSHA calls by node
-	evalshaUsec []int64 // and their server time
-	cpu         time.Duration
-	wall        time.Duration // from the round's first request to its quiet end
-	renewed     int           // holds whose Until moved on in this round
-	alive       int
-	cmds        string // client-counted commands of the round on node 0
-}
-
-// runWatchdog holds n locks in one redlock client (lease 3s, renewed every
-// 1s) and measures whole renewal rounds.
-func runWatchdog(cl *redlocktest.Cluster, n int, lease, nodeTimeout time.Duration, rounds int, scripts map[string]string, logf func(string, ...any)) (*watchdogResult, error) {
-	cnt := newCounters(cl.N(), scripts)
-	lc := newLogCounter()
-	opts := []redlock.Option{redlock.WithLease(lease), redlock.WithLogger(slog.New(lc))}
-	if nodeTimeout > 0 {
-		opts = append(opts, redlock.WithNodeTimeout(nodeTimeout))
-	}
-	c, err := build(kRedlock, cl.Addrs(), buildOpts{prefix: fmt.Sprintf("wd%v:", nodeTimeout), count: cnt, redlock: opts})
-	if err != nil {
-		return nil, err
-	}
-	defer c.close()
-	res := &watchdogResult{locks: n, lease: lease, nodeTimeout: nodeTimeout}
-	defer func() { res.warnings = lc.summary() }()
-	ctx := context.Background()
-	start := time.Now()
-	mutexes := make([]*redlock.Mutex, n)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	var firstErr atomic.Value
-	for g := 0; g < 8; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := next.Add(1) - 1
-				if i >= int64(n) {
-					return
-				}
-				m := c.redlock.NewMutex(fmt.Sprintf("held:%d", i))
-				if err := m.Lock(ctx); err != nil {
-					firstErr.CompareAndSwap(nil, err)
-					return
-				}
-				mutexes[i] = m
-			}
-		}()
-	}
-	wg.Wait()
-	if e := firstErr.Load(); e != nil {
-		return nil, fmt.Errorf("acquiring %d locks: %w", n, e.(error))
-	}
-	res.acquireTime = time.Since(start)
-	alive := func() (int, []time.Time) {
-		k := 0
-		until := make([]time.Time, n)
-		for i, m := range mutexes {
-			select {
-			case <-m.Lost():
-			default:
-				k++
-				until[i] = m.Until()
-			}
-		}
-		return k, until
-	}
-	period := lease / 3
-	a, _ := alive()
-	res.lostAcquire = n - a
-	to := "default"
-	if nodeTimeout > 0 {
-		to = nodeTimeout.String()
-	}
-	logf("  watchdog (node timeout %s): %d locks acquired in %v (8 goroutines); %d already lost", to, n, res.acquireTime.Round(time.Millisecond), res.lostAcquire)
-
-	total := func() int64 {
-		rt, _ := cnt.snapshot()
-		var s int64
-		for _, v := range rt {
-			s += v
-		}
-		return s
-	}
-	// waitRound waits for a round to start and end: traffic, then 300ms of
-	// silence, and the nodes' EVALSHA counts steady.
-	waitRound := func() (first, last time.Time, ok bool) {
-		base := total()
-		deadline := time.Now().Add(3 * period)
-		for time.Now().Before(deadline) {
-			time.Sleep(2 * time.Millisecond)
-			if v := total(); v != base {
-				first, last, base = time.Now(), time.Now(), v
-				for time.Since(last) < 300*time.Millisecond {
-					time.Sleep(2 * time.Millisecond)
-					if v := total(); v != base {
-						last, base = time.Now(), v
-					}
-				}
-				return first, last, true
-			}
-		}
-		return first, last, false
-	}
-	waitRound() // the round in flight, if any
-	for r := 0; r < rounds; r++ {
-		rt0, cm0 := cnt.snapshot()
-		cs0 := allCommandStats(cl)
-		cpu0 := cpuTime()
-		_, until0 := alive()
-		cnt.firstTx.Store(0)
-		first, last, ok := waitRound()
-		if !ok {
-			return nil, fmt.Errorf("no renewal round seen within %v", 3*period)
-		}
-		cpu1 := cpuTime()
-		rt1, cm1 := cnt.snapshot()
-		cs1 := allCommandStats(cl)
-		_, _ = first, last
-		w := wdRound{cpu: cpu1 - cpu0, wall: max(0, time.Duration(cnt.lastIO.Load()-cnt.firstTx.Load()))}
-		k, until1 := alive()
-		w.alive = k
-		for i := range until1 {
-			if !until1[i].IsZero() && until1[i].After(until0[i]) {
-				w.renewed++
-			}
-		}
-		ev := diffStats(cs0, cs1, "evalsha")
-		var parts []string
-		for name, v := range cm1[0] {
-			if d := v - cm0[0][name]; d > 0 {
-				parts = append(parts, fmt.Sprintf("%s ×%d", name, d))
-			}
-		}
-		sort.Strings(parts)
-		w.cmds = strings.Join(parts, ", ")
-		for i := range rt0 {
-			if cs0[i] == nil || cs1[i] == nil { // INFO failed: unknown
-				ev[i] = cmdStat{-1, -1}
-			}
-			w.rtPerNode = append(w.rtPerNode, rt1[i]-rt0[i])
-			w.cmdPerNode = append(w.cmdPerNode, cm1[i]["EVALSHA renew"]-cm0[i]["EVALSHA renew"])
-			w.evalshaNode = append(w.evalshaNode, ev[i].calls)
-			w.evalshaUsec = append(w.evalshaUsec, ev[i].usec)
-		}
-		res.rounds = append(res.rounds, w)
-		logf("  watchdog round %d: round trips by node %v (node 0: %s), EVALSHA %v, renewed %d of %d alive, cpu %v", r, w.rtPerNode, w.cmds, w.evalshaNode, w.renewed, w.alive, w.cpu)
-	}
-	time.Sleep(lease) // a hold whose renewal failed in the measured rounds is lost by now
-	a, _ = alive()
-	res.lostEnd = n - a
-	logf("  watchdog (node timeout %s): %d of %d holds lost one lease after the measured rounds", to, res.lostEnd, n)
-	return res, nil
-}
-
-// ---- herd ----
 
 type herdResult struct {
 	kind        kind
@@ -525,7 +350,7 @@ func runRestart(cl *redlocktest.Cluster, kinds []kind, trials int, renewFirst bo
 				if renewFirst {
 					switch k {
 					case kRedlock:
-						time.Sleep(lease/3 + 300*time.Millisecond) // one watchdog round
+						time.Sleep(lease/3 + 300*time.Millisecond) // one renewal period, and a margin
 					default:
 						m := la.(rsLocker).Mutex
 						ok, _ := m.ExtendContext(ctx)

@@ -323,3 +323,22 @@ func BenchmarkRenewChunk(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(hs)), "ns/hold")
 }
+
+// TestUnitInFlightLimit: two renewal calls in flight while renewals keep
+// up, so that few of them queue ahead of an Unlock; eight once the holds
+// sent waited past their due time by more than a sixteenth of a period.
+func TestUnitInFlightLimit(t *testing.T) {
+	const period = time.Second
+	for _, tt := range []struct {
+		lag  time.Duration
+		want int
+	}{
+		{0, calmInFlight},
+		{period / 16, calmInFlight},
+		{period/16 + 1, chunksInFlight},
+		{period, chunksInFlight},
+	} {
+		assert.Equal(t, tt.want, inFlightLimit(tt.lag, period), "lag %v", tt.lag)
+	}
+	assert.Less(t, calmInFlight, chunksInFlight)
+}

@@ -132,7 +132,7 @@ func (p *peer) infoRefused(c *Client, err error) {
 		return
 	}
 	if c.opts.quarantine != 0 {
-		c.opts.logger.Warn("redlock: node not counted: "+blindness(err), "node", p.name)
+		c.opts.logger.Warn("redlock: node not counted: INFO server refused, so restart quarantine cannot see its restarts; grant the user +info, or WithQuarantine(0)", "node", p.name, "err", err)
 		return
 	}
 	c.opts.logger.Debug("redlock: INFO server refused; restart quarantine is off, the server's version is not checked", "node", p.name, "err", err)

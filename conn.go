@@ -30,7 +30,7 @@ import (
 
 // errNotSent matches (errors.Is) the error of a request that never left
 // this process: it cannot have changed anything on the node.
-var errNotSent = errors.New("not sent")
+var errNotSent = ErrNotSent
 
 // notSentError is the error of a request that was not sent: the cause's
 // message, and errors.Is errNotSent.

@@ -117,15 +117,16 @@ func (c *Client) Status(ctx context.Context) ([]NodeStatus, error) {
 		}
 		if s.Err == nil {
 			s.Latency = res.took
-			s.Quarantine = c.quarantined(p)
+			s.Quarantine = c.quarantined(p, "")
 			s.Counted = s.Quarantine == nil
 		}
 		var known bool
-		s.Started, s.Restarted, known, _ = p.process.state()
+		proc := p.processOf("")
+		s.Started, s.Restarted, known, _ = proc.state()
 		if !known {
 			s.Started = time.Time{}
 		}
-		s.Version = p.process.serverVersion()
+		s.Version = proc.serverVersion()
 		if s.Quarantine != nil && known {
 			if q := c.quarantinePeriod(); q > 0 && (s.Restarted || c.opts.youngNodes) {
 				s.QuarantinedUntil = s.Started.Add(q)

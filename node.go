@@ -19,6 +19,7 @@ type Node struct {
 	addr string
 	pool *redis.Pool                               // NewNode's; its Dial function is used, never its connections
 	dial func(context.Context) (redis.Conn, error) // one new connection, AUTH and SELECT done
+	tr   Transport                                 // NewTransportNode's, instead of pool and dial
 }
 
 // NewNode names a master reached through pool, for New. The pool belongs to
@@ -96,24 +97,45 @@ type transport interface {
 
 // peer is one quorum member as one Client sees it: the node, the
 // connection layer to it, what is known of its server process (restart.go)
-// and its pub/sub connection (pubsub.go).
+// and its pub/sub connection (pubsub.go, or foreign.go's).
 type peer struct {
 	*Node
 	t       transport
-	process serverProcess
-	sub     *subscriber
+	process serverProcess // the native layer's: the one server behind the node
+	foreign *foreign      // the layer over a Transport, nil for the native one
+	sub     listener
+}
+
+// listener is a peer's pub/sub connection, shared by every waiter of the
+// Client: channels are reference-counted.
+type listener interface {
+	// add counts one more waiter of channel; ok receives once the
+	// subscription is active on the node.
+	add(channel string, ok chan<- bool)
+	// remove counts one waiter of channel less, unsubscribing after the last.
+	remove(channel string)
+	// ping checks the connection, every renewal period.
+	ping()
+	// stop ends the connection at Close and waits for its goroutines.
+	stop()
 }
 
 // newPeer starts the connection layer to n, the i-th node of c.
 func newPeer(c *Client, n *Node, i int) *peer {
 	p := &peer{Node: n}
+	if n.tr != nil {
+		p.foreign = newForeign(c, p, n.tr)
+		p.t = p.foreign
+		p.sub = newForeignListener(c, p, i)
+		return p
+	}
 	t := &native{
 		name:    n.name,
 		dial:    n.dial,
 		setup:   c.setupTimeout(),
 		grace:   c.opts.nodeTimeout,
 		observe: func(info string, at time.Time) { _ = p.process.observe(info, at) },
-		refused: func(err error) { p.infoRefused(c, err) },
+		refused: func(err error) { p.infoRefused(c, &p.process, err) },
 		logger:  c.opts.logger,
 		ctx:     c.ctx,
 	}
@@ -127,8 +149,8 @@ func newPeer(c *Client, n *Node, i int) *peer {
 // first time: at warning level while restart quarantine is on, since the
 // node does not count then; at debug level when it is off, where only the
 // check of the server's version is lost.
-func (p *peer) infoRefused(c *Client, err error) {
-	if !p.process.refuse(err) {
+func (p *peer) infoRefused(c *Client, proc *serverProcess, err error) {
+	if !proc.refuse(err) {
 		return
 	}
 	if c.opts.quarantine != 0 {
@@ -136,6 +158,14 @@ func (p *peer) infoRefused(c *Client, err error) {
 		return
 	}
 	c.opts.logger.Debug("redlock: INFO server refused; restart quarantine is off, the server's version is not checked", "node", p.name, "err", err)
+}
+
+// processOf returns the record of the server process that serves key.
+func (p *peer) processOf(key string) *serverProcess {
+	if p.foreign != nil {
+		return p.foreign.processOf(key)
+	}
+	return &p.process
 }
 
 // fail wraps err as this node's error. A network timeout matches

@@ -256,7 +256,7 @@ func (r *round) record(i int) {
 	if o.err == nil {
 		v = r.classify(o.reply)
 		if r.undo != nil {
-			if qerr := r.c.quarantined(p); qerr != nil {
+			if qerr := r.c.quarantined(p, r.call.key()); qerr != nil {
 				v, err = voteFailed, p.fail(qerr)
 			}
 		}
@@ -479,11 +479,13 @@ func (c *Client) broadcast(ctx context.Context, timeout time.Duration, calls fun
 	out := make([]batchResult, len(c.peers))
 	done := make(chan *batchTo, len(c.peers))
 	pending := make([]bool, len(c.peers))
+	sent := make([][]call, len(c.peers))
 	waiting := 0
 	start := now()
 	deadline := start.Add(timeout)
 	for i, p := range c.peers {
 		cs := calls(i)
+		sent[i] = cs
 		if len(cs) == 0 {
 			continue
 		}
@@ -514,7 +516,29 @@ func (c *Client) broadcast(ctx context.Context, timeout time.Duration, calls fun
 		if out[i].err != nil {
 			out[i].err = p.fail(out[i].err)
 		}
-		out[i].counted = c.quarantined(p) == nil
+		out[i].counted = c.countedFor(p, sent[i])
 	}
 	return out
+}
+
+// countedFor reports whether node p's answers to calls count toward
+// quorums: no server that serves their keys is in restart quarantine.
+func (c *Client) countedFor(p *peer, calls []call) bool {
+	if p.foreign == nil || len(calls) == 0 {
+		return c.quarantined(p, "") == nil
+	}
+	var seen []string
+	for k := range calls {
+		for _, key := range calls[k].keys() {
+			addr := p.foreign.t.Route(key).Addr
+			if containsString(seen, addr) {
+				continue
+			}
+			seen = append(seen, addr)
+			if c.quarantined(p, key) != nil {
+				return false
+			}
+		}
+	}
+	return true
 }

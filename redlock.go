@@ -101,9 +101,10 @@ func Dial(urls []string, opts ...Option) (*Client, error) {
 }
 
 // New builds a Client over nodes made with NewNode, whose pools the caller
-// owns: the Client dials its own connections with them and Close leaves
-// them open. Every node must be a different master. Bad nodes and options
-// return an error wrapping ErrInvalid.
+// owns (the Client dials its own connections with them and Close leaves
+// them open), or with NewTransportNode, whose Transports Close closes.
+// Every node must be a different master. Bad nodes and options return an
+// error wrapping ErrInvalid.
 func New(nodes []*Node, opts ...Option) (*Client, error) {
 	o, err := buildOptions(opts)
 	if err != nil {
@@ -114,10 +115,10 @@ func New(nodes []*Node, opts ...Option) (*Client, error) {
 	}
 	seen := make(map[string]bool, len(nodes))
 	for i, n := range nodes {
-		if n == nil || n.pool == nil {
-			return nil, invalid("node %d is nil or has no pool", i)
+		if n == nil || n.pool == nil && n.tr == nil {
+			return nil, invalid("node %d is nil or has neither a pool nor a Transport", i)
 		}
-		if n.dial == nil {
+		if n.tr == nil && n.dial == nil {
 			return nil, invalid("node %q: its pool has neither DialContext nor Dial", n.name)
 		}
 		if n.name == "" {
@@ -211,6 +212,13 @@ func (c *Client) Close() error {
 		c.bgClosed = true
 		c.bgMu.Unlock()
 		c.bg.Wait()
+		for _, p := range c.peers {
+			if p.tr != nil {
+				if err := p.tr.Close(); err != nil {
+					errs = appendError(errs, p.fail(fmt.Errorf("closing its Transport: %w", err)))
+				}
+			}
+		}
 		c.closeErr = errs.ErrorOrNil()
 	})
 	return c.closeErr

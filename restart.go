@@ -26,6 +26,7 @@ type serverProcess struct {
 	started   time.Time  // the latest start time the observation allows
 	restarted bool       // runID differs from one observed before
 	refused   error      // the node refused INFO server at the latest set-up: nil once it answers
+	unsure    error      // why the process is unknown since a new connection (a Transport's): nil once INFO answers
 	version   string     // redis_version of the process last observed
 }
 
@@ -50,7 +51,7 @@ func (p *serverProcess) observe(info string, at time.Time) error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.refused, p.version = nil, version
+	p.refused, p.unsure, p.version = nil, nil, version
 	if runID == p.runID {
 		return nil
 	}
@@ -79,13 +80,34 @@ func (p *serverProcess) refuse(err error) (first bool) {
 	return first
 }
 
+// doubt records that the process behind the node may have changed and
+// could not be identified (err says why): it is unknown until INFO server
+// answers again.
+func (p *serverProcess) doubt(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.unsure = err
+}
+
 // state returns what is known of the process: when it started, whether it
 // replaced an earlier one, whether anything is known at all, and the
-// node's refusal of INFO server when it refused it.
+// node's refusal of INFO server when it refused it, or why the process is
+// unknown now.
 func (p *serverProcess) state() (started time.Time, restarted, known bool, refused error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.refused == nil && p.unsure != nil {
+		return p.started, p.restarted, p.runID != "", p.unsure
+	}
 	return p.started, p.restarted, p.runID != "", p.refused
+}
+
+// unsureNow reports whether the process is unknown since a new connection
+// (rather than blind: INFO refused).
+func (p *serverProcess) unsureNow() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.refused == nil && p.unsure != nil
 }
 
 // serverVersion returns the redis_version last observed, "" before the
@@ -125,12 +147,16 @@ func (c *Client) useLease(d time.Duration) {
 // error that says why and for how long. While quarantine is on, a node that
 // refused INFO server never counts: its restarts cannot be seen, and a
 // safety mechanism that cannot run must not be silently off.
-func (c *Client) quarantined(n *peer) error {
+func (c *Client) quarantined(n *peer, key string) error {
 	if c.opts.quarantine == 0 {
 		return nil
 	}
-	started, restarted, known, refused := n.process.state()
+	proc := n.processOf(key)
+	started, restarted, known, refused := proc.state()
 	if refused != nil {
+		if proc.unsureNow() {
+			return fmt.Errorf("%w: %w", ErrQuarantined, refused)
+		}
 		return fmt.Errorf("%w: %s", ErrQuarantined, blindness(refused))
 	}
 	q := c.quarantinePeriod()

@@ -105,3 +105,30 @@ func (c call) evalArgs() []interface{} {
 	args[0] = c.s.src
 	return args
 }
+
+// keys returns the keys of c.
+func (c *call) keys() []string {
+	if len(c.sha) < 2 {
+		return nil
+	}
+	n, _ := c.sha[1].(int)
+	keys := make([]string, 0, n)
+	for _, k := range c.sha[2 : 2+n] {
+		if s, ok := k.(string); ok {
+			keys = append(keys, s)
+		}
+	}
+	return keys
+}
+
+// key returns the first key of c, "" when it has none.
+func (c *call) key() string {
+	if len(c.sha) < 3 {
+		return ""
+	}
+	if n, _ := c.sha[1].(int); n == 0 {
+		return ""
+	}
+	s, _ := c.sha[2].(string)
+	return s
+}

@@ -1,0 +1,489 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The connection layer of a node made with NewTransportNode: the internal
+// transport over a caller's Transport. Calls of one lane (one lock) are
+// sent in the order they were queued, one Eval at a time per lane, the
+// calls queued meanwhile together in the next Eval, so that a call still
+// in flight runs on the node before the next call of its lock. Before the
+// replies of an Eval are handed back, the identity of the server that
+// served them is confirmed (see confirm): a reply counts toward a quorum
+// only once the client knows which server process gave it.
+
+// foreignLanes is how many lanes a foreign node has: calls of different
+// locks mostly go in parallel, calls of one lock in order.
+const foreignLanes = 64
+
+// foreign is the connection layer of one node over a Transport.
+type foreign struct {
+	p     *peer
+	t     Transport
+	c     *Client
+	gate  bool // restart quarantine is on: confirm identities
+	lanes [foreignLanes]foreignLane
+
+	failure atomic.Pointer[error] // the last Eval's transport error; nil once one succeeds
+
+	mu    sync.Mutex                // protects the fields below
+	procs map[string]*serverProcess // by Route.Addr: what INFO server said
+	known map[string]uint64         // by Route.Addr: Route.Dials before the latest INFO read
+}
+
+// foreignLane is the queue of one lane.
+type foreignLane struct {
+	mu    sync.Mutex // protects the fields below
+	queue []request
+	busy  bool // a goroutine is sending the lane's calls
+}
+
+// newForeign starts the connection layer of p over t, owned by c: it reads
+// the member's identity in the background, so that the first calls need
+// not.
+func newForeign(c *Client, p *peer, t Transport) *foreign {
+	f := &foreign{p: p, t: t, c: c, gate: true, procs: make(map[string]*serverProcess), known: make(map[string]uint64)}
+	if c.goAdd(1) {
+		go func() {
+			defer c.bg.Done()
+			ctx, cancel := context.WithTimeout(c.ctx, c.setupTimeout())
+			defer cancel()
+			_ = f.identify(ctx, "")
+		}()
+	}
+	return f
+}
+
+// send queues one script call on its lane.
+func (f *foreign) send(cl *call, deadline time.Time, to receiver, i int) {
+	l := &f.lanes[cl.lane%foreignLanes]
+	l.mu.Lock()
+	l.queue = append(l.queue, request{c: cl, deadline: deadline, to: to, i: i})
+	start := !l.busy
+	l.busy = true
+	l.mu.Unlock()
+	if !start {
+		return
+	}
+	if !f.c.goAdd(1) {
+		f.drain(l, notSent(ErrClosed))
+		return
+	}
+	go func() {
+		defer f.c.bg.Done()
+		f.serve(l)
+	}()
+}
+
+// serve sends the lane's calls, those queued together in one Eval, until
+// the queue is empty.
+func (f *foreign) serve(l *foreignLane) {
+	for {
+		l.mu.Lock()
+		batch := l.queue
+		l.queue = nil
+		if len(batch) == 0 {
+			l.busy = false
+			l.mu.Unlock()
+			return
+		}
+		l.mu.Unlock()
+		f.run(batch)
+	}
+}
+
+// drain fails every call queued on l with err and ends its goroutine's
+// turn.
+func (f *foreign) drain(l *foreignLane, err error) {
+	l.mu.Lock()
+	batch := l.queue
+	l.queue, l.busy = nil, false
+	l.mu.Unlock()
+	for _, r := range batch {
+		r.to.receive(r.i, nil, err)
+	}
+}
+
+// sendBatch sends calls in one Eval, off any lane.
+func (f *foreign) sendBatch(calls []call, deadline time.Time, to receiver) {
+	batch := make([]request, len(calls))
+	for j := range calls {
+		batch[j] = request{c: &calls[j], deadline: deadline, to: to, i: j}
+	}
+	if !f.c.goAdd(1) {
+		for _, r := range batch {
+			r.to.receive(r.i, nil, notSent(ErrClosed))
+		}
+		return
+	}
+	go func() {
+		defer f.c.bg.Done()
+		f.run(batch)
+	}()
+}
+
+// run sends the requests that are not past their deadline in one Eval,
+// bounded by the latest deadline, confirms the identity of the servers
+// that answered, and hands every outcome back.
+func (f *foreign) run(batch []request) {
+	at := now()
+	live := batch[:0:0]
+	var deadline time.Time
+	for _, r := range batch {
+		if at.After(r.deadline) {
+			r.to.receive(r.i, nil, notSent(fmt.Errorf("%w: queued past its deadline", context.DeadlineExceeded)))
+			continue
+		}
+		live = append(live, r)
+		if r.deadline.After(deadline) {
+			deadline = r.deadline
+		}
+	}
+	if len(live) == 0 {
+		return
+	}
+	ctx, cancel := context.WithDeadline(f.c.ctx, deadline)
+	defer cancel()
+	calls := make([]Call, len(live))
+	for j, r := range live {
+		calls[j] = r.c.export()
+	}
+	replies := make([]Reply, len(live))
+	f.t.Eval(ctx, calls, replies)
+	f.noteFailure(replies)
+	f.confirm(ctx, calls, replies)
+	for j, r := range live {
+		reply, err := replies[j].Value, replies[j].Err
+		var re ReplyError
+		switch {
+		case err == nil:
+			reply = normalize(reply)
+		case errors.As(err, &re):
+			err = serverError(re)
+		case f.c.ctx.Err() != nil && !errors.Is(err, errNotSent):
+			err = fmt.Errorf("%w: %w", ErrClosed, err)
+		}
+		r.to.receive(r.i, reply, err)
+	}
+}
+
+// noteFailure records whether the node was reachable in the Eval that
+// gave replies: the first transport error, or none.
+func (f *foreign) noteFailure(replies []Reply) {
+	for _, r := range replies {
+		var re ReplyError
+		if r.Err != nil && !errors.As(r.Err, &re) {
+			err := r.Err
+			f.failure.Store(&err)
+			return
+		}
+	}
+	f.failure.Store(nil)
+}
+
+// unreachable says why the last Eval failed, nil when it went through.
+func (f *foreign) unreachable() error {
+	if err := f.failure.Load(); err != nil {
+		return *err
+	}
+	return nil
+}
+
+// confirm makes sure, before replies are handed back, that the identity of
+// every server that answered is known as of a moment after its connection
+// was opened: where the Transport opened a connection to a server since
+// its identity was last read, it reads INFO server again (the reply may
+// come from a process that restarted and forgot its locks). A server whose
+// identity cannot be read in time stays unconfirmed, and does not count
+// while restart quarantine is on (see Client.quarantined).
+func (f *foreign) confirm(ctx context.Context, calls []Call, replies []Reply) {
+	if !f.gate || f.c.opts.quarantine == 0 {
+		return
+	}
+	var seen []string
+	for j, cl := range calls {
+		if replies[j].Err != nil && !isReplyError(replies[j].Err) {
+			continue
+		}
+		key := firstKey(cl)
+		route := f.t.Route(key)
+		if containsString(seen, route.Addr) {
+			continue
+		}
+		seen = append(seen, route.Addr)
+		f.mu.Lock()
+		dials, ok := f.known[route.Addr]
+		f.mu.Unlock()
+		if ok && dials == route.Dials {
+			continue
+		}
+		if err := f.identify(ctx, key); err != nil {
+			f.process(route.Addr).doubt(fmt.Errorf("the server's identity could not be read after a new connection: %w", err))
+		}
+	}
+}
+
+// identify reads INFO server from the server that serves key and records
+// what it says.
+func (f *foreign) identify(ctx context.Context, key string) error {
+	route := f.t.Route(key)
+	at := now()
+	info, err := f.t.Info(ctx, key)
+	p := f.process(route.Addr)
+	var re ReplyError
+	switch {
+	case err == nil:
+		if err := supported(info); err != nil {
+			p.doubt(err)
+			return err
+		}
+		if err := p.observe(info, at); err != nil {
+			p.doubt(err)
+			return err
+		}
+	case errors.As(err, &re):
+		if aerr := authFailure(err); aerr != err {
+			return aerr
+		}
+		f.p.infoRefused(f.c, p, err)
+	default:
+		return err
+	}
+	f.mu.Lock()
+	if d, ok := f.known[route.Addr]; !ok || route.Dials > d {
+		f.known[route.Addr] = route.Dials
+	}
+	f.mu.Unlock()
+	return nil
+}
+
+// process returns the record of the server at addr, made on first use.
+func (f *foreign) process(addr string) *serverProcess {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p := f.procs[addr]
+	if p == nil {
+		p = &serverProcess{}
+		f.procs[addr] = p
+	}
+	return p
+}
+
+// processOf returns the record of the server that serves key.
+func (f *foreign) processOf(key string) *serverProcess {
+	return f.process(f.t.Route(key).Addr)
+}
+
+// export is c as a Call of the seam.
+func (c *call) export() Call {
+	args := c.sha[1:] // key count, keys, arguments
+	n, _ := args[0].(int)
+	keys := make([]string, n)
+	for k := range keys {
+		keys[k], _ = args[1+k].(string)
+	}
+	return Call{SHA1: c.s.hash, Source: c.s.src, Keys: keys, Args: args[1+n:]}
+}
+
+// firstKey is the first key of cl, "" when it has none.
+func firstKey(cl Call) string {
+	if len(cl.Keys) == 0 {
+		return ""
+	}
+	return cl.Keys[0]
+}
+
+// normalize turns a Transport's reply into the types the replies of the
+// native connection layer have: string into []byte, int into int64,
+// recursively.
+func normalize(v any) any {
+	switch v := v.(type) {
+	case string:
+		return []byte(v)
+	case int:
+		return int64(v)
+	case []any:
+		for i := range v {
+			v[i] = normalize(v[i])
+		}
+		return v
+	}
+	return v
+}
+
+func isReplyError(err error) bool {
+	var re ReplyError
+	return errors.As(err, &re)
+}
+
+func containsString(s []string, x string) bool {
+	for _, y := range s {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// foreignListener is the pub/sub connection of a node over a Transport:
+// one PubSub, opened with the first waiter, whose subscriptions follow the
+// waiters' reference counts. One goroutine makes the changes, so that
+// Subscribe and Unsubscribe calls of one channel never race.
+type foreignListener struct {
+	c    *Client
+	p    *peer
+	i    int // the node's index in c.peers
+	loop worker
+	wake chan struct{} // capacity 1: the waiters changed
+
+	mu      sync.Mutex               // protects the fields below
+	refs    map[string]int           // waiters per channel
+	active  map[string]bool          // subscribed on the node
+	pending map[string][]chan<- bool // told when the channel is active
+}
+
+func newForeignListener(c *Client, p *peer, i int) *foreignListener {
+	return &foreignListener{
+		c: c, p: p, i: i,
+		wake:    make(chan struct{}, 1),
+		refs:    make(map[string]int),
+		active:  make(map[string]bool),
+		pending: make(map[string][]chan<- bool),
+	}
+}
+
+func (l *foreignListener) add(channel string, ok chan<- bool) {
+	l.mu.Lock()
+	l.refs[channel]++
+	if l.active[channel] {
+		ok <- true
+	} else {
+		l.pending[channel] = append(l.pending[channel], ok)
+	}
+	l.mu.Unlock()
+	l.signal()
+	l.loop.start(l.c, l.run)
+}
+
+func (l *foreignListener) remove(channel string) {
+	l.mu.Lock()
+	if l.refs[channel] == 0 {
+		l.mu.Unlock()
+		return
+	}
+	l.refs[channel]--
+	if l.refs[channel] == 0 {
+		delete(l.refs, channel)
+		delete(l.pending, channel)
+	}
+	l.mu.Unlock()
+	l.signal()
+}
+
+// ping does nothing: the client library behind the Transport checks its
+// own pub/sub connection.
+func (l *foreignListener) ping() {}
+
+// stop waits for the loop, which ends at Close and closes the PubSub.
+func (l *foreignListener) stop() { l.loop.wait() }
+
+func (l *foreignListener) signal() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run opens the PubSub and keeps its subscriptions in step with the
+// waiters until Close; a change that fails is tried again after a backoff.
+func (l *foreignListener) run() {
+	ps := l.p.tr.Listen(func(channel string, payload []byte) {
+		l.c.heard(l.i, channel, payload)
+	}, l.reset)
+	defer ps.Close()
+	backoff := minBackoff
+	var retry <-chan time.Time
+	for {
+		select {
+		case <-l.c.ctx.Done():
+			return
+		case <-l.wake:
+		case <-retry:
+		}
+		retry = nil
+		if err := l.sync(ps); err != nil {
+			if l.c.ctx.Err() != nil {
+				return
+			}
+			l.c.opts.logger.Debug("redlock: pub/sub change failed", "node", l.p.name, "err", err)
+			retry = time.After(backoff + jitter(backoff/2))
+			backoff = min(2*backoff, maxBackoff)
+			continue
+		}
+		backoff = minBackoff
+	}
+}
+
+// sync subscribes to the channels that have waiters and are not active,
+// and unsubscribes from the active ones that have none.
+func (l *foreignListener) sync(ps PubSub) error {
+	l.mu.Lock()
+	var sub, unsub []string
+	for ch := range l.refs {
+		if !l.active[ch] {
+			sub = append(sub, ch)
+		}
+	}
+	for ch := range l.active {
+		if l.refs[ch] == 0 {
+			unsub = append(unsub, ch)
+		}
+	}
+	l.mu.Unlock()
+	ctx, cancel := context.WithTimeout(l.c.ctx, l.c.setupTimeout())
+	defer cancel()
+	if len(unsub) > 0 {
+		if err := ps.Unsubscribe(ctx, unsub...); err != nil {
+			return err
+		}
+		l.mu.Lock()
+		for _, ch := range unsub {
+			delete(l.active, ch)
+		}
+		l.mu.Unlock()
+	}
+	if len(sub) > 0 {
+		if err := ps.Subscribe(ctx, sub...); err != nil {
+			return err
+		}
+		l.mu.Lock()
+		for _, ch := range sub {
+			l.active[ch] = true
+			for _, ok := range l.pending[ch] {
+				ok <- true
+			}
+			delete(l.pending, ch)
+		}
+		l.mu.Unlock()
+		l.signal() // a waiter may have left meanwhile
+	}
+	return nil
+}
+
+// reset tells the waiters of every subscribed channel that messages may
+// have been missed while the connection was replaced.
+func (l *foreignListener) reset() {
+	l.mu.Lock()
+	chans := make([]string, 0, len(l.refs))
+	for ch := range l.refs {
+		chans = append(chans, ch)
+	}
+	l.mu.Unlock()
+	l.c.reconnected(l.i, chans)
+}

@@ -1,0 +1,204 @@
+package goredis_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/goredis"
+	"github.com/redlock-go/redlock/redlocktest"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// newClient is a go-redis client of the server at addr, closed when the
+// test ends.
+func newClient(t testing.TB, addr string) *redis.Client {
+	rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1})
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
+// newNodes makes one node per server of c.
+func newNodes(t testing.TB, c *redlocktest.Cluster) []*redlock.Node {
+	nodes := make([]*redlock.Node, c.N())
+	for i, addr := range c.Addrs() {
+		n, err := goredis.NewNode(fmt.Sprintf("node%d", i), newClient(t, addr))
+		require.NoError(t, err)
+		nodes[i] = n
+	}
+	return nodes
+}
+
+func TestNewNodeRefusesWhatCannotWork(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer rdb.Close()
+	_, err := goredis.NewNode("a", rdb)
+	require.ErrorIs(t, err, redlock.ErrInvalid)
+	assert.Contains(t, err.Error(), "ContextTimeoutEnabled")
+
+	_, err = goredis.NewNode("a", nil)
+	require.ErrorIs(t, err, redlock.ErrInvalid)
+
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}})
+	defer ring.Close()
+	_, err = goredis.NewNode("a", ring)
+	require.ErrorIs(t, err, redlock.ErrInvalid)
+}
+
+func TestLockWaitAndUnlock(t *testing.T) {
+	ctx := context.Background()
+	c := redlocktest.Start(t, 3)
+	client, err := redlock.New(newNodes(t, c), redlock.WithNodeTimeout(250*time.Millisecond))
+	require.NoError(t, err)
+	defer client.Close()
+
+	a, b := client.NewMutex("job"), client.NewMutex("job")
+	require.NoError(t, a.LockLease(ctx, 20*time.Second))
+	got := make(chan error, 1)
+	go func() { got <- b.Lock(ctx) }()
+	time.Sleep(200 * time.Millisecond)
+	require.NoError(t, a.Unlock(ctx))
+	select {
+	case err := <-got:
+		require.NoError(t, err) // woken by the release, long before the lease ends
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiter was not woken by the release")
+	}
+	n, err := b.HoldCount(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	require.NoError(t, b.Unlock(ctx))
+}
+
+// transportOf returns the Transport behind a node made by NewNode, by
+// building it the same way on a client of addr.
+func evalOne(t *testing.T, n redlock.Transport, c redlock.Call, timeout time.Duration) redlock.Reply {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	replies := make([]redlock.Reply, 1)
+	n.Eval(ctx, []redlock.Call{c}, replies)
+	return replies[0]
+}
+
+func TestTransportEval(t *testing.T) {
+	c := redlocktest.Start(t, 1)
+	tr := goredis.NewTransport(t, newClient(t, c.Addrs()[0]))
+	src := "return {tonumber(ARGV[1]) + 1, ARGV[2], KEYS[1], false}"
+	sha := goredis.Sha1hex(src)
+	_, err := c.Do(0, "SCRIPT", "FLUSH")
+	require.NoError(t, err)
+	r := evalOne(t, tr, redlock.Call{SHA1: sha, Source: src, Keys: []string{"k"}, Args: []any{41, "x"}}, time.Second)
+	require.NoError(t, r.Err) // NOSCRIPT, then EVAL
+	assert.Equal(t, []any{int64(42), "x", "k", nil}, r.Value)
+
+	bad := "return redis.call('incr', KEYS[1])"
+	_, err = c.Do(0, "SET", "s", "not a number")
+	require.NoError(t, err)
+	r = evalOne(t, tr, redlock.Call{SHA1: goredis.Sha1hex(bad), Source: bad, Keys: []string{"s"}}, time.Second)
+	var re redlock.ReplyError
+	require.ErrorAs(t, r.Err, &re)
+	assert.Contains(t, string(re), "not an integer")
+}
+
+func TestTransportHonoursDeadlineOfAPausedServer(t *testing.T) {
+	c := redlocktest.Start(t, 1)
+	tr := goredis.NewTransport(t, newClient(t, c.Addrs()[0]))
+	ping := "return 1"
+	r := evalOne(t, tr, redlock.Call{SHA1: goredis.Sha1hex(ping), Source: ping}, time.Second)
+	require.NoError(t, r.Err)
+	require.NoError(t, c.Pause(0))
+	defer c.Resume(0)
+	start := time.Now()
+	r = evalOne(t, tr, redlock.Call{SHA1: goredis.Sha1hex(ping), Source: ping}, 200*time.Millisecond)
+	took := time.Since(start)
+	require.Error(t, r.Err)
+	assert.Less(t, took, 2*time.Second, "Eval on a paused server must return by its deadline")
+	assert.NotErrorIs(t, r.Err, redlock.ErrNotSent, "the call was written: it may run when the server resumes")
+}
+
+func TestTransportRouteCountsDialsAndInfoIdentifies(t *testing.T) {
+	c := redlocktest.Start(t, 1)
+	tr := goredis.NewTransport(t, newClient(t, c.Addrs()[0]))
+	ctx := context.Background()
+	info, err := tr.Info(ctx, "")
+	require.NoError(t, err)
+	assert.Contains(t, info, "run_id:")
+	before := tr.Route("k")
+	assert.Equal(t, c.Addrs()[0], before.Addr)
+	assert.GreaterOrEqual(t, before.Dials, uint64(1))
+
+	require.NoError(t, c.Restart(0))
+	ping := "return 1"
+	require.Eventually(t, func() bool {
+		return evalOne(t, tr, redlock.Call{SHA1: goredis.Sha1hex(ping), Source: ping}, time.Second).Err == nil
+	}, 5*time.Second, 20*time.Millisecond)
+	after := tr.Route("k")
+	assert.Greater(t, after.Dials, before.Dials, "a reconnect must be counted")
+	info2, err := tr.Info(ctx, "k")
+	require.NoError(t, err)
+	assert.NotEqual(t, runID(info), runID(info2))
+}
+
+func TestTransportListen(t *testing.T) {
+	c := redlocktest.Start(t, 1)
+	tr := goredis.NewTransport(t, newClient(t, c.Addrs()[0]))
+	var mu sync.Mutex
+	var got []string
+	resets := make(chan struct{}, 4)
+	ps := tr.Listen(func(ch string, payload []byte) {
+		mu.Lock()
+		got = append(got, ch+"="+string(payload))
+		mu.Unlock()
+	}, func() { resets <- struct{}{} })
+	defer ps.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.NoError(t, ps.Subscribe(ctx, "a", "b"))
+	_, err := c.Do(0, "PUBLISH", "a", "1")
+	require.NoError(t, err)
+	received := func(want string) func() bool {
+		return func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, g := range got {
+				if g == want {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	assert.Eventually(t, received("a=1"), 5*time.Second, 10*time.Millisecond)
+	require.NoError(t, ps.Unsubscribe(ctx, "a"))
+
+	require.NoError(t, c.Restart(0))
+	select {
+	case <-resets:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no reset after the server restarted")
+	}
+	_, err = c.Do(0, "PUBLISH", "b", "2")
+	require.NoError(t, err)
+	assert.Eventually(t, received("b=2"), 5*time.Second, 10*time.Millisecond)
+}
+
+func runID(info string) string {
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); ok {
+			return v
+		}
+	}
+	return ""
+}

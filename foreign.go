@@ -150,16 +150,31 @@ func (f *foreign) run(batch []request) {
 	}
 	ctx, cancel := context.WithDeadline(f.c.ctx, deadline)
 	defer cancel()
-	calls := make([]Call, len(live))
+	var calls []Call
+	parts := make([]int, len(live)+1) // request j's calls are calls[parts[j]:parts[j+1]]
+	var splits [][][]int
 	for j, r := range live {
-		calls[j] = r.c.export()
+		cl := r.c.export()
+		if l, ok := r.c.s.layout(); ok {
+			sub, groups := f.split(cl, l)
+			calls = append(calls, sub...)
+			splits = append(splits, groups)
+		} else {
+			calls = append(calls, cl)
+			splits = append(splits, nil)
+		}
+		parts[j+1] = len(calls)
 	}
-	replies := make([]Reply, len(live))
+	replies := make([]Reply, len(calls))
 	f.t.Eval(ctx, calls, replies)
 	f.noteFailure(replies)
 	f.confirm(ctx, calls, replies)
 	for j, r := range live {
-		reply, err := replies[j].Value, replies[j].Err
+		rep := replies[parts[j]]
+		if splits[j] != nil {
+			rep = merge(replies[parts[j]:parts[j+1]], splits[j])
+		}
+		reply, err := rep.Value, rep.Err
 		var re ReplyError
 		switch {
 		case err == nil:
@@ -171,6 +186,69 @@ func (f *foreign) run(batch []request) {
 		}
 		r.to.receive(r.i, reply, err)
 	}
+}
+
+// split divides a call that acts on many holds (laid out as l says) into
+// one call per server that serves some of their keys, in the script's
+// cross-slot form, and returns them with the holds (by index in cl) of
+// each.
+func (f *foreign) split(cl Call, l perHold) ([]Call, [][]int) {
+	holds := len(cl.Keys) / l.keys
+	var addrs []string
+	var groups [][]int
+	for k := 0; k < holds; k++ {
+		addr := f.t.Route(cl.Keys[k*l.keys]).Addr
+		g := 0
+		for g < len(addrs) && addrs[g] != addr {
+			g++
+		}
+		if g == len(addrs) {
+			addrs = append(addrs, addr)
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], k)
+	}
+	calls := make([]Call, len(groups))
+	for g, ks := range groups {
+		// One declared key routes the call; the holds' keys lead ARGV.
+		args := make([]any, 0, 1+len(ks)*l.keys+l.lead+len(ks)*l.args)
+		args = append(args, len(ks)*l.keys)
+		for _, k := range ks {
+			for _, key := range cl.Keys[k*l.keys : (k+1)*l.keys] {
+				args = append(args, key)
+			}
+		}
+		args = append(args, cl.Args[:l.lead]...)
+		for _, k := range ks {
+			args = append(args, cl.Args[l.lead+k*l.args:l.lead+(k+1)*l.args]...)
+		}
+		calls[g] = Call{SHA1: l.crossSlot.hash, Source: l.crossSlot.src, Keys: []string{cl.Keys[ks[0]*l.keys]}, Args: args}
+	}
+	return calls, groups
+}
+
+// merge puts the replies of a split call's parts back together: one value
+// per hold, in the order of the holds; the first error of a part is the
+// call's error.
+func merge(parts []Reply, groups [][]int) Reply {
+	n := 0
+	for _, ks := range groups {
+		n += len(ks)
+	}
+	out := make([]any, n)
+	for g, ks := range groups {
+		if parts[g].Err != nil {
+			return parts[g]
+		}
+		vs, ok := parts[g].Value.([]any)
+		if !ok || len(vs) != len(ks) {
+			return Reply{Err: fmt.Errorf("unexpected reply %v to a call of %d holds", parts[g].Value, len(ks))}
+		}
+		for i, k := range ks {
+			out[k] = vs[i]
+		}
+	}
+	return Reply{Value: out}
 }
 
 // noteFailure records whether the node was reachable in the Eval that

@@ -132,3 +132,46 @@ func (c *call) key() string {
 	s, _ := c.sha[2].(string)
 	return s
 }
+
+// crossSlot is put in front of a script that acts on many holds, for a
+// Transport: on a Redis Cluster member one call then renews or repairs the
+// holds of many locks whose slots one shard serves (foreign.go splits a
+// call by shard). A cluster refuses a command whose declared keys hash to
+// different slots, so the call declares one key, which routes it to the
+// shard, and passes the holds' keys first in ARGV (ARGV[1] says how many);
+// the prologue gives the script its usual KEYS and ARGV back, as locals,
+// and allow-cross-slot-keys lets it touch the other slots of the shard.
+const crossSlot = `#!lua flags=allow-cross-slot-keys
+local KEYS, ARGV = (function(argv)
+  local keys, rest, n = {}, {}, tonumber(argv[1])
+  for i = 1, n do keys[i] = argv[1 + i] end
+  for i = n + 2, #argv do rest[#rest + 1] = argv[i] end
+  return keys, rest
+end)(ARGV)
+`
+
+// The watchdog's scripts in their cross-slot form (see crossSlot).
+var (
+	renewCrossSlot  = newScript(1, crossSlot+renewLua)
+	repairCrossSlot = newScript(1, crossSlot+repairLua)
+)
+
+// perHold is how a script that acts on many holds lays out its keys and
+// arguments: keys and arguments per hold, after shared leading arguments.
+// Zero for a script of one lock.
+type perHold struct {
+	keys, args, lead int
+	crossSlot        *script
+}
+
+// layout returns how s lays out its holds, and false for a script of one
+// lock.
+func (s *script) layout() (perHold, bool) {
+	switch s {
+	case &renewScript:
+		return perHold{keys: 1, args: 1, lead: 1, crossSlot: &renewCrossSlot}, true
+	case &repairScript:
+		return perHold{keys: 2, args: 3, lead: 1, crossSlot: &repairCrossSlot}, true
+	}
+	return perHold{}, false
+}

@@ -27,7 +27,6 @@ type foreign struct {
 	p     *peer
 	t     Transport
 	c     *Client
-	gate  bool // restart quarantine is on: confirm identities
 	lanes [foreignLanes]foreignLane
 
 	failure atomic.Pointer[error] // the last Eval's transport error; nil once one succeeds
@@ -48,7 +47,7 @@ type foreignLane struct {
 // the member's identity in the background, so that the first calls need
 // not.
 func newForeign(c *Client, p *peer, t Transport) *foreign {
-	f := &foreign{p: p, t: t, c: c, gate: true, procs: make(map[string]*serverProcess), known: make(map[string]uint64)}
+	f := &foreign{p: p, t: t, c: c, procs: make(map[string]*serverProcess), known: make(map[string]uint64)}
 	if c.goAdd(1) {
 		go func() {
 			defer c.bg.Done()
@@ -281,7 +280,7 @@ func (f *foreign) unreachable() error {
 // identity cannot be read in time stays unconfirmed, and does not count
 // while restart quarantine is on (see Client.quarantined).
 func (f *foreign) confirm(ctx context.Context, calls []Call, replies []Reply) {
-	if !f.gate || f.c.opts.quarantine == 0 {
+	if f.c.opts.quarantine == 0 {
 		return
 	}
 	var seen []string

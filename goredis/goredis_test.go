@@ -2,6 +2,7 @@ package goredis_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -208,4 +209,37 @@ func runID(info string) string {
 		}
 	}
 	return ""
+}
+
+// TestRestartedServerIsQuarantined: go-redis reconnects inside a command,
+// so the first reply from a restarted server comes on a connection that
+// redlock did not open. The dial hook counts it, redlock reads INFO server
+// before the reply counts, sees the new run_id, and keeps the server out
+// of quorums for the quarantine period.
+func TestRestartedServerIsQuarantined(t *testing.T) {
+	ctx := context.Background()
+	c := redlocktest.Start(t, 3)
+	client, err := redlock.New(newNodes(t, c), redlock.WithNodeTimeout(250*time.Millisecond), redlock.WithQuarantine(time.Minute))
+	require.NoError(t, err)
+	defer client.Close()
+	m := client.NewMutex("a")
+	require.NoError(t, m.LockLease(ctx, 10*time.Second)) // every server seen
+	require.NoError(t, m.Unlock(ctx))
+
+	require.NoError(t, c.Restart(0))
+	require.NoError(t, c.Kill(1))
+	// Nodes 0 and 2 answer; 0 restarted, so no quorum is left.
+	var last error
+	for k := 0; k < 20; k++ {
+		ok, err := client.NewMutex("b").TryLock(ctx, 0, 10*time.Second)
+		require.False(t, ok, "a restarted server helped grant a lock within its quarantine")
+		require.ErrorIs(t, err, redlock.ErrNoQuorum)
+		last = err
+		if errors.Is(err, redlock.ErrQuarantined) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	require.ErrorIs(t, last, redlock.ErrQuarantined)
+	assert.Contains(t, last.Error(), "restarted")
 }

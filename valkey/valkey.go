@@ -1,0 +1,389 @@
+// Package valkey lets redlock reach its quorum members through valkey-go
+// (github.com/valkey-io/valkey-go, the Valkey project's fork of rueidis,
+// which serves Valkey and Redis servers alike): each member is one server,
+// reached by a valkey-go client that NewNode builds from the caller's
+// ClientOption and that the redlock Client closes when it closes.
+//
+//	na, err := valkey.NewNode("a", valkeylib.ClientOption{InitAddress: []string{"10.0.0.1:6379"}})
+//	// ... nb and nc likewise, three independent masters
+//	client, err := redlock.New([]*redlock.Node{na, nb, nc})
+//
+// (valkeylib is github.com/valkey-io/valkey-go imported under that name.)
+//
+// # The client's options that matter
+//
+// InitAddress names exactly one server: a quorum member here is one
+// standalone master, never a Redis Cluster, a Sentinel set or a replica;
+// NewNode refuses options that say otherwise, and it forces
+// ForceSingleClient (the server is never probed as a cluster) and
+// DisableCache (redlock reads nothing through client-side caching, and the
+// connection set-up then needs no CLIENT TRACKING, which the minimal ACL of
+// redlock's README does not grant).
+//
+// Deadlines come from redlock: every call carries the node timeout
+// (redlock.WithNodeTimeout) in its context, and returns by it even when
+// the server stopped answering or a connection is still being set up.
+// Dialer.Timeout bounds each connection's dial and handshake (HELLO); NewNode
+// itself connects once and may wait that long for a server that accepts
+// but does not answer (one that is down does not make it fail).
+// Dialer.KeepAlive and ConnWriteTimeout say how soon valkey-go gives up on a
+// silent connection (it PINGs idle ones) and opens a new one.
+//
+// Calls use valkey-go's auto-pipelining: concurrent calls share the
+// pipelined connection, each Eval's calls written together in order, in one
+// round trip. PipelineMultiplex and MaxFlushDelay tune that as for any
+// valkey-go client. With DisableAutoPipelining each Eval borrows a pooled
+// connection instead (BlockingPoolSize bounds them), as does an Eval of at
+// least BlockingPipeline calls. The pub/sub connection of waiters is a
+// dedicated connection taken from the same pool.
+//
+// # Reconnects and restarts
+//
+// valkey-go opens a new connection inside the next call after one broke.
+// NewNode wraps the dial function (DialCtxFn, or DialFn, or valkey-go's own
+// dialer, whichever the options give) so that every connection opened is
+// counted before it serves a command; redlock reads INFO server again after
+// a new connection before a reply counts, so that a server that restarted
+// and forgot its locks is kept out of quorums for the quarantine period
+// (redlock.WithQuarantine). valkey-go never sends EVALSHA or EVAL a second
+// time by itself (it retries only read-only commands). When the pub/sub
+// connection breaks, it is opened again with a backoff, every channel is
+// subscribed again, and then the waiters are told that messages may have
+// been missed.
+package valkey
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	valkeylib "github.com/valkey-io/valkey-go"
+
+	"github.com/redlock-go/redlock"
+)
+
+// NewNode returns a quorum member for redlock.New reached through a client
+// built from opt, which must name one standalone server in InitAddress. The
+// redlock Client that uses the node closes that client when it closes.
+// name identifies the node in errors. NewNode connects once (see the
+// package comment); a server that cannot be reached yet is no error, the
+// client connects again when it is used. It returns an error wrapping
+// redlock.ErrInvalid when opt does not name exactly one server, asks for
+// Sentinel, replicas or redirects, or when valkey-go refuses opt.
+func NewNode(name string, opt valkeylib.ClientOption) (*redlock.Node, error) {
+	t, err := newTransport(name, opt)
+	if err != nil {
+		return nil, err
+	}
+	return redlock.NewTransportNode(name, t), nil
+}
+
+// transport is the redlock.Transport over the valkey-go client it built.
+type transport struct {
+	client valkeylib.Client
+	addr   string        // the server, opt.InitAddress[0]
+	dials  atomic.Uint64 // connections opened to the server
+	setup  time.Duration // a connection's set-up bound: opt.Dialer.Timeout or valkey-go's default
+
+	mu        sync.RWMutex   // protects closed and listeners; do adds to calls under it, so that Close's Wait sees every call
+	closed    bool           // Close was called
+	listeners []*listener    // opened by Listen, closed by Close
+	calls     sync.WaitGroup // goroutines running a client call (see do)
+}
+
+func newTransport(name string, opt valkeylib.ClientOption) (*transport, error) {
+	if err := check(opt); err != nil {
+		return nil, fmt.Errorf("%w: node %q: %w", redlock.ErrInvalid, name, err)
+	}
+	t := &transport{addr: opt.InitAddress[0], setup: opt.Dialer.Timeout}
+	if t.setup <= 0 {
+		t.setup = valkeylib.DefaultDialTimeout
+	}
+	opt.ForceSingleClient = true
+	opt.DisableCache = true
+	opt.DialCtxFn = t.counted(opt.DialCtxFn, opt.DialFn)
+	client, err := valkeylib.NewClient(opt)
+	if client == nil {
+		return nil, fmt.Errorf("%w: node %q: %w", redlock.ErrInvalid, name, err)
+	}
+	// With ForceSingleClient an error next to a client is the first
+	// connection's failure: the client connects again when used.
+	t.client = client
+	return t, nil
+}
+
+// check says what is wrong with opt for a member that is one server.
+func check(opt valkeylib.ClientOption) error {
+	switch {
+	case len(opt.InitAddress) != 1:
+		return fmt.Errorf("InitAddress must name exactly one server, it names %d", len(opt.InitAddress))
+	case opt.Sentinel.MasterSet != "":
+		return errors.New("a Sentinel master set is not supported: a quorum member is one standalone server")
+	case len(opt.Standalone.ReplicaAddress) > 0 || opt.Standalone.EnableRedirect || opt.ReplicaOnly:
+		return errors.New("replicas and redirects are not supported: a quorum member is one standalone server")
+	}
+	return nil
+}
+
+// dialFailed marks the error of a dial that failed: no command was written
+// on a connection that was never opened.
+type dialFailed struct{ err error }
+
+func (e dialFailed) Error() string { return e.err.Error() }
+func (e dialFailed) Unwrap() error { return e.err }
+
+// counted returns the dial function of the client: the caller's own
+// (dialCtx, else dial), else the one valkey-go would use, counting each
+// connection it opens before the connection is handed to valkey-go.
+func (t *transport) counted(dialCtx func(context.Context, string, *net.Dialer, *tls.Config) (net.Conn, error),
+	dial func(string, *net.Dialer, *tls.Config) (net.Conn, error)) func(context.Context, string, *net.Dialer, *tls.Config) (net.Conn, error) {
+	return func(ctx context.Context, dst string, d *net.Dialer, cfg *tls.Config) (net.Conn, error) {
+		var conn net.Conn
+		var err error
+		switch {
+		case dialCtx != nil:
+			conn, err = dialCtx(ctx, dst, d, cfg)
+		case dial != nil:
+			conn, err = dial(dst, d, cfg)
+		case cfg != nil:
+			conn, err = (&tls.Dialer{NetDialer: d, Config: cfg}).DialContext(ctx, "tcp", dst)
+		default:
+			conn, err = d.DialContext(ctx, "tcp", dst)
+		}
+		if err != nil {
+			return nil, dialFailed{err}
+		}
+		t.dials.Add(1)
+		return conn, nil
+	}
+}
+
+// errClosed is the error of the calls made after Close.
+var errClosed = fmt.Errorf("%w: the valkey transport is closed", redlock.ErrClosed)
+
+// Eval runs calls as EVALSHA in one pipelined round trip, then those that
+// the server answered NOSCRIPT as EVAL in a second one while ctx lasts.
+func (t *transport) Eval(ctx context.Context, calls []redlock.Call, replies []redlock.Reply) {
+	cmds := make([]valkeylib.Completed, len(calls))
+	for j, c := range calls {
+		cmds[j] = t.client.B().Evalsha().Sha1(c.SHA1).Numkeys(int64(len(c.Keys))).Key(c.Keys...).Arg(args(c.Args)...).Build()
+	}
+	results, err := t.do(ctx, cmds)
+	var again []int
+	for j := range calls {
+		if err != nil {
+			replies[j] = redlock.Reply{Err: err}
+			continue
+		}
+		if noScript(results[j]) && ctx.Err() == nil {
+			again = append(again, j)
+			continue
+		}
+		replies[j] = reply(results[j])
+	}
+	if len(again) == 0 {
+		return
+	}
+	cmds = cmds[:0]
+	for _, j := range again {
+		c := calls[j]
+		cmds = append(cmds, t.client.B().Eval().Script(c.Source).Numkeys(int64(len(c.Keys))).Key(c.Keys...).Arg(args(c.Args)...).Build())
+	}
+	results, err = t.do(ctx, cmds)
+	for k, j := range again {
+		if err != nil {
+			replies[j] = redlock.Reply{Err: err}
+			continue
+		}
+		replies[j] = reply(results[k])
+	}
+}
+
+// args are a Call's arguments as valkey-go takes them.
+func args(in []any) []string {
+	out := make([]string, len(in))
+	for i, a := range in {
+		switch a := a.(type) {
+		case string:
+			out[i] = a
+		case int:
+			out[i] = strconv.Itoa(a)
+		case int64:
+			out[i] = strconv.FormatInt(a, 10)
+		case []byte:
+			out[i] = string(a)
+		default:
+			out[i] = fmt.Sprint(a)
+		}
+	}
+	return out
+}
+
+// do runs cmds in one DoMulti and returns their results, or one error for
+// all of them: one wrapping redlock.ErrNotSent when they were surely not
+// sent (ctx was done, or the transport closed, before), ctx's error when
+// ctx ended first. The DoMulti runs in a goroutine of its own when ctx can
+// end, so that ctx bounds the whole call even where valkey-go would wait
+// past it (a caller that finds another's connection set-up in progress
+// waits for that set-up); the goroutine ends when valkey-go returns, and
+// Close waits for it.
+func (t *transport) do(ctx context.Context, cmds []valkeylib.Completed) ([]valkeylib.ValkeyResult, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %w", redlock.ErrNotSent, err)
+	}
+	t.mu.RLock()
+	if t.closed {
+		t.mu.RUnlock()
+		return nil, fmt.Errorf("%w: %w", redlock.ErrNotSent, errClosed)
+	}
+	t.calls.Add(1)
+	t.mu.RUnlock()
+	if ctx.Done() == nil {
+		defer t.calls.Done()
+		return t.client.DoMulti(ctx, cmds...), nil
+	}
+	done := make(chan []valkeylib.ValkeyResult, 1)
+	go func() {
+		defer t.calls.Done()
+		done <- t.client.DoMulti(ctx, cmds...)
+	}()
+	select {
+	case results := <-done:
+		return results, nil
+	case <-ctx.Done():
+		select {
+		case results := <-done:
+			return results, nil
+		default:
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// noScript reports whether r is the server's NOSCRIPT reply.
+func noScript(r valkeylib.ValkeyResult) bool {
+	re, ok := valkeylib.IsValkeyErr(r.Error())
+	return ok && re.IsNoScript()
+}
+
+// reply is r's outcome as the seam wants it: a server's error reply is a
+// ReplyError, a dial that failed means the call was not sent.
+func reply(r valkeylib.ValkeyResult) redlock.Reply {
+	if err := r.NonValkeyError(); err != nil {
+		return redlock.Reply{Err: transportError(err)}
+	}
+	msg, _ := r.ToMessage()
+	v, err := value(&msg)
+	return redlock.Reply{Value: v, Err: err}
+}
+
+// transportError classifies an error that is not a reply to the command:
+// a dial that failed (the command was never written) wraps
+// redlock.ErrNotSent; a server's error reply during the connection's
+// set-up (a wrong password, LOADING) is a ReplyError, since the server
+// refused to serve the command; anything else may or may not have run.
+func transportError(err error) error {
+	var df dialFailed
+	if errors.As(err, &df) {
+		return fmt.Errorf("%w: %w", redlock.ErrNotSent, err)
+	}
+	if re, ok := valkeylib.IsValkeyErr(err); ok {
+		return redlock.ReplyError(re.Error())
+	}
+	return err
+}
+
+// value converts a reply: integer to int64, bulk or simple string to
+// string, nil to nil, array to []any of those, and an error reply to a
+// ReplyError (see text). RESP3 types that scripts do
+// not return under their default RESP2 conversion are read as RESP2 would
+// give them: true as 1, false as nil, a double as its string.
+func value(m *valkeylib.ValkeyMessage) (any, error) {
+	switch {
+	case m.IsNil():
+		return nil, nil
+	case m.IsInt64():
+		return m.AsInt64()
+	case m.IsArray():
+		elems, _ := m.ToArray()
+		out := make([]any, len(elems))
+		for i := range elems {
+			v, err := value(&elems[i])
+			if err != nil {
+				return nil, err
+			}
+			out[i] = v
+		}
+		return out, nil
+	case m.IsBool():
+		if b, _ := m.ToBool(); b {
+			return int64(1), nil
+		}
+		return nil, nil
+	case m.IsMap():
+		return nil, errors.New("redlock/valkey: a map reply, which no script of redlock returns")
+	}
+	return text(m)
+}
+
+// text is a string reply's text: that of a bulk or simple string, or of a
+// RESP3 verbatim string without its format ("txt:"), a double's or a big
+// number's digits; an error reply is a ReplyError with the server's whole
+// message (valkey-go's error drops an "ERR " prefix).
+func text(m *valkeylib.ValkeyMessage) (string, error) {
+	s, err := m.ToString()
+	if err != nil {
+		if _, ok := valkeylib.IsValkeyErr(err); ok {
+			return "", redlock.ReplyError(s)
+		}
+		return "", err
+	}
+	if !m.IsString() && len(s) >= 4 && s[3] == ':' {
+		s = s[4:] // verbatim: no double or big number has a ':'
+	}
+	return s, nil
+}
+
+// Route names the one server; it does no I/O.
+func (t *transport) Route(string) redlock.Route {
+	return redlock.Route{Addr: t.addr, Dials: t.dials.Load()}
+}
+
+// Info reads INFO server.
+func (t *transport) Info(ctx context.Context, _ string) (string, error) {
+	results, err := t.do(ctx, []valkeylib.Completed{t.client.B().Info().Section("server").Build()})
+	if err != nil {
+		return "", err
+	}
+	if err := results[0].NonValkeyError(); err != nil {
+		return "", transportError(err)
+	}
+	msg, _ := results[0].ToMessage()
+	return text(&msg)
+}
+
+// Close closes every PubSub still open and the client, and waits for the
+// goroutines of calls that their contexts ended early.
+func (t *transport) Close() error {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil
+	}
+	t.closed = true
+	ls := t.listeners
+	t.listeners = nil
+	t.mu.Unlock()
+	for _, l := range ls {
+		_ = l.Close()
+	}
+	t.client.Close()
+	t.calls.Wait()
+	return nil
+}

@@ -49,7 +49,8 @@
 // time by itself (it retries only read-only commands). When the pub/sub
 // connection breaks, it is opened again with a backoff, every channel is
 // subscribed again, and then the waiters are told that messages may have
-// been missed.
+// been missed. Closing waits for a connection's set-up in progress, at most
+// Dialer.Timeout.
 package valkey
 
 import (

@@ -20,10 +20,13 @@
 // from NewNodes, breaks the servers as it needs (seizing keys for another
 // owner, killing, pausing and restarting servers) and checks the outcome:
 // reentrancy, the quorum rule, rollback of failed acquisitions, pub/sub
-// wake-up of waiters, watchdog renewal, loss, fencing tokens, restart
-// quarantine, and mutual exclusion under a killed and a paused minority,
-// checked by an independent recorder of hold spans. The whole suite takes
-// about 25 seconds; it needs redis-server (see package redlocktest).
+// wake-up of waiters, watchdog renewal, loss, calls that honour their
+// deadlines while a server is frozen, fencing tokens, restart quarantine,
+// and mutual exclusion under a killed and a paused minority, checked by an
+// independent recorder of hold spans. The whole suite takes about 20
+// seconds, also with -race; it needs redis-server (see package
+// redlocktest). Every call it makes is bounded, so a broken implementation
+// fails it rather than hanging it.
 //
 // The suite assumes the default key prefix ("redlock:"): it inspects and
 // seizes the key redlock:{NAME}:lock on the servers directly.
@@ -71,6 +74,7 @@ func Run(t *testing.T, newNodes NewNodes) {
 	t.Run("WaitByPubSub", s.waitByPubSub)
 	t.Run("Watchdog", s.watchdog)
 	t.Run("Lost", s.lost)
+	t.Run("PausedServer", s.pausedServer)
 	t.Run("Fencing", s.fencing)
 	t.Run("QuarantineOnRestart", s.quarantine)
 	t.Run("MinorityKillAndPause", s.minorityKillAndPause)
@@ -81,7 +85,7 @@ const (
 	// busy machines.
 	nodeTimeout = 250 * time.Millisecond
 	// shortLease is the watchdog lease of the tests that watch renewal
-	// and loss: renewal every 500ms, two node timeouts above the period.
+	// and loss: renewal every 500ms, twice the node timeout.
 	shortLease = 1500 * time.Millisecond
 	// intruder is the owner field of the hold the suite seizes directly on
 	// the servers.
@@ -205,6 +209,18 @@ func intruderOnly(t *testing.T, c *redlocktest.Cluster, name string, servers ...
 	}
 }
 
+// callTimeout bounds every call of one contract test, so that an
+// implementation that never answers fails the test instead of hanging it.
+const callTimeout = 20 * time.Second
+
+// callCtx returns the context of one contract test's calls: it ends after
+// callTimeout, or when the test ends.
+func callCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 // allServers returns 0 to n-1.
 func allServers(n int) []int {
 	s := make([]int, n)
@@ -228,7 +244,7 @@ func closed(ch <-chan struct{}) bool {
 // server; other owners, in the same Client or another, cannot take it; two
 // Unlocks free it, and a third returns ErrNotHeld.
 func (s suite) reentrancy(t *testing.T) {
-	ctx := context.Background()
+	ctx := callCtx(t)
 	c := redlocktest.Start(t, 3)
 	a, _ := s.client(t, c)
 	b, _ := s.client(t, c)
@@ -294,7 +310,7 @@ func (s suite) reentrancy(t *testing.T) {
 // never touched; with a majority of servers dead, TryLock and Lock fail
 // with ErrNoQuorum naming every dead node.
 func (s suite) quorumOutcomes(t *testing.T) {
-	ctx := context.Background()
+	ctx := callCtx(t)
 	c := redlocktest.Start(t, 5)
 	cl, nodes := s.client(t, c)
 
@@ -352,7 +368,7 @@ func (s suite) quorumOutcomes(t *testing.T) {
 // that said yes, whether it failed on other owners' holds or on dead
 // servers, and a failed watchdog attempt is not renewed afterwards.
 func (s suite) rollback(t *testing.T) {
-	ctx := context.Background()
+	ctx := callCtx(t)
 	c := redlocktest.Start(t, 5)
 	fixed, _ := s.client(t, c)
 	watched, _ := s.client(t, c, redlock.WithLease(shortLease))
@@ -401,25 +417,23 @@ func (s suite) rollback(t *testing.T) {
 // waitByPubSub: a waiter blocked in Lock behind a 20s fixed lease gets
 // the lock within seconds of an Unlock or a ForceUnlock: it was woken by
 // the release, not by the lease's end; and never while the lock was held.
+// The holder forced out cannot release the new holder's lock.
 func (s suite) waitByPubSub(t *testing.T) {
 	c := redlocktest.Start(t, 5)
 
 	t.Run("Unlock", func(t *testing.T) {
-		s.handoff(t, c, "wake-unlock", func(holder *redlock.Mutex) {
-			require.NoError(t, holder.Unlock(context.Background()))
+		s.handoff(t, c, "wake-unlock", func(ctx context.Context, holder *redlock.Mutex) {
+			require.NoError(t, holder.Unlock(ctx))
 		}, nil)
 	})
 
 	t.Run("ForceUnlock", func(t *testing.T) {
 		forcer, _ := s.client(t, c)
-		s.handoff(t, c, "wake-force", func(*redlock.Mutex) {
-			forced, err := forcer.NewMutex("wake-force").ForceUnlock(context.Background())
+		s.handoff(t, c, "wake-force", func(ctx context.Context, _ *redlock.Mutex) {
+			forced, err := forcer.NewMutex("wake-force").ForceUnlock(ctx)
 			require.NoError(t, err)
 			assert.True(t, forced, "ForceUnlock of a held lock reports false")
-		}, func(holder, waiter *redlock.Mutex) {
-			// The forced-out holder's Unlock must not release the
-			// waiter's hold.
-			ctx := context.Background()
+		}, func(ctx context.Context, holder, waiter *redlock.Mutex) {
 			require.ErrorIs(t, holder.Unlock(ctx), redlock.ErrNotHeld, "Unlock by a holder whose lock was forced away")
 			held, err := waiter.IsHeld(ctx)
 			require.NoError(t, err)
@@ -431,8 +445,10 @@ func (s suite) waitByPubSub(t *testing.T) {
 // handoff holds name with a 20s fixed lease in one Client, starts a waiter
 // in another, calls release after 200ms and asserts that the waiter holds
 // the lock within 5s. after, when not nil, runs while the waiter holds it.
-func (s suite) handoff(t *testing.T, c *redlocktest.Cluster, name string, release func(holder *redlock.Mutex), after func(holder, waiter *redlock.Mutex)) {
-	ctx := context.Background()
+func (s suite) handoff(t *testing.T, c *redlocktest.Cluster, name string,
+	release func(ctx context.Context, holder *redlock.Mutex),
+	after func(ctx context.Context, holder, waiter *redlock.Mutex)) {
+	ctx := callCtx(t)
 	hc, _ := s.client(t, c)
 	wc, _ := s.client(t, c)
 	holder, waiter := hc.NewMutex(name), wc.NewMutex(name)
@@ -453,7 +469,7 @@ func (s suite) handoff(t *testing.T, c *redlocktest.Cluster, name string, releas
 	time.Sleep(200 * time.Millisecond) // the waiter subscribes and waits
 	assert.Empty(t, got, "the waiter returned while another owner held the lock")
 	released := time.Now()
-	release(holder)
+	release(ctx, holder)
 	if !assert.Eventually(t, func() bool { return len(got) > 0 }, 5*time.Second, 2*time.Millisecond,
 		"the waiter was not woken by the release (the lease had 20s to run)") {
 		return
@@ -464,7 +480,7 @@ func (s suite) handoff(t *testing.T, c *redlocktest.Cluster, name string, releas
 	require.NoError(t, err)
 	assert.Equal(t, 1, n)
 	if after != nil {
-		after(holder, waiter)
+		after(ctx, holder, waiter)
 	}
 	require.NoError(t, waiter.Unlock(ctx))
 }
@@ -473,7 +489,7 @@ func (s suite) handoff(t *testing.T, c *redlocktest.Cluster, name string, releas
 // watchdog renews it on the servers, Lost stays open, Until moves on, and
 // other owners stay out.
 func (s suite) watchdog(t *testing.T) {
-	ctx := context.Background()
+	ctx := callCtx(t)
 	c := redlocktest.Start(t, 5)
 	cl, _ := s.client(t, c, redlock.WithLease(shortLease))
 	other, _ := s.client(t, c, redlock.WithLease(shortLease))
@@ -515,7 +531,7 @@ func (s suite) watchdog(t *testing.T) {
 // killed) is lost: Lost closes within a few leases, the watchdog stops
 // renewing it on the servers still alive, and Unlock returns ErrNotHeld.
 func (s suite) lost(t *testing.T) {
-	ctx := context.Background()
+	ctx := callCtx(t)
 	c := redlocktest.Start(t, 5)
 	cl, _ := s.client(t, c, redlock.WithLease(shortLease))
 	const name = "lost"
@@ -546,12 +562,93 @@ func (s suite) lost(t *testing.T) {
 	require.ErrorIs(t, m.Unlock(ctx), redlock.ErrNotHeld, "Unlock of a lost hold")
 }
 
+// within runs call in a goroutine and asserts that it returns within
+// bound, a limit far above what it needs; it returns call's error, or
+// false when call did not return in time (it then runs on, until ctx
+// ends or the server that stalls it is resumed).
+func within(t *testing.T, bound time.Duration, what string, call func() error) (bool, error) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- call() }()
+	if !assert.Eventually(t, func() bool { return len(done) > 0 }, bound, 2*time.Millisecond,
+		"%s did not return within %v with a server paused: does every call honour its deadline?", what, bound) {
+		return false, nil
+	}
+	return true, <-done
+}
+
+// pausedServer: a server that stops answering (SIGSTOP: connections stay
+// open, commands hang) costs every call at most its deadline. With one of
+// three servers paused, locks are taken, renewed and released, and
+// Client.Close returns, each within bounds far above the node timeout.
+func (s suite) pausedServer(t *testing.T) {
+	ctx := callCtx(t)
+	c := redlocktest.Start(t, 3)
+	nodes := s.newNodes(t, c)
+	require.Len(t, nodes, c.N(), "NewNodes must return one node per server")
+	cl, err := redlock.New(nodes, redlock.WithNodeTimeout(nodeTimeout), redlock.WithLease(shortLease))
+	require.NoError(t, err)
+	closeErr := make(chan error, 1)
+	var once sync.Once
+	closeClient := func() { once.Do(func() { go func() { closeErr <- cl.Close() }() }) }
+	t.Cleanup(func() {
+		closeClient()
+		_ = c.Resume(0) // lets a call that ignored its deadline return
+		<-closeErr
+	})
+
+	held := cl.NewMutex("paused-held")
+	require.NoError(t, held.Lock(ctx)) // every connection is up
+	require.NoError(t, c.Pause(0))
+
+	m := cl.NewMutex("paused-new")
+	ok, err := within(t, 5*time.Second, "Lock", func() error { return m.Lock(ctx) })
+	if !ok {
+		return
+	}
+	require.NoError(t, err)
+	ok, err = within(t, 5*time.Second, "IsHeld", func() error {
+		h, err := m.IsHeld(ctx)
+		if err == nil && !h {
+			err = errors.New("IsHeld: false")
+		}
+		return err
+	})
+	if !ok {
+		return
+	}
+	require.NoError(t, err)
+	// Renewal goes on through the two servers that answer.
+	select {
+	case <-held.Lost():
+		t.Fatal("Lost closed while two of three servers renewed the hold")
+	case <-m.Lost():
+		t.Fatal("Lost closed while two of three servers renewed the hold")
+	case <-time.After(shortLease + shortLease/3):
+	}
+	for _, mu := range []*redlock.Mutex{m, held} {
+		ok, err := within(t, 5*time.Second, "Unlock", func() error { return mu.Unlock(ctx) })
+		if !ok {
+			return
+		}
+		require.NoError(t, err)
+	}
+	closeClient()
+	if !assert.Eventually(t, func() bool { return len(closeErr) > 0 }, 10*time.Second, 5*time.Millisecond,
+		"Client.Close did not return with a server paused") {
+		return
+	}
+	err = <-closeErr
+	closeErr <- err // for the cleanup
+	assert.NoError(t, err, "Client.Close")
+}
+
 // fencing: with WithFencing every new hold, whoever takes it, gets a larger
 // token than every hold before, also when a server dies and another comes
 // back empty; a reentrant hold keeps its token; without WithFencing the
 // token is 0.
 func (s suite) fencing(t *testing.T) {
-	ctx := context.Background()
+	ctx := callCtx(t)
 	c := redlocktest.Start(t, 5)
 	a, _ := s.client(t, c, redlock.WithFencing())
 	b, _ := s.client(t, c, redlock.WithFencing())
@@ -602,7 +699,7 @@ func (s suite) fencing(t *testing.T) {
 // quarantine locks at once), and Lock succeeds only once the period has
 // passed since the restart.
 func (s suite) quarantine(t *testing.T) {
-	ctx := context.Background()
+	ctx := callCtx(t)
 	c := redlocktest.Start(t, 5)
 	const period = 3 * time.Second
 	cl, _ := s.client(t, c, redlock.WithQuarantine(period))
@@ -689,6 +786,22 @@ func overlaps(spans []span) (violations, late [][2]span) {
 	return violations, late
 }
 
+// report logs the first few of errs, or fails the test with them.
+func report(t *testing.T, fail bool, what string, errs []error) {
+	t.Helper()
+	for i, err := range errs {
+		if i == 5 {
+			t.Logf("%s: ... %d more", what, len(errs)-i)
+			break
+		}
+		if fail {
+			t.Errorf("%s: %v", what, err)
+		} else {
+			t.Logf("%s: %v", what, err)
+		}
+	}
+}
+
 // minorityKillAndPause: six owners in three Clients contend for one lock
 // while one of five servers is killed and another paused (SIGSTOP) and
 // resumed. An independent checker finds no two owners holding at once:
@@ -696,7 +809,7 @@ func overlaps(spans []span) (violations, late [][2]span) {
 // by read-sleep-write inside the critical section counts every
 // acquisition. The lock stays available while the majority is up.
 func (s suite) minorityKillAndPause(t *testing.T) {
-	ctx := context.Background()
+	ctx := callCtx(t)
 	c := redlocktest.Start(t, 5)
 	const (
 		name    = "chaos"
@@ -724,7 +837,8 @@ func (s suite) minorityKillAndPause(t *testing.T) {
 		mu       sync.Mutex   // protects the fields below
 		spans    []span
 		lockErrs []error // not ctx's end
-		unlocks  []error
+		notHeld  []error // Unlock said ErrNotHeld, Lost was not closed
+		unlocks  []error // other Unlock errors: no quorum in time
 	)
 	var wg sync.WaitGroup
 	for o, m := range mutexes {
@@ -753,7 +867,10 @@ func (s suite) minorityKillAndPause(t *testing.T) {
 				err = m.Unlock(ctx)
 				mu.Lock()
 				spans = append(spans, sp)
-				if err != nil {
+				switch {
+				case errors.Is(err, redlock.ErrNotHeld) && !sp.lost:
+					notHeld = append(notHeld, err)
+				case err != nil:
 					unlocks = append(unlocks, err)
 				}
 				mu.Unlock()
@@ -799,13 +916,10 @@ func (s suite) minorityKillAndPause(t *testing.T) {
 		}
 	}
 	t.Logf("%d acquisitions (%d while server 3 was paused), %d lost, %d Unlock errors, counter %d",
-		len(spans), duringPause, lostSpans, len(unlocks), counter.Load())
-	for _, err := range lockErrs {
-		t.Errorf("Lock failed otherwise than by its deadline: %v", err)
-	}
-	for _, err := range unlocks {
-		t.Logf("Unlock: %v", err)
-	}
+		len(spans), duringPause, lostSpans, len(unlocks)+len(notHeld), counter.Load())
+	report(t, true, "Lock failed otherwise than by its deadline", lockErrs)
+	report(t, true, "Unlock of a hold whose Lost was open", notHeld)
+	report(t, false, "Unlock", unlocks)
 	if len(late) == 0 {
 		assert.Equal(t, int64(len(spans)), counter.Load(), "the counter lost increments: two owners were inside at once")
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -290,7 +291,7 @@ func (f *foreign) confirm(ctx context.Context, calls []Call, replies []Reply) {
 		}
 		key := firstKey(cl)
 		route := f.t.Route(key)
-		if containsString(seen, route.Addr) {
+		if slices.Contains(seen, route.Addr) {
 			continue
 		}
 		seen = append(seen, route.Addr)
@@ -397,15 +398,6 @@ func normalize(v any) any {
 func isReplyError(err error) bool {
 	var re ReplyError
 	return errors.As(err, &re)
-}
-
-func containsString(s []string, x string) bool {
-	for _, y := range s {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // foreignListener is the pub/sub connection of a node over a Transport:

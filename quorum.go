@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -531,7 +532,7 @@ func (c *Client) countedFor(p *peer, calls []call) bool {
 	for k := range calls {
 		for _, key := range calls[k].keys() {
 			addr := p.foreign.t.Route(key).Addr
-			if containsString(seen, addr) {
+			if slices.Contains(seen, addr) {
 				continue
 			}
 			seen = append(seen, addr)

@@ -91,23 +91,19 @@ func (p *serverProcess) doubt(err error) {
 
 // state returns what is known of the process: when it started, whether it
 // replaced an earlier one, whether anything is known at all, and the
-// node's refusal of INFO server when it refused it, or why the process is
-// unknown now.
+// node's refusal of INFO server when it refused it.
 func (p *serverProcess) state() (started time.Time, restarted, known bool, refused error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.refused == nil && p.unsure != nil {
-		return p.started, p.restarted, p.runID != "", p.unsure
-	}
 	return p.started, p.restarted, p.runID != "", p.refused
 }
 
-// unsureNow reports whether the process is unknown since a new connection
-// (rather than blind: INFO refused).
-func (p *serverProcess) unsureNow() bool {
+// doubted returns why the process is unknown since a new connection (see
+// doubt), nil when it is not.
+func (p *serverProcess) doubted() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.refused == nil && p.unsure != nil
+	return p.unsure
 }
 
 // serverVersion returns the redis_version last observed, "" before the
@@ -154,10 +150,10 @@ func (c *Client) quarantined(n *peer, key string) error {
 	proc := n.processOf(key)
 	started, restarted, known, refused := proc.state()
 	if refused != nil {
-		if proc.unsureNow() {
-			return fmt.Errorf("%w: %w", ErrQuarantined, refused)
-		}
 		return fmt.Errorf("%w: %s", ErrQuarantined, blindness(refused))
+	}
+	if unsure := proc.doubted(); unsure != nil {
+		return fmt.Errorf("%w: %w", ErrQuarantined, unsure)
 	}
 	q := c.quarantinePeriod()
 	if q == 0 || !known || !(restarted || c.opts.youngNodes) {

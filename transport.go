@@ -71,11 +71,12 @@ type Transport interface {
 
 // Call is one script call for Transport.Eval: EVALSHA SHA1 len(Keys)
 // Keys... Args..., or EVAL with Source in place of the SHA1 where the
-// server does not know the script. Every key of one call shares the hash
-// slot of the lock it concerns, except in the watchdog's calls that renew
-// or repair many holds at once, whose scripts declare
-// allow-cross-slot-keys. Args are of type string, int or int64. A Call
-// and its slices are shared and must not be changed.
+// server does not know the script. The keys of one call share the hash
+// slot of the lock it concerns; a call of the watchdog, which renews or
+// repairs the holds of many locks on one shard, declares one of their keys
+// (it routes the call) and passes the others in Args. Args are of type
+// string, int or int64. A Call and its slices are shared and must not be
+// changed.
 type Call struct {
 	SHA1   string
 	Source string

@@ -23,6 +23,7 @@ type node struct {
 	c       *Cluster
 	index   int
 	shard   int    // with WithShards: which shard of member index it is
+	replica int    // with WithReplicas: 0 for a shard's first primary, j ≥ 1 for its j-th replica (as launched)
 	busPort int    // with WithShards: its cluster bus port; 0 otherwise
 	port    int    // the redis-server's port; fixed once Launch returns
 	dir     string // working directory
@@ -43,6 +44,9 @@ func (nd *node) launch() error {
 	nd.dir = filepath.Join(nd.c.dir, "node"+strconv.Itoa(nd.index))
 	if nd.busPort != 0 {
 		nd.dir += "-" + strconv.Itoa(nd.shard)
+	}
+	if nd.replica > 0 {
+		nd.dir += "r" + strconv.Itoa(nd.replica)
 	}
 	if err := os.Mkdir(nd.dir, 0o700); err != nil {
 		return fmt.Errorf("redlocktest: %w", err)

@@ -29,6 +29,7 @@ type Option func(*config)
 
 type config struct {
 	shards    int // WithShards: processes per member; 0: one plain server
+	replicas  int // WithReplicas: replicas per shard
 	proxy     bool
 	redisArgs []string
 	binary    string
@@ -71,6 +72,9 @@ type Cluster struct {
 	nodes  []*node   // node i, or shard 0 of member i with WithShards
 	shards [][]*node // with WithShards: every shard of every member; nil otherwise
 
+	roles    sync.Mutex  // protects the elements of shards and replicas, which FailoverShard swaps
+	replicas [][][]*node // with WithReplicas: replicas[i][s] are the replicas of member i's shard s
+
 	mu      sync.Mutex    // protects closed
 	closed  bool          // set once by Close
 	closing chan struct{} // closed by Close: cancels waits and delayed restarts
@@ -95,6 +99,8 @@ func Launch(n int, opts ...Option) (*Cluster, error) {
 	switch {
 	case c.cfg.shards < 0:
 		return nil, fmt.Errorf("redlocktest: WithShards(%d): want at least one shard", c.cfg.shards)
+	case c.cfg.replicas < 0 || c.cfg.replicas > 0 && c.cfg.shards == 0:
+		return nil, fmt.Errorf("redlocktest: WithReplicas(%d): want at least zero replicas, and WithShards", c.cfg.replicas)
 	case c.cfg.shards > 0 && c.cfg.proxy:
 		return nil, errors.New("redlocktest: WithShards with WithProxy is not supported: the shards would announce their own ports, not the proxies'")
 	}
@@ -143,45 +149,55 @@ func Launch(n int, opts ...Option) (*Cluster, error) {
 	return c, nil
 }
 
-// makeNodes makes the n nodes, each with its shards, on free ports.
+// makeNodes makes the n nodes, each with its shards and their replicas, on
+// free ports.
 func (c *Cluster) makeNodes(n int) error {
 	k := max(c.cfg.shards, 1)
-	ports, err := freePorts(2 * n * k)
+	per := k * (1 + c.cfg.replicas) // processes per member
+	ports, err := freePorts(2 * n * per)
 	if err != nil {
 		return err
 	}
 	c.nodes = make([]*node, n)
 	if c.cfg.shards > 0 {
 		c.shards = make([][]*node, n)
+		c.replicas = make([][][]*node, n)
 	}
-	// Ports 0 to n*k-1 serve clients, n*k to 2*n*k-1 are the bus ports.
+	// Ports 0 to n*per-1 serve clients, n*per to 2*n*per-1 are the bus
+	// ports; member i's processes are its k shards, then their replicas.
 	for i := range c.nodes {
-		c.nodes[i] = &node{c: c, index: i, port: ports[i*k]}
+		c.nodes[i] = &node{c: c, index: i, port: ports[i*per]}
 		if c.shards == nil {
 			continue
 		}
 		c.shards[i] = make([]*node, k)
-		for s := range k {
+		c.replicas[i] = make([][]*node, k)
+		for p := range per {
 			nd := c.nodes[i]
-			if s > 0 {
-				nd = &node{c: c, index: i, shard: s, port: ports[i*k+s]}
+			if p > 0 {
+				nd = &node{c: c, index: i, shard: p, port: ports[i*per+p]}
 			}
-			nd.busPort = ports[n*k+i*k+s]
-			c.shards[i][s] = nd
+			nd.busPort = ports[n*per+i*per+p]
+			if p < k {
+				c.shards[i][p] = nd
+				continue
+			}
+			nd.shard, nd.replica = (p-k)/c.cfg.replicas, (p-k)%c.cfg.replicas+1
+			c.replicas[i][nd.shard] = append(c.replicas[i][nd.shard], nd)
 		}
 	}
 	return nil
 }
 
 // processes returns every redis-server of the cluster: every node, or every
-// shard of every member.
+// shard of every member and their replicas.
 func (c *Cluster) processes() []*node {
 	if c.shards == nil {
 		return c.nodes
 	}
 	var all []*node
-	for _, shards := range c.shards {
-		all = append(all, shards...)
+	for i := range c.shards {
+		all = append(all, c.member(i)...)
 	}
 	return all
 }

@@ -13,9 +13,10 @@ import (
 
 // Members that are Redis Clusters (WithShards): each node of the Cluster is
 // then a quorum member made of k redis-server processes in cluster mode,
-// its shards, with the 16384 hash slots split evenly among them and no
-// replicas. Node i's methods (Kill, Pause, Resume, Restart, RestartAfter)
-// act on every shard of member i; the *Shard methods act on one.
+// its shards, with the 16384 hash slots split evenly among them, and
+// with WithReplicas their replicas. Node i's methods (Kill, Pause, Resume,
+// Restart, RestartAfter) act on every process of member i; the *Shard
+// methods act on one shard's primary.
 
 // slotCount is the number of hash slots of a Redis Cluster.
 const slotCount = 16384
@@ -26,12 +27,20 @@ const clusterNodeTimeout = 2 * time.Second
 
 // WithShards makes every node a Redis Cluster of k shards (k ≥ 1): k
 // redis-server processes in cluster mode, the slots split evenly, no
-// replicas, and cluster-require-full-coverage off, so that while one shard
-// is down the others keep serving their slots. URLs and Addrs then name
+// replicas (unless WithReplicas), and cluster-require-full-coverage off,
+// so that while one shard is down the others keep serving their slots. URLs and Addrs then name
 // each member's shard 0, from which a cluster client learns the others;
 // ShardAddrs names them all. It cannot be combined with WithProxy or with
 // Docker-run nodes.
 func WithShards(k int) Option { return func(c *config) { c.shards = k } }
+
+// WithReplicas gives every shard of every member (WithShards) r replicas:
+// redis-server processes in cluster mode replicating the shard, on their
+// own ports, which the cluster promotes when the primary fails (after
+// about two seconds of silence, its cluster-node-timeout) or which
+// FailoverShard promotes at once. Node i's methods act on the replicas of
+// member i too.
+func WithReplicas(r int) Option { return func(c *config) { c.replicas = r } }
 
 // Shards returns the number of shards of every member: 0 without
 // WithShards.
@@ -43,6 +52,8 @@ func (c *Cluster) ShardAddrs(i int) []string {
 	if c.shards == nil {
 		return []string{c.nodes[i].addr()}
 	}
+	c.roles.Lock()
+	defer c.roles.Unlock()
 	addrs := make([]string, len(c.shards[i]))
 	for s, nd := range c.shards[i] {
 		addrs[s] = nd.addr()
@@ -147,7 +158,21 @@ func (c *Cluster) shard(i, s int) (*node, error) {
 	if s < 0 || s >= len(c.shards[i]) {
 		return nil, fmt.Errorf("redlocktest: shard %d out of range [0, %d)", s, len(c.shards[i]))
 	}
+	c.roles.Lock()
+	defer c.roles.Unlock()
 	return c.shards[i][s], nil
+}
+
+// member returns every process of member i: its primaries, then their
+// replicas.
+func (c *Cluster) member(i int) []*node {
+	c.roles.Lock()
+	defer c.roles.Unlock()
+	all := append([]*node(nil), c.shards[i]...)
+	for _, reps := range c.replicas[i] {
+		all = append(all, reps...)
+	}
+	return all
 }
 
 // each runs f on every process of node i: its shards, or the node itself.
@@ -159,9 +184,10 @@ func (c *Cluster) each(i int, f func(*node) error) error {
 	if c.shards == nil {
 		return f(nd)
 	}
-	errs := make([]error, len(c.shards[i]))
+	all := c.member(i)
+	errs := make([]error, len(all))
 	var wg sync.WaitGroup
-	for s, nd := range c.shards[i] {
+	for s, nd := range all {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -183,6 +209,8 @@ func (nd *node) clusterArgs() []string {
 		"--cluster-port", strconv.Itoa(nd.busPort),
 		"--cluster-node-timeout", strconv.Itoa(int(clusterNodeTimeout.Milliseconds())),
 		"--cluster-require-full-coverage", "no",
+		// A replica's first sync starts at once, not after 5 s.
+		"--repl-diskless-sync-delay", "0",
 	}
 }
 
@@ -195,34 +223,149 @@ func (c *Cluster) formMembers() error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = c.formMember(i, shards)
+			errs[i] = c.formMember(i, shards, c.replicas[i])
 		}()
 	}
 	wg.Wait()
 	return errors.Join(errs...)
 }
 
-// formMember assigns every shard its slots, introduces the shards to shard
-// 0, and waits until every shard sees all of them and its state is ok.
-func (c *Cluster) formMember(i int, shards []*node) error {
+// formMember assigns every shard its slots, introduces every process to
+// shard 0, makes the replicas replicate their shards, and waits until
+// every process sees all of them and its state is ok.
+func (c *Cluster) formMember(i int, shards []*node, replicas [][]*node) error {
 	k := len(shards)
+	all := c.member(i)
 	for s, nd := range shards {
 		first, last := s*slotCount/k, (s+1)*slotCount/k-1
 		if _, err := nd.do("CLUSTER", "ADDSLOTSRANGE", first, last); err != nil {
-			return fmt.Errorf("redlocktest: member %d shard %d: CLUSTER ADDSLOTSRANGE: %w", i, s, err)
-		}
-		if s > 0 {
-			if _, err := nd.do("CLUSTER", "MEET", "127.0.0.1", shards[0].port, shards[0].busPort); err != nil {
-				return fmt.Errorf("redlocktest: member %d shard %d: CLUSTER MEET: %w", i, s, err)
-			}
+			return fmt.Errorf("redlocktest: %s: CLUSTER ADDSLOTSRANGE: %w", nd, err)
 		}
 	}
-	for _, nd := range shards {
-		if err := nd.waitClusterOK(k); err != nil {
+	for _, nd := range all[1:] {
+		if _, err := nd.do("CLUSTER", "MEET", "127.0.0.1", shards[0].port, shards[0].busPort); err != nil {
+			return fmt.Errorf("redlocktest: %s: CLUSTER MEET: %w", nd, err)
+		}
+	}
+	for _, nd := range all {
+		if err := nd.waitClusterOK(len(all)); err != nil {
+			return err
+		}
+	}
+	for s, reps := range replicas {
+		if err := replicate(shards[s], reps, all); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// replicate makes every process of reps a replica of primary and waits
+// until each has loaded its data and every process of member knows it as
+// a replica (a failover needs the votes of the primaries).
+func replicate(primary *node, reps, member []*node) error {
+	if len(reps) == 0 {
+		return nil
+	}
+	id, err := redis.String(primary.do("CLUSTER", "MYID"))
+	if err != nil {
+		return fmt.Errorf("redlocktest: %s: CLUSTER MYID: %w", primary, err)
+	}
+	for _, nd := range reps {
+		if _, err := nd.do("CLUSTER", "REPLICATE", id); err != nil {
+			return fmt.Errorf("redlocktest: %s: CLUSTER REPLICATE: %w", nd, err)
+		}
+	}
+	for _, nd := range reps {
+		if err := nd.waitFor("its replication link up", func() (bool, string) {
+			info, err := redis.String(nd.do("INFO", "replication"))
+			return err == nil && strings.Contains(info, "master_link_status:up"), fmt.Sprint(err)
+		}); err != nil {
+			return err
+		}
+		if err := nd.waitRole(member, "slave"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// FailoverShard promotes the first replica of shard s of member i
+// (WithReplicas) to primary with CLUSTER FAILOVER, or CLUSTER FAILOVER
+// TAKEOVER when the primary does not answer (killed or paused), and
+// returns once the replica serves the shard's slots and every answering
+// process of the member knows it. The old primary then counts as the
+// shard's replica: ShardAddrs, KillShard and the other *Shard methods name
+// the new primary.
+func (c *Cluster) FailoverShard(i, s int) error {
+	old, err := c.shard(i, s)
+	if err != nil {
+		return err
+	}
+	c.roles.Lock()
+	reps := c.replicas[i][s]
+	c.roles.Unlock()
+	if len(reps) == 0 {
+		return fmt.Errorf("redlocktest: %s has no replica (WithReplicas)", old)
+	}
+	nd := reps[0]
+	args := []any{"FAILOVER"}
+	if _, err := old.do("PING"); err != nil {
+		args = append(args, "TAKEOVER")
+	}
+	if _, err := nd.do("CLUSTER", args...); err != nil {
+		return fmt.Errorf("redlocktest: %s: CLUSTER %v: %w", nd, args, err)
+	}
+	if err := nd.waitRole(c.member(i), "master"); err != nil {
+		return err
+	}
+	c.roles.Lock()
+	c.shards[i][s], reps[0] = nd, old
+	c.roles.Unlock()
+	return nil
+}
+
+// waitRole waits until every process of member that answers names nd a
+// "master" or a "slave" (role) in CLUSTER NODES.
+func (nd *node) waitRole(member []*node, role string) error {
+	id, err := redis.String(nd.do("CLUSTER", "MYID"))
+	if err != nil {
+		return fmt.Errorf("redlocktest: %s: CLUSTER MYID: %w", nd, err)
+	}
+	return nd.waitFor("known as "+role+" by every process", func() (bool, string) {
+		for _, m := range member {
+			nodes, err := redis.String(m.do("CLUSTER", "NODES"))
+			if err != nil {
+				continue // a killed or paused process
+			}
+			for _, line := range strings.Split(nodes, "\n") {
+				if strings.HasPrefix(line, id+" ") && !strings.Contains(strings.Fields(line)[2], role) {
+					return false, m.String() + " sees " + line
+				}
+			}
+		}
+		return true, ""
+	})
+}
+
+// waitFor polls ok until it holds, the cluster closes or readyTimeout
+// passes; what names the condition in the error, with ok's last word.
+func (nd *node) waitFor(what string, ok func() (bool, string)) error {
+	deadline := time.Now().Add(readyTimeout)
+	for {
+		done, last := ok()
+		if done {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("redlocktest: %s: not %s within %v: %s", nd, what, readyTimeout, last)
+		}
+		select {
+		case <-nd.c.closing:
+			return errClosed
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // waitClusterOK polls the shard until its cluster state is ok, it knows
@@ -278,5 +421,9 @@ func (nd *node) String() string {
 	if nd.busPort == 0 {
 		return "node " + strconv.Itoa(nd.index)
 	}
-	return "node " + strconv.Itoa(nd.index) + " shard " + strconv.Itoa(nd.shard)
+	name := "node " + strconv.Itoa(nd.index) + " shard " + strconv.Itoa(nd.shard)
+	if nd.replica > 0 {
+		name += " replica " + strconv.Itoa(nd.replica)
+	}
+	return name
 }

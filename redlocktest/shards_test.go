@@ -110,3 +110,35 @@ func TestShardsOptionErrors(t *testing.T) {
 	assert.Equal(t, []string{c.Addrs()[0]}, c.ShardAddrs(0))
 	assert.Equal(t, 0, c.ShardOf("anything"))
 }
+
+// TestReplicasFailover: a replica promoted by FailoverShard serves its
+// shard's slots with the data replicated to it, gracefully while the
+// primary answers and by takeover once it was killed; ShardAddrs follows.
+func TestReplicasFailover(t *testing.T) {
+	c := redlocktest.Start(t, 1, redlocktest.WithShards(2), redlocktest.WithReplicas(1))
+	before := c.ShardAddrs(0)
+	for s, key := range []string{"{a}", "{b}"} {
+		shard := c.ShardOf(key)
+		_, err := c.DoKey(0, key, "SET", key, s)
+		require.NoError(t, err)
+		// The write reached the replica before the failover.
+		n, err := redis.Int(c.DoKey(0, key, "WAIT", 1, 5000))
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		if s == 1 {
+			require.NoError(t, c.KillShard(0, shard))
+		}
+		require.NoError(t, c.FailoverShard(0, shard))
+		after := c.ShardAddrs(0)
+		assert.NotEqual(t, before[shard], after[shard], "the shard's primary is another process")
+		role, err := redis.Values(c.DoShard(0, shard, "ROLE"))
+		require.NoError(t, err)
+		assert.Equal(t, "master", string(role[0].([]byte)))
+		v, err := redis.Int(c.DoKey(0, key, "GET", key))
+		require.NoError(t, err)
+		assert.Equal(t, s, v)
+	}
+	_, err := redlocktest.Launch(1, redlocktest.WithReplicas(1))
+	require.ErrorContains(t, err, "WithReplicas(1)")
+	require.ErrorContains(t, c.FailoverShard(0, 5), "out of range")
+}

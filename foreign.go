@@ -35,7 +35,12 @@ type foreign struct {
 	mu    sync.Mutex                // protects the fields below
 	procs map[string]*serverProcess // by Route.Addr: what INFO server said
 	known map[string]uint64         // by Route.Addr: Route.Dials before the latest INFO read
+	slots map[int]slotSeen          // by Route.Slot: which server last answered for it
 }
+
+// slotSeen is the server that last answered for a hash slot, and a key of
+// the slot.
+type slotSeen struct{ addr, key string }
 
 // foreignLane is the queue of one lane.
 type foreignLane struct {
@@ -48,7 +53,7 @@ type foreignLane struct {
 // the member's identity in the background, so that the first calls need
 // not.
 func newForeign(c *Client, p *peer, t Transport) *foreign {
-	f := &foreign{p: p, t: t, c: c, procs: make(map[string]*serverProcess), known: make(map[string]uint64)}
+	f := &foreign{p: p, t: t, c: c, procs: make(map[string]*serverProcess), known: make(map[string]uint64), slots: make(map[int]slotSeen)}
 	if c.goAdd(1) {
 		go func() {
 			defer c.bg.Done()
@@ -169,6 +174,18 @@ func (f *foreign) run(batch []request) {
 	f.t.Eval(ctx, calls, replies)
 	f.noteFailure(replies)
 	f.confirm(ctx, calls, replies)
+	f.deliver(live, parts, splits, replies)
+}
+
+// deliver hands every request of run its outcome: the reply to its call,
+// or its parts' replies merged, once the slots it answered for are noted
+// (succession).
+func (f *foreign) deliver(live []request, parts []int, splits [][][]int, replies []Reply) {
+	for j, r := range live {
+		if replies[parts[j]].Err == nil || isReplyError(replies[parts[j]].Err) {
+			f.succession(r.c)
+		}
+	}
 	for j, r := range live {
 		rep := replies[parts[j]]
 		if splits[j] != nil {
@@ -307,6 +324,60 @@ func (f *foreign) confirm(ctx context.Context, calls []Call, replies []Reply) {
 	}
 }
 
+// succession records, for every key of cl, which server answered for its
+// hash slot; a slot now answered by another server than before makes that
+// server a successor (serverProcess.succeed), kept out of quorums for the
+// quarantine period, before the answer is counted.
+func (f *foreign) succession(cl *call) {
+	if f.c.opts.quarantine == 0 {
+		return
+	}
+	// The keys of one lock share a slot: one key per lock is enough.
+	keys, stride := cl.keys(), 1
+	if l, ok := cl.s.layout(); ok {
+		stride = l.keys
+	} else if len(keys) > 1 {
+		keys = keys[:1]
+	}
+	at := now()
+	var successors []string
+	f.mu.Lock()
+	for k := 0; k < len(keys); k += stride {
+		route := f.t.Route(keys[k])
+		before, seen := f.slots[route.Slot]
+		f.slots[route.Slot] = slotSeen{addr: route.Addr, key: keys[k]}
+		if seen && before.addr != route.Addr && !slices.Contains(successors, route.Addr) {
+			successors = append(successors, route.Addr)
+		}
+	}
+	f.mu.Unlock()
+	for _, addr := range successors {
+		f.process(addr).succeed(at, tookOverSlots)
+	}
+}
+
+// tookOverSlots is why a server that took slots over does not count.
+const tookOverSlots = "took over slots another server process served (failover or migration)"
+
+// rerouted makes addr, a server identified for the first time, a
+// successor when a slot seen served by another server now routes to it:
+// its first answers may concern other slots, which this client has not
+// seen before.
+func (f *foreign) rerouted(addr string, at time.Time) {
+	f.mu.Lock()
+	moved := false
+	for _, seen := range f.slots {
+		if seen.addr != addr && f.t.Route(seen.key).Addr == addr {
+			moved = true
+			break
+		}
+	}
+	f.mu.Unlock()
+	if moved {
+		f.process(addr).succeed(at, tookOverSlots)
+	}
+}
+
 // identify reads INFO server from the server that serves key and records
 // what it says.
 func (f *foreign) identify(ctx context.Context, key string) error {
@@ -321,9 +392,17 @@ func (f *foreign) identify(ctx context.Context, key string) error {
 			p.doubt(err)
 			return err
 		}
-		if err := p.observe(info, at); err != nil {
+		first := p.id() == ""
+		replaced, err := p.observe(info, at)
+		if err != nil {
 			p.doubt(err)
 			return err
+		}
+		if replaced {
+			p.succeed(at, runIDChanged)
+		}
+		if first {
+			f.rerouted(route.Addr, at)
 		}
 	case errors.As(err, &re):
 		if aerr := authFailure(err); aerr != err {

@@ -1,8 +1,11 @@
 package redlock
 
 import (
+	"context"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -91,4 +94,122 @@ func TestUnitNormalizeReplies(t *testing.T) {
 func TestUnitTransportNodeNeedsATransport(t *testing.T) {
 	_, err := New([]*Node{NewTransportNode("a", nil)})
 	require.ErrorIs(t, err, ErrInvalid)
+}
+
+// routeTable is a Transport whose routes a test sets; Info answers with
+// the INFO server of the process it names for each address.
+type routeTable struct {
+	Transport
+	mu     sync.Mutex
+	routes map[string]Route  // by key
+	runIDs map[string]string // by Addr
+}
+
+func (rt *routeTable) set(key string, r Route) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	rt.routes[key] = r
+}
+
+func (rt *routeTable) Route(key string) Route {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.routes[key]
+}
+
+func (rt *routeTable) Info(_ context.Context, key string) (string, error) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	// Up for a day: only a successor's detection keeps it out.
+	return "redis_version:7.0.15\r\nrun_id:" + rt.runIDs[rt.routes[key].Addr] + "\r\nuptime_in_seconds:86400\r\n", nil
+}
+
+// foreignOver returns a peer over rt of a Client whose quarantine period
+// is a minute.
+func foreignOver(rt *routeTable) (*Client, *peer) {
+	c := &Client{opts: defaultOptions(), ctx: context.Background()}
+	c.useLease(time.Minute)
+	p := &peer{Node: &Node{name: "m"}}
+	p.foreign = &foreign{p: p, t: rt, c: c, procs: make(map[string]*serverProcess), known: make(map[string]uint64), slots: make(map[int]slotSeen)}
+	return c, p
+}
+
+func TestUnitSlotServedByAnotherServerIsQuarantined(t *testing.T) {
+	rt := &routeTable{routes: map[string]Route{}, runIDs: map[string]string{"A": "a", "B": "b", "C": "c"}}
+	c, p := foreignOver(rt)
+	f := p.foreign
+	rt.set("{x}", Route{Addr: "A", Slot: 7})
+	rt.set("{y}", Route{Addr: "C", Slot: 9})
+	for _, key := range []string{"{x}", "{y}"} {
+		require.NoError(t, f.identify(context.Background(), key))
+		cl := acquireScript.call(key, key+"m", key+"f", "owner", 1, int64(1000), int64(1), int64(0))
+		f.succession(&cl)
+	}
+	// First sight of each slot's server: a process up for a day counts.
+	require.NoError(t, c.quarantined(p, "{x}"))
+	require.NoError(t, c.quarantined(p, "{y}"))
+
+	// Slot 7 fails over to B, a process up for a day that never served
+	// it, which the client sees answering for slot 7 (before it read B's
+	// INFO, else identification would tell: see {w} below).
+	rt.set("{x}", Route{Addr: "B", Slot: 7})
+	require.NoError(t, c.quarantined(p, "{x}"), "B not yet seen serving slot 7")
+	rel := releaseScript.call("{x}", "{x}m", "owner", int64(2))
+	f.succession(&rel)
+	err := c.quarantined(p, "{x}")
+	require.ErrorIs(t, err, ErrQuarantined)
+	assert.Contains(t, err.Error(), "took over")
+	assert.NoError(t, c.quarantined(p, "{y}"), "the other shard is not concerned")
+
+	// Slot 11, seen at A, fails over to D, whose first answer is for slot
+	// 12, never seen: D is a successor from its identification on.
+	rt.set("{w}", Route{Addr: "A", Slot: 11})
+	w := inspectScript.call("{w}", "{w}m")
+	f.succession(&w)
+	rt.set("{w}", Route{Addr: "D", Slot: 11})
+	rt.set("{v}", Route{Addr: "D", Slot: 12})
+	rt.runIDs["D"] = "d"
+	require.NoError(t, f.identify(context.Background(), "{v}"))
+	assert.ErrorIs(t, c.quarantined(p, "{v}"), ErrQuarantined, "D took slot 11 over")
+
+	// The watchdog's calls name many holds: each hold's slot is looked at.
+	rt.set("{z}", Route{Addr: "A", Slot: 9})
+	renew := renewScript.call(2, "{y}", "{z}", int64(3000), "fy", "fz")
+	f.succession(&renew)
+	assert.ErrorIs(t, c.quarantined(p, "{z}"), ErrQuarantined, "slot 9 moved from C to A")
+}
+
+func TestUnitNewRunIDBehindOneAddressCountsFromDetection(t *testing.T) {
+	// A failover client keeps one address while the master behind it
+	// changes: the new process's uptime (a day) must not shorten its
+	// quarantine.
+	rt := &routeTable{routes: map[string]Route{"": {Addr: "sentinel"}}, runIDs: map[string]string{"sentinel": "old"}}
+	c, p := foreignOver(rt)
+	require.NoError(t, p.foreign.identify(context.Background(), ""))
+	require.NoError(t, c.quarantined(p, ""))
+	rt.runIDs["sentinel"] = "new"
+	require.NoError(t, p.foreign.identify(context.Background(), ""))
+	err := c.quarantined(p, "")
+	require.ErrorIs(t, err, ErrQuarantined)
+	assert.Contains(t, err.Error(), "not counted for 1m0s more")
+}
+
+func TestUnitSuccessorKeepsItsDetectionTime(t *testing.T) {
+	var p serverProcess
+	at := time.Now()
+	p.succeed(at, "promoted")
+	// Identified after the takeover was seen: its uptime does not move
+	// the start back.
+	replaced, err := p.observe("run_id:b\r\nuptime_in_seconds:86400\r\n", at.Add(time.Second))
+	require.NoError(t, err)
+	assert.False(t, replaced)
+	started, restarted, known, _ := p.state()
+	assert.True(t, restarted)
+	assert.True(t, known)
+	assert.Equal(t, at.Add(-86398*time.Second), started, "the process's start, as its uptime says")
+	assert.Equal(t, at, p.since(), "its quarantine counts from the takeover")
+	// A restart after that counts from the new process's start.
+	_, err = p.observe("run_id:c\r\nuptime_in_seconds:0\r\n", at.Add(time.Minute))
+	require.NoError(t, err)
+	assert.Equal(t, at.Add(time.Minute), p.since())
 }

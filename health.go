@@ -129,7 +129,7 @@ func (c *Client) Status(ctx context.Context) ([]NodeStatus, error) {
 		s.Version = proc.serverVersion()
 		if s.Quarantine != nil && known {
 			if q := c.quarantinePeriod(); q > 0 && (s.Restarted || c.opts.youngNodes) {
-				s.QuarantinedUntil = s.Started.Add(q)
+				s.QuarantinedUntil = proc.since().Add(q)
 			}
 		}
 		out[i] = s

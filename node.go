@@ -130,11 +130,15 @@ func newPeer(c *Client, n *Node, i int) *peer {
 		return p
 	}
 	t := &native{
-		name:    n.name,
-		dial:    n.dial,
-		setup:   c.setupTimeout(),
-		grace:   c.opts.nodeTimeout,
-		observe: func(info string, at time.Time) { _ = p.process.observe(info, at) },
+		name:  n.name,
+		dial:  n.dial,
+		setup: c.setupTimeout(),
+		grace: c.opts.nodeTimeout,
+		observe: func(info string, at time.Time) {
+			if replaced, _ := p.process.observe(info, at); replaced {
+				p.process.succeed(at, runIDChanged)
+			}
+		},
 		refused: func(err error) { p.infoRefused(c, &p.process, err) },
 		logger:  c.opts.logger,
 		ctx:     c.ctx,

@@ -10,13 +10,17 @@ import (
 )
 
 // Restart quarantine: a node whose server process this client saw change
-// (its run_id, read by every new connection before it serves), or, with WithQuarantineYoungNodes, any node whose uptime is
-// below the quarantine period, does not count toward acquisitions and
-// renewals until the period has passed since the process started. A node
-// restarted without persistence has forgotten the locks it held; kept out
-// for the longest lease in use, it cannot help hand a lock out again while
-// its old holder still trusts it. The delayed restart of the Redlock paper,
-// done by the client.
+// (its run_id, read by every new connection before it serves) does not
+// count toward acquisitions and renewals until the quarantine period has
+// passed since the client saw the change; with WithQuarantineYoungNodes,
+// neither does a node whose uptime is below the period, until the period
+// has passed since its start. A node restarted without persistence has
+// forgotten the locks it held, and a replica promoted in its place may
+// lack the latest writes; kept out for the longest lease in use, it cannot
+// help hand a lock out again while its old holder still trusts it. The
+// delayed restart of the Redlock paper, done by the client. Through a
+// Transport the same holds per server, and a server that takes over a hash
+// slot another served is a successor, kept out likewise (foreign.go).
 
 // serverProcess is what this client knows of the server process behind one
 // node: it changes only through observe.
@@ -24,15 +28,18 @@ type serverProcess struct {
 	mu        sync.Mutex // protects the fields below
 	runID     string     // run_id of the process last observed; "" before the first
 	started   time.Time  // the latest start time the observation allows
-	restarted bool       // runID differs from one observed before
+	restarted bool       // runID differs from one observed before, or the process succeeded another
+	succeeded string     // why the process is taken for another's successor (see succeed), "" when it is not
+	seen      time.Time  // when it was seen succeeding another: its quarantine counts from then
 	refused   error      // the node refused INFO server at the latest set-up: nil once it answers
 	unsure    error      // why the process is unknown since a new connection (a Transport's): nil once INFO answers
 	version   string     // redis_version of the process last observed
 }
 
 // observe records what INFO server says of the process, read at time at.
-// A run_id that differs from the one seen before is a restart.
-func (p *serverProcess) observe(info string, at time.Time) error {
+// A run_id that differs from the one seen before is a restart: replaced
+// says so.
+func (p *serverProcess) observe(info string, at time.Time) (replaced bool, err error) {
 	runID, uptime, version := "", int64(-1), ""
 	for _, line := range strings.Split(info, "\n") {
 		line = strings.TrimSpace(line)
@@ -47,15 +54,15 @@ func (p *serverProcess) observe(info string, at time.Time) error {
 		}
 	}
 	if runID == "" || uptime < 0 {
-		return errors.New("INFO server has no run_id or uptime_in_seconds")
+		return false, errors.New("INFO server has no run_id or uptime_in_seconds")
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.refused, p.unsure, p.version = nil, nil, version
 	if runID == p.runID {
-		return nil
+		return false, nil
 	}
-	p.restarted = p.runID != ""
+	replaced = p.runID != ""
 	p.runID = runID
 	// Redis computes uptime as the difference of two whole-second clock
 	// readings, so the process may have started up to a second later than
@@ -65,7 +72,41 @@ func (p *serverProcess) observe(info string, at time.Time) error {
 	if p.started.After(at) {
 		p.started = at
 	}
-	return nil
+	p.restarted = p.restarted || replaced
+	return replaced, nil
+}
+
+// runIDChanged is why a process whose run_id replaced another's behind one
+// address does not count. It counts from when it was seen, not from its
+// start: behind one address may be a replica that a failover promoted (a
+// Sentinel-managed master, a name or virtual IP moved to the replica),
+// whose uptime says nothing of when it took over.
+const runIDChanged = "restarted (run_id changed) or failed over behind one address"
+
+// succeed records that the process serves, since at, data that another
+// process served before (a replica promoted by a failover, slots migrated
+// to it, or a run_id that changed behind one address of a client that
+// follows failovers): it may lack writes the other acknowledged, so it
+// counts as restarted at at, whatever its uptime says; why says how it was
+// seen.
+func (p *serverProcess) succeed(at time.Time, why string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.restarted, p.succeeded = true, why
+	if at.After(p.seen) {
+		p.seen = at
+	}
+}
+
+// since returns when the quarantine of a restarted process counts from:
+// its start, or when it was seen succeeding another, whichever is later.
+func (p *serverProcess) since() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.seen.After(p.started) {
+		return p.seen
+	}
+	return p.started
 }
 
 // refuse records that the node refused INFO server with err (an ACL user
@@ -95,7 +136,15 @@ func (p *serverProcess) doubt(err error) {
 func (p *serverProcess) state() (started time.Time, restarted, known bool, refused error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.started, p.restarted, p.runID != "", p.refused
+	return p.started, p.restarted, p.runID != "" || p.succeeded != "", p.refused
+}
+
+// successor says why the process is taken for another's successor (see
+// succeed), "" when it is not.
+func (p *serverProcess) successor() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.succeeded
 }
 
 // doubted returns why the process is unknown since a new connection (see
@@ -148,7 +197,7 @@ func (c *Client) quarantined(n *peer, key string) error {
 		return nil
 	}
 	proc := n.processOf(key)
-	started, restarted, known, refused := proc.state()
+	_, restarted, known, refused := proc.state()
 	if refused != nil {
 		return fmt.Errorf("%w: %s", ErrQuarantined, blindness(refused))
 	}
@@ -159,12 +208,15 @@ func (c *Client) quarantined(n *peer, key string) error {
 	if q == 0 || !known || !(restarted || c.opts.youngNodes) {
 		return nil
 	}
+	started := proc.since()
 	left := started.Add(q).Sub(now())
 	if left <= 0 {
 		return nil
 	}
 	why := "restarted (run_id changed)"
-	if !restarted {
+	if succeeded := proc.successor(); succeeded != "" {
+		why = succeeded
+	} else if !restarted {
 		why = "young (uptime below the quarantine period)"
 	}
 	return fmt.Errorf("%w: %s %v ago: not counted for %v more", ErrQuarantined, why, now().Sub(started).Round(time.Millisecond), left.Round(time.Millisecond))

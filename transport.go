@@ -31,6 +31,12 @@ import (
 //     quorum only when no connection was opened since the Info that it
 //     read for that server, so that a server that restarted and forgot
 //     its locks is always seen (restart quarantine) before it counts.
+//   - A reply is given as the outcome of a call only when the server that
+//     answered it is the one Route names for the call's first key when
+//     Eval returns. A client that followed a redirect (MOVED, ASK, a
+//     failover) to a server its routing does not name yet reports the
+//     call as failed instead, so that redlock never credits one server's
+//     answer to another's identity.
 //   - Its methods are safe for concurrent use.
 type Transport interface {
 	// Eval runs calls on the member, each as EVALSHA of its SHA1, or as
@@ -46,7 +52,8 @@ type Transport interface {
 	// Route names the server that serves key now, without waiting on the
 	// network. For a member that is one server every key has the same
 	// route; for a Redis Cluster member it is the primary that owns the
-	// key's hash slot. An empty key asks for any server of the member.
+	// key's hash slot. An empty key asks for one server of the member:
+	// Route and Info must name the same one for it, as for any key.
 	Route(key string) Route
 
 	// Info returns the server's reply to INFO server, read from the server
@@ -99,6 +106,13 @@ type Route struct {
 	// Dials counts the connections the Transport has opened to that
 	// server so far (or to any server of the member).
 	Dials uint64
+	// Slot is the key's hash slot when the member is a Redis Cluster, 0
+	// when it is one server: the keys of one slot are served together
+	// and move together. When a slot comes to be served by another
+	// server than before (a replica promoted, a slot migrated), redlock
+	// keeps that server out of quorums for the quarantine period, as a
+	// restarted one: it may lack writes its predecessor acknowledged.
+	Slot int
 }
 
 // PubSub is the pub/sub connection of one quorum member, opened by

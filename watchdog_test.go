@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -267,8 +268,21 @@ func TestRepairInFlightDoesNotRecreateAReleasedLock(t *testing.T) {
 	require.NoError(t, err)
 	held, release := holdBack(c, &repairScript)
 	renewed := make(chan struct{})
-	go func() { c.wd.renew(ctx, []*hold{m.current()}); close(renewed) }()
-	<-held // the repair of node 2 is on its way
+	var repairing atomic.Bool
+	go func() {
+		defer close(renewed)
+		// A round in which node 2 did not answer in time (a loaded
+		// machine) repairs nothing: renew again until a repair is sent.
+		for k := 0; k < 50 && !repairing.Load(); k++ {
+			c.wd.renew(ctx, []*hold{m.current()})
+		}
+	}()
+	select {
+	case <-held: // the repair of node 2 is on its way
+		repairing.Store(true)
+	case <-renewed:
+		t.Fatal("no repair of node 2 in 50 renewal rounds")
+	}
 
 	require.NoError(t, m.Unlock(ctx))
 	close(release)

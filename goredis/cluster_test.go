@@ -2,6 +2,7 @@ package goredis_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -132,4 +133,137 @@ func contend(t *testing.T, client *redlock.Client, names []string, d time.Durati
 	assert.Zero(t, overlaps.Load(), "a name was held twice")
 	assert.Positive(t, taken.Load())
 	t.Logf("%d acquisitions over %d names in %v", taken.Load(), len(names), d)
+}
+
+// TestFailoverToReplicaIsQuarantined: a shard that fails over to a replica
+// that lacks the lock's keys (asynchronous replication lost the latest
+// writes; FLUSHALL stands for it) must not help a rival take a lock its
+// predecessor granted. With restart quarantine the promoted replica does
+// not count for a lease from when the client sees it take over; without
+// it (plain Redlock) the rival holds the lock beside its holder, which
+// shows that the test can fail.
+func TestFailoverToReplicaIsQuarantined(t *testing.T) {
+	for _, quarantine := range []bool{true, false} {
+		t.Run(fmt.Sprintf("quarantine=%v", quarantine), func(t *testing.T) { failover(t, quarantine) })
+	}
+}
+
+func failover(t *testing.T, quarantine bool) {
+	ctx := context.Background()
+	c := redlocktest.Start(t, 3, redlocktest.WithShards(1), redlocktest.WithReplicas(1))
+	opts := []redlock.Option{redlock.WithNodeTimeout(500 * time.Millisecond)}
+	if !quarantine {
+		opts = append(opts, redlock.WithQuarantine(0))
+	}
+	holder, err := redlock.New(clusterNodes(t, c), opts...)
+	require.NoError(t, err)
+	defer holder.Close()
+	rival, err := redlock.New(clusterNodes(t, c), opts...)
+	require.NoError(t, err)
+	defer rival.Close()
+
+	const lease = 10 * time.Second
+	h := holder.NewMutex("x")
+	require.NoError(t, h.LockLease(ctx, lease))
+	// The rival has seen every member serve the lock's slot.
+	ok, err := rival.NewMutex("x").TryLock(ctx, 0, lease)
+	require.NoError(t, err)
+	require.False(t, ok)
+
+	for i := range 2 {
+		require.NoError(t, c.FailoverShard(i, 0))
+		_, err := c.DoShard(i, 0, "FLUSHALL")
+		require.NoError(t, err)
+	}
+	// The first tries may fail on redirects the rival's slot maps do not
+	// show yet; then members 0 and 1 are seen served by their successors.
+	var last error
+	for k := 0; k < 40; k++ {
+		ok, err := rival.NewMutex("x").TryLock(ctx, 0, lease)
+		if !quarantine && ok {
+			require.True(t, time.Now().Before(h.Until()), "the holder's lease ended first: the test shows nothing")
+			return // two holders: what quarantine prevents
+		}
+		require.False(t, ok, "a promoted replica helped grant a lock its predecessor granted, within the holder's lease")
+		last = err
+		if errors.Is(err, redlock.ErrQuarantined) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	require.True(t, quarantine, "without quarantine the rival should have taken the lock beside its holder: %v", last)
+	require.ErrorIs(t, last, redlock.ErrQuarantined)
+	assert.Contains(t, last.Error(), "took over")
+}
+
+// TestRedirectedReplyIsNotCredited: a reply that a redirect brought from
+// another server than the one the slot map names is reported as a
+// failure, not credited to the server the map names. The slot map here
+// stays stale on purpose (ClusterSlots names the old primary forever).
+func TestRedirectedReplyIsNotCredited(t *testing.T) {
+	c := redlocktest.Start(t, 1, redlocktest.WithShards(1), redlocktest.WithReplicas(1))
+	old := c.ShardAddrs(0)[0]
+	cc := redis.NewClusterClient(&redis.ClusterOptions{
+		ContextTimeoutEnabled: true,
+		MaxRedirects:          2,
+		ClusterSlots: func(context.Context) ([]redis.ClusterSlot, error) {
+			return []redis.ClusterSlot{{Start: 0, End: 16383, Nodes: []redis.ClusterNode{{Addr: old}}}}, nil
+		},
+	})
+	defer cc.Close()
+	tr := goredis.NewClusterTransport(t, cc)
+	src := "return redis.call('incr', KEYS[1])"
+	call := redlock.Call{SHA1: goredis.Sha1hex(src), Source: src, Keys: []string{"{n}"}}
+	r := evalOne(t, tr, call, 2*time.Second)
+	require.NoError(t, r.Err)
+	assert.Equal(t, int64(1), r.Value)
+	named := tr.Route("{n}").Addr
+	assert.Equal(t, goredis.Slot("{n}"), tr.Route("{n}").Slot)
+
+	require.NoError(t, c.FailoverShard(0, 0))
+	r = evalOne(t, tr, call, 2*time.Second)
+	require.ErrorContains(t, r.Err, "topology is changing")
+	assert.Equal(t, named, tr.Route("{n}").Addr, "the slot map still names the old primary")
+	// The call did run, on the new primary: a failure, not a refusal.
+	v, err := c.DoShard(0, 0, "GET", "{n}")
+	require.NoError(t, err)
+	assert.Equal(t, "2", string(v.([]byte)))
+}
+
+// TestSlot: go-redis's and Redis's hash slots, with and without hash tags.
+func TestSlot(t *testing.T) {
+	for _, key := range []string{"", "foo", "123456789", "{user1000}.following", "a{}b", "x{y}{z}", "redlock:{job-7}:lock"} {
+		assert.Equal(t, redlocktest.KeySlot(key), goredis.Slot(key), key)
+	}
+	assert.Equal(t, 12739, goredis.Slot("123456789")) // CRC-16/XMODEM check value 0x31C3
+}
+
+// TestEmptyKeyNamesOneServer: Route and Info agree on the server they name
+// for the empty key (any server of the member), every time: go-redis
+// sends the empty key to a random slot, so a member of three shards would
+// otherwise record one shard's run_id under another's address, and take
+// the next new connection to it for a restart.
+func TestEmptyKeyNamesOneServer(t *testing.T) {
+	c := redlocktest.Start(t, 1, redlocktest.WithShards(3))
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.ShardAddrs(0), ContextTimeoutEnabled: true})
+	defer cc.Close()
+	tr := goredis.NewClusterTransport(t, cc)
+	ids := make(map[string]string) // by shard address
+	for s, addr := range c.ShardAddrs(0) {
+		rdb := redis.NewClient(&redis.Options{Addr: addr})
+		info, err := rdb.Info(context.Background(), "server").Result()
+		rdb.Close()
+		require.NoError(t, err, "shard %d", s)
+		ids[addr] = runID(info)
+	}
+	_, err := tr.Info(context.Background(), "") // loads the slot map
+	require.NoError(t, err)
+	addr := tr.Route("").Addr
+	require.Contains(t, ids, addr)
+	for range 20 {
+		info, err := tr.Info(context.Background(), "")
+		require.NoError(t, err)
+		require.Equal(t, addr, tr.Route("").Addr)
+		require.Equal(t, ids[addr], runID(info), "Info read another server than Route names")
+	}
 }

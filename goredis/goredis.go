@@ -38,8 +38,12 @@
 //
 // With a *redis.ClusterClient, each lock's keys and channel share one hash
 // slot (their hash tag is the lock's name), so go-redis sends each call to
-// the primary of that slot, and restart detection is per primary: a
-// failover to a replica, whose run_id differs, is seen and quarantined.
+// the primary of that slot, and restart detection is per primary. A hook
+// on every node client notes which server answered each call: a reply
+// that a MOVED redirect brought from a server the slot map does not name
+// yet is reported as a failure, so that redlock credits every answer to
+// the server that gave it, and sees a replica promoted by a failover as
+// the slot's new server (quarantined for a lease, like a restart).
 // Waiters use classic pub/sub (SUBSCRIBE), which Redis Cluster delivers
 // from every shard.
 package goredis
@@ -72,17 +76,17 @@ func NewNode(name string, client redis.UniversalClient) (*redlock.Node, error) {
 			return nil, noContextTimeout(name)
 		}
 		t.single = c
-		c.AddHook(dialCounter{t.dials(c.Options().Addr)})
+		t.hook(c)
 	case *redis.ClusterClient:
 		if !c.Options().ContextTimeoutEnabled {
 			return nil, noContextTimeout(name)
 		}
 		t.cluster = c
-		// Node clients made from now on, then those that exist: a node
-		// may count its dials twice, which only costs an INFO.
-		c.OnNewNode(func(rdb *redis.Client) { rdb.AddHook(dialCounter{t.dials(rdb.Options().Addr)}) })
+		// Node clients made from now on, then those that exist (and, in
+		// Eval, any primary a key routes to: hook adds each hook once).
+		c.OnNewNode(t.hook)
 		_ = c.ForEachShard(context.Background(), func(_ context.Context, rdb *redis.Client) error {
-			rdb.AddHook(dialCounter{t.dials(rdb.Options().Addr)})
+			t.hook(rdb)
 			return nil
 		})
 	case nil:
@@ -103,6 +107,8 @@ type transport struct {
 	single  *redis.Client        // when the member is one server (or a failover client)
 	cluster *redis.ClusterClient // when it is a Redis Cluster
 	counts  sync.Map             // server address -> *atomic.Uint64: connections opened
+	hooked  sync.Map             // *redis.Client -> struct{}: node clients that have a nodeHook
+	pending sync.Map             // *redis.Cmd of an Eval in progress -> address of the server that answered it ("" before)
 }
 
 // dials returns the counter of connections opened to addr.
@@ -111,28 +117,67 @@ func (t *transport) dials(addr string) *atomic.Uint64 {
 	return v.(*atomic.Uint64)
 }
 
-// dialCounter is the hook that counts a node client's connections before
-// they serve.
-type dialCounter struct{ n *atomic.Uint64 }
+// hook adds a nodeHook to rdb, the client of one server, once.
+func (t *transport) hook(rdb *redis.Client) {
+	if _, ok := t.hooked.LoadOrStore(rdb, struct{}{}); ok {
+		return
+	}
+	addr := rdb.Options().Addr
+	rdb.AddHook(nodeHook{t: t, addr: addr, dials: t.dials(addr)})
+}
 
-func (h dialCounter) DialHook(next redis.DialHook) redis.DialHook {
+// nodeHook is the hook on the client of one server: it counts the
+// connections opened to the server before they serve, and notes which of
+// an Eval's commands the server answered (it may have been sent there by
+// a redirect).
+type nodeHook struct {
+	t     *transport
+	addr  string
+	dials *atomic.Uint64
+}
+
+func (h nodeHook) DialHook(next redis.DialHook) redis.DialHook {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := next(ctx, network, addr)
 		if err == nil {
-			h.n.Add(1)
+			h.dials.Add(1)
 		}
 		return conn, err
 	}
 }
 
-func (dialCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (nodeHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
 
-func (dialCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+func (h nodeHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, cmd := range cmds {
+			if _, ok := h.t.pending.Load(cmd); ok && answered(cmd.Err()) {
+				h.t.pending.Store(cmd, h.addr)
+			}
+		}
+		return err
+	}
+}
+
+// answered reports whether a command that ended with err was answered by
+// the server it was sent to, not redirected elsewhere or lost.
+func answered(err error) bool {
+	if err == nil || errors.Is(err, redis.Nil) {
+		return true
+	}
+	var rerr redis.Error
+	if !errors.As(err, &rerr) || isNetError(err) {
+		return false
+	}
+	msg := rerr.Error()
+	return !strings.HasPrefix(msg, "MOVED ") && !strings.HasPrefix(msg, "ASK ")
 }
 
 // Eval runs calls in one pipeline, then those the server answered NOSCRIPT
-// as EVAL in a second one.
+// as EVAL in a second one. On a cluster member, a reply counts only when
+// it came from the primary that Route names for its key once the
+// pipelines are done (see check).
 func (t *transport) Eval(ctx context.Context, calls []redlock.Call, replies []redlock.Reply) {
 	if err := ctx.Err(); err != nil {
 		for j := range replies {
@@ -140,32 +185,79 @@ func (t *transport) Eval(ctx context.Context, calls []redlock.Call, replies []re
 		}
 		return
 	}
-	cmds := make([]*redis.Cmd, len(calls))
-	pipe := t.client.Pipeline()
-	for j, c := range calls {
-		cmds[j] = pipe.EvalSha(ctx, c.SHA1, c.Keys, c.Args...)
-	}
-	_, _ = pipe.Exec(ctx)
+	cmds := t.exec(ctx, calls, nil, func(pipe redis.Pipeliner, c redlock.Call) *redis.Cmd {
+		return pipe.EvalSha(ctx, c.SHA1, c.Keys, c.Args...)
+	})
 	var again []int
 	for j, cmd := range cmds {
 		if err := cmd.Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
 			again = append(again, j)
-			continue
 		}
-		replies[j] = reply(cmd)
 	}
-	if len(again) == 0 {
-		return
+	if len(again) > 0 {
+		evals := t.exec(ctx, calls, again, func(pipe redis.Pipeliner, c redlock.Call) *redis.Cmd {
+			return pipe.Eval(ctx, c.Source, c.Keys, c.Args...)
+		})
+		for k, j := range again {
+			cmds[j] = evals[k]
+		}
 	}
-	pipe = t.client.Pipeline()
-	for _, j := range again {
-		c := calls[j]
-		cmds[j] = pipe.Eval(ctx, c.Source, c.Keys, c.Args...)
+	for j, cmd := range cmds {
+		replies[j] = t.check(calls[j], cmd)
+	}
+}
+
+// exec sends the calls named by which (all of them when nil) in one
+// pipeline, each as cmd makes it, and returns their commands once it is
+// done; on a cluster member the servers that answered them are in
+// t.pending, and the primaries of their keys have a nodeHook.
+func (t *transport) exec(ctx context.Context, calls []redlock.Call, which []int, cmd func(redis.Pipeliner, redlock.Call) *redis.Cmd) []*redis.Cmd {
+	if which == nil {
+		which = make([]int, len(calls))
+		for j := range which {
+			which[j] = j
+		}
+	}
+	pipe := t.client.Pipeline()
+	cmds := make([]*redis.Cmd, len(which))
+	for k, j := range which {
+		cmds[k] = cmd(pipe, calls[j])
+		if t.cluster != nil {
+			t.pending.Store(cmds[k], "")
+			if rdb, err := t.cluster.MasterForKey(done, firstKey(calls[j])); err == nil {
+				t.hook(rdb)
+			}
+		}
 	}
 	_, _ = pipe.Exec(ctx)
-	for _, j := range again {
-		replies[j] = reply(cmds[j])
+	return cmds
+}
+
+// check returns cmd's outcome as the reply to c. On a cluster member, a
+// reply from another server than the one Route names for c's key now (the
+// client followed a redirect its slot map does not show yet) is reported
+// as a failure: redlock must not credit it to the other server.
+func (t *transport) check(c redlock.Call, cmd *redis.Cmd) redlock.Reply {
+	if t.cluster == nil {
+		return reply(cmd)
 	}
+	v, _ := t.pending.LoadAndDelete(cmd)
+	if !answered(cmd.Err()) {
+		return reply(cmd)
+	}
+	served, _ := v.(string)
+	if want := t.addr(firstKey(c)); served != want {
+		return redlock.Reply{Err: fmt.Errorf("answered by %q while the slot map names %q: the cluster's topology is changing", served, want)}
+	}
+	return reply(cmd)
+}
+
+// firstKey is c's first key, "" when it has none.
+func firstKey(c redlock.Call) string {
+	if len(c.Keys) == 0 {
+		return ""
+	}
+	return c.Keys[0]
 }
 
 // reply is cmd's outcome as the seam wants it: redis.Nil is a nil value,
@@ -196,8 +288,13 @@ func isNetError(err error) bool {
 // Route names the server that serves key: the single server's address, or
 // the primary that owns key's slot on a cluster member.
 func (t *transport) Route(key string) redlock.Route {
+	key = routable(key)
 	addr := t.addr(key)
-	return redlock.Route{Addr: addr, Dials: t.dials(addr).Load()}
+	r := redlock.Route{Addr: addr, Dials: t.dials(addr).Load()}
+	if t.cluster != nil {
+		r.Slot = slot(key)
+	}
+	return r
 }
 
 // addr is the address of the server that serves key ("" when a cluster
@@ -214,6 +311,16 @@ func (t *transport) addr(key string) string {
 	return rdb.Options().Addr
 }
 
+// routable is key, or for the empty key (any server) a fixed key: go-redis
+// sends the empty key to a random slot, and Route and Info must agree on
+// the server they name.
+func routable(key string) string {
+	if key == "" {
+		return "redlock"
+	}
+	return key
+}
+
 // done is a context that has ended.
 var done = func() context.Context {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -226,7 +333,7 @@ func (t *transport) Info(ctx context.Context, key string) (string, error) {
 	rdb := t.single
 	if rdb == nil {
 		var err error
-		if rdb, err = t.cluster.MasterForKey(ctx, key); err != nil {
+		if rdb, err = t.cluster.MasterForKey(ctx, routable(key)); err != nil {
 			return "", err
 		}
 	}

@@ -311,7 +311,7 @@ func runMain(res *results, cfg config, want func(string) bool, scripts map[strin
 			}
 			if want("tput") {
 				logf("throughput")
-				res.tput = runThroughput(cs, cfg.tputGoroutines, cfg.tputRounds, cfg.tputWindow, func() time.Duration { return serverCPU(cl) })
+				res.tput = runThroughput(cs, cfg.tputGoroutines, cfg.tputRounds, cfg.tputWindow, cfg.opTimeout, func(kind) serverSnap { return serverSnap{cpu: serverCPU(cl)} })
 			}
 		}
 		if want("cont") {

@@ -196,6 +196,8 @@ func summaryTable(res *results) string {
 	b.WriteString("\n### waiters\n" + waitersMemTable(res.waiters) + "\n" + waitersTable(res.waiters))
 	b.WriteString("\n### restart\n" + restartTable(res.restartNow, res.restartR))
 	b.WriteString("\n### watchdog holds at scale\n" + scaleTable(res.scale) + "\n" + curveTable(res.scale) + scaleWarnings(res.scale))
+	b.WriteString("\n### adapters: uncontended\n" + adaptersUncTable(res.adapters))
+	b.WriteString("\n### adapters: throughput (32 goroutines)\n" + layersTputTable(tputOf(res.adapters), adapterLabels, nil))
 	if len(res.failures) > 0 {
 		b.WriteString("\n### failures\n")
 		for _, f := range res.failures {

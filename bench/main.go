@@ -64,6 +64,7 @@ type config struct {
 	waitersClients      int
 	waitersPerClient    int
 	adapters            adaptersConfig
+	shards              shardsConfig
 }
 
 var quickCfg = config{
@@ -81,6 +82,7 @@ var quickCfg = config{
 	}, acqBudget: 20 * time.Second, curve: []int{1000, 2000, 5000, 10000}, curvePeriods: 2, curveBudget: 15 * time.Second},
 	waitersRounds: 2, waitersWindow: 800 * time.Millisecond, waitersWarm: 250 * time.Millisecond,
 	adapters: adaptersConfig{uncRounds: 4, uncOps: 200, uncBudget: 400 * time.Millisecond, tputRounds: 3, tputWindow: 300 * time.Millisecond},
+	shards:   shardsConfig{rounds: 3, window: 400 * time.Millisecond, idle: time.Second},
 }
 
 var fullCfg = config{
@@ -101,6 +103,7 @@ var fullCfg = config{
 	}, acqBudget: 60 * time.Second, curve: []int{1000, 2000, 5000, 10000, 20000, 50000, 100000, 200000, 300000, 500000}, curvePeriods: 3, curveBudget: 60 * time.Second},
 	waitersRounds: 5, waitersWindow: 3 * time.Second, waitersWarm: time.Second,
 	adapters: adaptersConfig{uncRounds: 15, uncOps: 1000, uncBudget: 2 * time.Second, tputRounds: 7, tputWindow: 2 * time.Second},
+	shards:   shardsConfig{rounds: 7, window: 2 * time.Second, idle: 3 * time.Second},
 }
 
 func (c *config) fill() {
@@ -144,12 +147,13 @@ type results struct {
 	scripts              *scriptCosts
 	scale                *scaleResult // watchdog holds at scale
 	adapters             *adaptersResult
+	shards               *shardsResult
 	failures             []string // scenarios that could not run, and why
 }
 
 func main() {
 	quick := flag.Bool("quick", false, "run every scenario briefly (under a minute)")
-	only := flag.String("only", "", "comma-separated scenarios to run (unc,tput,cont,faults,deadmaj,herd,waiters,restart,scripts,scale,adapters); default all")
+	only := flag.String("only", "", "comma-separated scenarios to run (unc,tput,cont,faults,deadmaj,herd,waiters,restart,scripts,scale,adapters,shards); default all")
 	root := flag.String("root", "..", "the redlock repository (for scripts/ and docs/)")
 	write := flag.Bool("write", true, "write benchmarks.md and img/*.svg into -docs")
 	docs := flag.String("docs", "", "the docs directory to write (default: -root/docs)")
@@ -352,7 +356,7 @@ func runMain(res *results, cfg config, want func(string) bool, scripts map[strin
 }
 
 // runLayers runs the scenarios of the connection layers: the adapters side
-// by side.
+// by side, and cluster members of 1 and 3 shards.
 func runLayers(res *results, cfg config, want func(string) bool, logf func(string, ...any), fail func(string, error)) {
 	if want("adapters") {
 		logf("adapters")
@@ -360,6 +364,13 @@ func runLayers(res *results, cfg config, want func(string) bool, logf func(strin
 		if res.adapters, err = runAdapters(cfg, logf); err != nil {
 			res.adapters = nil
 			fail("adapters", err)
+		}
+	}
+	if want("shards") {
+		logf("shards")
+		var err error
+		if res.shards, err = runShards(cfg, logf); err != nil {
+			fail("shards", err)
 		}
 	}
 }

@@ -198,6 +198,7 @@ func summaryTable(res *results) string {
 	b.WriteString("\n### watchdog holds at scale\n" + scaleTable(res.scale) + "\n" + curveTable(res.scale) + scaleWarnings(res.scale))
 	b.WriteString("\n### adapters: uncontended\n" + adaptersUncTable(res.adapters))
 	b.WriteString("\n### adapters: throughput (32 goroutines)\n" + layersTputTable(tputOf(res.adapters), adapterLabels, nil))
+	b.WriteString("\n### shards: locks/s (32 goroutines)\n" + shardsTable(res.shards))
 	if len(res.failures) > 0 {
 		b.WriteString("\n### failures\n")
 		for _, f := range res.failures {

@@ -38,6 +38,11 @@ const (
 	kFloor
 	kFloorPipe // the floor over one auto-pipelined connection per node
 	kRedsyncNX // redsync WithSetNXOnExtend: only in the restart scenario
+	kGoredis   // redlock over go-redis *redis.Client nodes (goredis.NewNode): the adapters and shards scenarios
+	kRueidis   // redlock over rueidis (rueidis.NewNode): the adapters scenario
+	kValkey    // redlock over valkey-go (valkey.NewNode): the adapters scenario
+	kCluster1  // redlock over go-redis ClusterClient members of 1 shard: the shards scenario
+	kCluster3  // ... of 3 shards
 )
 
 var kindNames = map[kind]string{
@@ -48,6 +53,11 @@ var kindNames = map[kind]string{
 	kFloor:     "floor",
 	kFloorPipe: "floor (pipelined)",
 	kRedsyncNX: "redsync SetNXOnExtend",
+	kGoredis:   "redlock over go-redis",
+	kRueidis:   "redlock over rueidis",
+	kValkey:    "redlock over valkey-go",
+	kCluster1:  "redlock over go-redis ClusterClient, 1 shard per member",
+	kCluster3:  "redlock over go-redis ClusterClient, 3 shards per member",
 }
 
 func (k kind) String() string { return kindNames[k] }
@@ -55,13 +65,31 @@ func (k kind) String() string { return kindNames[k] }
 // short is a file- and id-friendly name.
 func (k kind) short() string {
 	return map[kind]string{kRedlock: "redlock", kRedsync: "redsync", kRedsyncFF: "redsyncff",
-		kRedislock: "redislock", kFloor: "floor", kFloorPipe: "floorpipe", kRedsyncNX: "redsyncnx"}[k]
+		kRedislock: "redislock", kFloor: "floor", kFloorPipe: "floorpipe", kRedsyncNX: "redsyncnx",
+		kGoredis: "goredis", kRueidis: "rueidis", kValkey: "valkey", kCluster1: "cluster1", kCluster3: "cluster3"}[k]
 }
 
 // allKinds are the contenders of every scenario but the restart one; the
 // pipelined floor is left out of the contended and herd scenarios (see
 // pollers).
 var allKinds = []kind{kRedlock, kRedsync, kRedsyncFF, kRedislock, kFloor, kFloorPipe}
+
+// adapterKinds are the rows of the adapters scenario: redlock's Client
+// over its native connection layer (redlock.Dial, over redigo), then over
+// each adapter module.
+var adapterKinds = []kind{kRedlock, kGoredis, kRueidis, kValkey}
+
+// filterKinds keeps the kinds of ks whose short names the comma-separated
+// list names.
+func filterKinds(ks []kind, list string) []kind {
+	var out []kind
+	for _, k := range ks {
+		if strings.Contains(","+list+",", ","+k.short()+",") {
+			out = append(out, k)
+		}
+	}
+	return out
+}
 
 // pollers are the contenders of the contended and herd scenarios: there
 // the floor's cost is its polling, which the pipelined floor shares, so
@@ -184,23 +212,20 @@ func build(k kind, addrs []string, o buildOpts) (*contender, error) {
 			}
 			c, err = redlock.New(nodes, opts...)
 			if err == nil {
-				inner := c
-				return &contender{kind: k, redlock: inner,
-					newLocker: func(name string) locker { return rlLocker{inner.NewMutex(name)} },
-					close: func() {
-						inner.Close()
-						for _, p := range pools {
-							p.Close()
-						}
-					}}, nil
+				return redlockContender(k, c, func() {
+					for _, p := range pools {
+						p.Close()
+					}
+				}), nil
 			}
 		}
 		if err != nil {
 			return nil, err
 		}
-		return &contender{kind: k, redlock: c,
-			newLocker: func(name string) locker { return rlLocker{c.NewMutex(name)} },
-			close:     func() { c.Close() }}, nil
+		return redlockContender(k, c, func() {}), nil
+
+	case kGoredis, kRueidis, kValkey:
+		return buildAdapter(k, oneServerEach(addrs), o)
 
 	case kRedsync, kRedsyncFF, kRedsyncNX:
 		pools := make([]*redis.Pool, len(addrs))
@@ -252,6 +277,17 @@ func build(k kind, addrs []string, o buildOpts) (*contender, error) {
 			close:     f.close}, nil
 	}
 	return nil, fmt.Errorf("unknown contender %d", k)
+}
+
+// redlockContender is a contender over the redlock Client c; its close
+// closes c, then runs after (for what c's nodes were built over).
+func redlockContender(k kind, c *redlock.Client, after func()) *contender {
+	return &contender{kind: k, redlock: c,
+		newLocker: func(name string) locker { return rlLocker{c.NewMutex(name)} },
+		close: func() {
+			c.Close()
+			after()
+		}}
 }
 
 // rlLocker adapts a redlock Mutex (pointer-shaped: no allocation in the

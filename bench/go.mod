@@ -7,7 +7,12 @@ require (
 	github.com/go-redsync/redsync/v4 v4.18.1
 	github.com/gomodule/redigo v1.9.3
 	github.com/redis/go-redis/v9 v9.23.0
+	github.com/redis/rueidis v1.0.79
 	github.com/redlock-go/redlock v0.0.0
+	github.com/redlock-go/redlock/goredis v0.0.0
+	github.com/redlock-go/redlock/rueidis v0.0.0
+	github.com/redlock-go/redlock/valkey v0.0.0
+	github.com/valkey-io/valkey-go v1.0.79
 )
 
 require (
@@ -45,3 +50,9 @@ require (
 )
 
 replace github.com/redlock-go/redlock => ..
+
+replace github.com/redlock-go/redlock/goredis => ../goredis
+
+replace github.com/redlock-go/redlock/rueidis => ../rueidis
+
+replace github.com/redlock-go/redlock/valkey => ../valkey

@@ -63,6 +63,8 @@ type config struct {
 	waitersWarm         time.Duration
 	waitersClients      int
 	waitersPerClient    int
+	adapters            adaptersConfig
+	shards              shardsConfig
 }
 
 var quickCfg = config{
@@ -79,6 +81,8 @@ var quickCfg = config{
 		{holds: 5000, lease: 3 * time.Second, periods: 2, after: true},
 	}, acqBudget: 20 * time.Second, curve: []int{1000, 2000, 5000, 10000}, curvePeriods: 2, curveBudget: 15 * time.Second},
 	waitersRounds: 2, waitersWindow: 800 * time.Millisecond, waitersWarm: 250 * time.Millisecond,
+	adapters: adaptersConfig{uncRounds: 4, uncOps: 200, uncBudget: 400 * time.Millisecond, tputRounds: 3, tputWindow: 300 * time.Millisecond},
+	shards:   shardsConfig{rounds: 3, window: 400 * time.Millisecond, idle: time.Second},
 }
 
 var fullCfg = config{
@@ -98,6 +102,8 @@ var fullCfg = config{
 		{holds: 100000, lease: 30 * time.Second, periods: 2},
 	}, acqBudget: 60 * time.Second, curve: []int{1000, 2000, 5000, 10000, 20000, 50000, 100000, 200000, 300000, 500000}, curvePeriods: 3, curveBudget: 60 * time.Second},
 	waitersRounds: 5, waitersWindow: 3 * time.Second, waitersWarm: time.Second,
+	adapters: adaptersConfig{uncRounds: 15, uncOps: 1000, uncBudget: 2 * time.Second, tputRounds: 7, tputWindow: 2 * time.Second},
+	shards:   shardsConfig{rounds: 7, window: 2 * time.Second, idle: 3 * time.Second},
 }
 
 func (c *config) fill() {
@@ -140,26 +146,23 @@ type results struct {
 	allocSites           map[kind][]allocSite
 	scripts              *scriptCosts
 	scale                *scaleResult // watchdog holds at scale
-	failures             []string     // scenarios that could not run, and why
+	adapters             *adaptersResult
+	shards               *shardsResult
+	failures             []string // scenarios that could not run, and why
 }
 
 func main() {
 	quick := flag.Bool("quick", false, "run every scenario briefly (under a minute)")
-	only := flag.String("only", "", "comma-separated scenarios to run (unc,tput,cont,faults,deadmaj,herd,waiters,restart,scripts,scale); default all")
+	only := flag.String("only", "", "comma-separated scenarios to run (unc,tput,cont,faults,deadmaj,herd,waiters,restart,scripts,scale,adapters,shards); default all")
 	root := flag.String("root", "..", "the redlock repository (for scripts/ and docs/)")
 	write := flag.Bool("write", true, "write benchmarks.md and img/*.svg into -docs")
 	docs := flag.String("docs", "", "the docs directory to write (default: -root/docs)")
 	commit := flag.String("commit", "", "how to name the library version measured (default: git describe of -root)")
-	kindsFlag := flag.String("kinds", "", "comma-separated contenders to run (redlock,redsync,redsyncff,redislock,floor,floorpipe); default all")
+	kindsFlag := flag.String("kinds", "", "comma-separated contenders to run (redlock,redsync,redsyncff,redislock,floor,floorpipe; in the adapters scenario redlock,goredis,rueidis,valkey); default all")
 	flag.Parse()
 	if *kindsFlag != "" {
-		var ks []kind
-		for _, k := range allKinds {
-			if strings.Contains(","+*kindsFlag+",", ","+k.short()+",") {
-				ks = append(ks, k)
-			}
-		}
-		allKinds = ks
+		allKinds = filterKinds(allKinds, *kindsFlag)
+		adapterKinds = filterKinds(adapterKinds, *kindsFlag)
 	}
 
 	cfg := fullCfg
@@ -257,6 +260,7 @@ func main() {
 			fail("watchdog holds at scale", err)
 		}
 	}
+	runLayers(res, cfg, want, logf, fail)
 	res.elapsed = time.Since(res.started)
 	res.machine.loadEnd = loadAvg()
 	logf("done in %v", res.elapsed.Round(time.Second))
@@ -311,7 +315,7 @@ func runMain(res *results, cfg config, want func(string) bool, scripts map[strin
 			}
 			if want("tput") {
 				logf("throughput")
-				res.tput = runThroughput(cs, cfg.tputGoroutines, cfg.tputRounds, cfg.tputWindow, func() time.Duration { return serverCPU(cl) })
+				res.tput = runThroughput(cs, cfg.tputGoroutines, cfg.tputRounds, cfg.tputWindow, cfg.opTimeout, func(kind) serverSnap { return serverSnap{cpu: serverCPU(cl)} })
 			}
 		}
 		if want("cont") {
@@ -349,6 +353,26 @@ func runMain(res *results, cfg config, want func(string) bool, scripts map[strin
 		}
 		return nil
 	})
+}
+
+// runLayers runs the scenarios of the connection layers: the adapters side
+// by side, and cluster members of 1 and 3 shards.
+func runLayers(res *results, cfg config, want func(string) bool, logf func(string, ...any), fail func(string, error)) {
+	if want("adapters") {
+		logf("adapters")
+		var err error
+		if res.adapters, err = runAdapters(cfg, logf); err != nil {
+			res.adapters = nil
+			fail("adapters", err)
+		}
+	}
+	if want("shards") {
+		logf("shards")
+		var err error
+		if res.shards, err = runShards(cfg, logf); err != nil {
+			fail("shards", err)
+		}
+	}
 }
 
 // runFaults runs the uncontended loop with a minority of nodes slow, paused

@@ -70,9 +70,18 @@ func tputTable(ts []*tputResult) string {
 	}
 	var rows [][]string
 	for _, t := range ts {
-		rows = append(rows, []string{kindLabel(t.kind), fmt.Sprintf("%.0f", t.median()), fmtRatio(t.ratio), fmtRatio(t.pipe), fmtDur(perOp(t.cpu, t.ops)), fmtDur(perOp(t.srv, t.ops)), fmt.Sprint(t.errs)})
+		rows = append(rows, []string{kindLabel(t.kind), fmt.Sprintf("%.0f", t.median()), fmtRatio(t.ratio), fmtRatio(t.pipe), fmtDur(perOp(t.cpu, t.ops)), fmtDur(perOp(t.srv, t.ops)), tputErrs(t)})
 	}
 	return table([]string{"contender", "ops/s (median of rounds)", "/ floor", "/ floor (pipelined)", "client CPU/op", "server CPU/op", "errors"}, rows)
+}
+
+// tputErrs is a contender's errors in the throughput windows, and whether
+// it was abandoned.
+func tputErrs(t *tputResult) string {
+	if t.timedOut {
+		return fmt.Sprintf("%d (then timed out)", t.errs)
+	}
+	return fmt.Sprint(t.errs)
 }
 
 func contTable(cs []*contResult) string {
@@ -187,6 +196,9 @@ func summaryTable(res *results) string {
 	b.WriteString("\n### waiters\n" + waitersMemTable(res.waiters) + "\n" + waitersTable(res.waiters))
 	b.WriteString("\n### restart\n" + restartTable(res.restartNow, res.restartR))
 	b.WriteString("\n### watchdog holds at scale\n" + scaleTable(res.scale) + "\n" + curveTable(res.scale) + scaleWarnings(res.scale))
+	b.WriteString("\n### adapters: uncontended\n" + adaptersUncTable(res.adapters))
+	b.WriteString("\n### adapters: throughput (32 goroutines)\n" + layersTputTable(tputOf(res.adapters), adapterLabels, nil))
+	b.WriteString("\n### shards: locks/s (32 goroutines)\n" + shardsTable(res.shards))
 	if len(res.failures) > 0 {
 		b.WriteString("\n### failures\n")
 		for _, f := range res.failures {

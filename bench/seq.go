@@ -112,6 +112,8 @@ type seqScenario struct {
 	// moment the nodes were broken to the end of the last round (window).
 	dials  map[kind][]int64
 	window time.Duration
+	// roundP50 is each contender's p50 in each round, for paired ratios.
+	roundP50 []map[kind]time.Duration
 }
 
 func (s *seqScenario) get(k kind) *seqResult {
@@ -136,7 +138,8 @@ func runSeqScenario(name string, cs []*contender, rounds, opsPerBatch int, budge
 		acc[c.kind] = r
 		sc.results = append(sc.results, r)
 	}
-	var roundP50 = make([]map[kind]time.Duration, rounds)
+	roundP50 := make([]map[kind]time.Duration, rounds)
+	sc.roundP50 = roundP50
 	for round := 0; round < rounds; round++ {
 		roundP50[round] = map[kind]time.Duration{}
 		for j := range cs {
@@ -182,21 +185,27 @@ func runSeqScenario(name string, cs []*contender, rounds, opsPerBatch int, budge
 			r.cpu = cpus[r.kind] / time.Duration(n)
 			r.srv = srvs[r.kind] / time.Duration(n)
 		}
-		var ratios []float64
-		for _, rp := range roundP50 {
-			f, ok1 := rp[kFloor]
-			x, ok2 := rp[r.kind]
-			if ok1 && ok2 && f > 0 {
-				ratios = append(ratios, float64(x)/float64(f))
-			}
-		}
-		r.paired = median(ratios)
+		r.paired = sc.pairedTo(r.kind, kFloor)
 	}
 	for _, r := range sc.results {
 		r.ratio = p50Ratio(r, sc.get(kFloor))
 		r.pipe = p50Ratio(r, sc.get(kFloorPipe))
 	}
 	return sc
+}
+
+// pairedTo is the median over rounds of k's p50 in the round divided by
+// base's p50 in the same round; NaN when no round has both.
+func (s *seqScenario) pairedTo(k, base kind) float64 {
+	var ratios []float64
+	for _, rp := range s.roundP50 {
+		b, ok1 := rp[base]
+		x, ok2 := rp[k]
+		if ok1 && ok2 && b > 0 {
+			ratios = append(ratios, float64(x)/float64(b))
+		}
+	}
+	return median(ratios)
 }
 
 // p50Ratio is r's p50 over every sample divided by base's; NaN when either
@@ -210,25 +219,45 @@ func p50Ratio(r, base *seqResult) float64 {
 
 // tputResult is one contender's throughput.
 type tputResult struct {
-	kind   kind
-	opsSec []float64 // by round
-	ops    int
-	cpu    time.Duration // client CPU over every round
-	srv    time.Duration // redis-server CPU over every round
-	errs   int
-	ratio  float64 // median ops/s divided by the floor's
-	pipe   float64 // median ops/s divided by the pipelined floor's
+	kind     kind
+	opsSec   []float64 // by round
+	ops      int
+	elapsed  time.Duration // over every round
+	cpu      time.Duration // client CPU over every round
+	srv      time.Duration // redis-server CPU over every round
+	reads    int64         // the servers' reads from clients over every round (0: not counted)
+	calls    int64         // the servers' script calls over every round (0: not counted)
+	busy     float64       // share of the machine's CPU time busy over every round (/proc/stat, every process)
+	errs     int
+	timedOut bool    // a window's op outlived the op timeout: the contender was abandoned
+	ratio    float64 // median ops/s divided by the floor's
+	pipe     float64 // median ops/s divided by the pipelined floor's
 }
 
 func (t *tputResult) median() float64 { return median(t.opsSec) }
 
+// pairedTo is the median over rounds of t's ops/s in the round divided by
+// base's in the same round; NaN when they share no round.
+func (t *tputResult) pairedTo(base *tputResult) float64 {
+	var ratios []float64
+	for i := 0; base != nil && i < len(t.opsSec) && i < len(base.opsSec); i++ {
+		if base.opsSec[i] > 0 {
+			ratios = append(ratios, t.opsSec[i]/base.opsSec[i])
+		}
+	}
+	return median(ratios)
+}
+
 // runThroughput runs g goroutines of Lock+Unlock on distinct keys for window,
-// contenders interleaved in rotating order.
-func runThroughput(cs []*contender, g, rounds int, window time.Duration, srvCPU func() time.Duration) []*tputResult {
+// contenders interleaved in rotating order. servers(k) is what the
+// redis-server processes that k's client uses have done so far.
+func runThroughput(cs []*contender, g, rounds int, window, opTimeout time.Duration, servers func(kind) serverSnap) []*tputResult {
 	acc := map[kind]*tputResult{}
 	var out []*tputResult
+	busy := map[kind]*machineTicks{}
 	for _, c := range cs {
 		acc[c.kind] = &tputResult{kind: c.kind}
+		busy[c.kind] = &machineTicks{}
 		out = append(out, acc[c.kind])
 	}
 	// One unmeasured round first, so every pool holds its g connections
@@ -236,49 +265,24 @@ func runThroughput(cs []*contender, g, rounds int, window time.Duration, srvCPU 
 	for round := -1; round < rounds; round++ {
 		for j := range cs {
 			c := cs[(j+max(round, 0))%len(cs)]
-			time.Sleep(20 * time.Millisecond)
-			window := window
-			if round < 0 {
-				window /= 3
-			}
-			cpu0, srv0 := cpuTime(), srvCPU()
-			var ops, errs atomic.Int64
-			var wg sync.WaitGroup
-			start := time.Now()
-			deadline := start.Add(window)
-			for w := 0; w < g; w++ {
-				wg.Add(1)
-				go func(w int) {
-					defer wg.Done()
-					ctx := context.Background()
-					for i := 0; time.Now().Before(deadline); i++ {
-						l := c.newLocker(fmt.Sprintf("tput:%d:%d:%d", round, w, i))
-						err := l.Lock(ctx)
-						if err == nil {
-							err = l.Unlock(ctx)
-						}
-						if err != nil {
-							errs.Add(1)
-							continue
-						}
-						ops.Add(1)
-					}
-				}(w)
-			}
-			wg.Wait()
-			el := time.Since(start)
-			if round < 0 {
+			if acc[c.kind].timedOut {
 				continue
 			}
-			acc[c.kind].cpu += cpuTime() - cpu0
-			acc[c.kind].srv += srvCPU() - srv0
-			acc[c.kind].ops += int(ops.Load())
-			v := float64(ops.Load()) / el.Seconds()
-			acc[c.kind].opsSec = append(acc[c.kind].opsSec, v)
-			acc[c.kind].errs += int(errs.Load())
+			time.Sleep(20 * time.Millisecond)
+			w := window
+			if round < 0 {
+				w /= 3
+			}
+			m0 := readMachineTicks()
+			tw := tputWindow(c, g, round, w, opTimeout, func() serverSnap { return servers(c.kind) })
+			if round >= 0 || tw.timedOut {
+				acc[c.kind].add(tw)
+				busy[c.kind].add(m0, readMachineTicks())
+			}
 		}
 	}
 	for _, r := range out {
+		r.busy = busy[r.kind].share()
 		r.ratio, r.pipe = math.NaN(), math.NaN()
 		if f := acc[kFloor]; f != nil {
 			r.ratio = r.median() / f.median()
@@ -288,6 +292,83 @@ func runThroughput(cs []*contender, g, rounds int, window time.Duration, srvCPU 
 		}
 	}
 	return out
+}
+
+// windowResult is one contender's window of the throughput scenario.
+type windowResult struct {
+	ops, errs int64
+	elapsed   time.Duration
+	cpu       time.Duration
+	srv       serverSnap
+	timedOut  bool
+}
+
+// add counts a measured window.
+func (t *tputResult) add(w windowResult) {
+	if w.timedOut {
+		t.timedOut = true
+		return
+	}
+	t.cpu += w.cpu
+	t.srv += w.srv.cpu
+	t.reads += w.srv.reads
+	t.calls += w.srv.calls
+	t.ops += int(w.ops)
+	t.elapsed += w.elapsed
+	t.errs += int(w.errs)
+	t.opsSec = append(t.opsSec, float64(w.ops)/w.elapsed.Seconds())
+}
+
+// tputWindow runs g goroutines of Lock+Unlock with c on distinct keys until
+// window has passed. An op that outlives the window's end by opTimeout
+// abandons it: its goroutines are left to finish their ops and exit, and
+// the window is reported as timed out.
+func tputWindow(c *contender, g, round int, window, opTimeout time.Duration, servers func() serverSnap) windowResult {
+	cpu0, srv0 := cpuTime(), servers()
+	var ops, errs atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	deadline := start.Add(window)
+	for w := 0; w < g; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			ctx := context.Background()
+			for i := 0; time.Now().Before(deadline); i++ {
+				l := c.newLocker(fmt.Sprintf("tput:%d:%d:%d", round, w, i))
+				err := l.Lock(ctx)
+				if err == nil {
+					err = l.Unlock(ctx)
+				}
+				if err != nil {
+					errs.Add(1)
+					continue
+				}
+				ops.Add(1)
+			}
+		}(w)
+	}
+	if !waitUntil(&wg, deadline.Add(opTimeout)) {
+		return windowResult{timedOut: true}
+	}
+	return windowResult{ops: ops.Load(), errs: errs.Load(), elapsed: time.Since(start), cpu: cpuTime() - cpu0, srv: servers().sub(srv0)}
+}
+
+// waitUntil waits for wg until t: false when t came first.
+func waitUntil(wg *sync.WaitGroup, t time.Time) bool {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-done:
+		return true
+	case <-timer.C:
+		return false
+	}
 }
 
 // buildAll builds one client of every kind over the cluster.

@@ -259,10 +259,12 @@ func (f *foreign) noteFailure(replies []Reply) {
 		if r.Err != nil && !errors.As(r.Err, &re) {
 			err := r.Err
 			f.failure.Store(&err)
+			f.c.nodeReached(f.p, err)
 			return
 		}
 	}
 	f.failure.Store(nil)
+	f.c.nodeReached(f.p, nil)
 }
 
 // unreachable says why the last Eval failed, nil when it went through.
@@ -338,6 +340,7 @@ func (f *foreign) identify(ctx context.Context, key string) error {
 		f.known[route.Addr] = route.Dials
 	}
 	f.mu.Unlock()
+	f.c.recheckQuarantine(f.p, key)
 	return nil
 }
 

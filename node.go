@@ -130,12 +130,19 @@ func newPeer(c *Client, n *Node, i int) *peer {
 		return p
 	}
 	t := &native{
-		name:    n.name,
-		dial:    n.dial,
-		setup:   c.setupTimeout(),
-		grace:   c.opts.nodeTimeout,
-		observe: func(info string, at time.Time) { _ = p.process.observe(info, at) },
-		refused: func(err error) { p.infoRefused(c, &p.process, err) },
+		name:  n.name,
+		dial:  n.dial,
+		setup: c.setupTimeout(),
+		grace: c.opts.nodeTimeout,
+		observe: func(info string, at time.Time) {
+			_ = p.process.observe(info, at)
+			c.recheckQuarantine(p, "")
+		},
+		refused: func(err error) {
+			p.infoRefused(c, &p.process, err)
+			c.recheckQuarantine(p, "")
+		},
+		reached: func(err error) { c.nodeReached(p, err) },
 		logger:  c.opts.logger,
 		ctx:     c.ctx,
 	}

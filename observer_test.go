@@ -154,12 +154,6 @@ func observed(t *testing.T, cl *redlocktest.Cluster, opts ...redlock.Option) (*r
 	return c, rec
 }
 
-func TestObserverWithNilIsInvalid(t *testing.T) {
-	_, err := redlock.Dial([]string{"redis://127.0.0.1:1"}, redlock.WithObserver(nil))
-	require.ErrorIs(t, err, redlock.ErrInvalid)
-	assert.Contains(t, err.Error(), "WithObserver(nil)")
-}
-
 func TestObserverLockUnlockInOrder(t *testing.T) {
 	cl := redlocktest.Start(t, 3)
 	c, rec := observed(t, cl)

@@ -14,11 +14,15 @@ import (
 // github.com/redlock-go/redlock/otel implements it with OpenTelemetry.
 //
 // The Client calls the methods synchronously, on the goroutine where the
-// event happens (a Lock's, the watchdog's, a connection's), never while
-// it holds a lock of its own: a method must be fast and must not block,
-// or it delays the lock's path (hand slow work to a goroutine of your
-// own). Methods of one Client may be called from several goroutines at
-// once; they must not call the Client or its Mutexes.
+// event happens (a Lock's, the watchdog's, a connection's): a method must
+// be fast and must not block, or it delays the lock's path (hand slow work
+// to a goroutine of your own). Methods of one Client may be called from
+// several goroutines at once. The one lock of the Client's that may be
+// held during a call is the Mutex's own, which orders one owner's
+// acquisitions and releases (held during the events of Lock, TryLock and
+// Unlock, and every held Mutex's during Close; the watchdog, the
+// connections and other owners hold none): a method must not call the
+// Client or its Mutexes.
 //
 // Implementations embed NopObserver, so that a method added in a later
 // version has a default that does nothing; one that does not embed it

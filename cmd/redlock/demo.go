@@ -116,18 +116,13 @@ func demo(ctx context.Context, cfg demoConfig, stdout, stderr io.Writer) int {
 	for i := range d.state {
 		d.state[i] = "up"
 	}
-	headline := d.headline(nodes.Kind())
-	var metrics *registry
-	if cfg.metrics != "" {
-		metrics = newRegistry()
-		url, stop, err := serveMetrics(cfg.metrics, metrics)
-		if err != nil {
-			fmt.Fprintf(stderr, "redlock demo: -metrics %s: %v\n", cfg.metrics, err)
-			return exitDemoFailed
-		}
-		defer stop()
-		headline += "; metrics at " + url
+	metrics, where, stopMetrics, err := demoMetrics(cfg.metrics)
+	if err != nil {
+		fmt.Fprintf(stderr, "redlock demo: -metrics %s: %v\n", cfg.metrics, err)
+		return exitDemoFailed
 	}
+	defer stopMetrics()
+	headline := d.headline(nodes.Kind()) + where
 	clients, err := d.dial(metrics)
 	defer func() {
 		for _, c := range clients {

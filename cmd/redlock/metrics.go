@@ -312,6 +312,21 @@ func errorType(err error) string {
 	return "other"
 }
 
+// demoMetrics serves the demo's metrics at http://addr/metrics when addr
+// is not empty: it returns the registry to record them in (nil when addr
+// is empty), what the demo's first line says of them, and how to stop.
+func demoMetrics(addr string) (r *registry, where string, stop func(), err error) {
+	if addr == "" {
+		return nil, "", func() {}, nil
+	}
+	r = newRegistry()
+	url, stop, err := serveMetrics(addr, r)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	return r, "; metrics at " + url, stop, nil
+}
+
 // serveMetrics serves r at http://addr/metrics until stop is called, and
 // returns the page's URL.
 func serveMetrics(addr string, r *registry) (url string, stop func(), err error) {

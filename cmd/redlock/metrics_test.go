@@ -139,3 +139,11 @@ func scrape(url string) (page, contentType string) {
 	}
 	return string(b), resp.Header.Get("Content-Type")
 }
+
+// An address the demo cannot listen on stops it before the run, saying so.
+func TestDemoMetricsBadAddress(t *testing.T) {
+	code, out, stderr := runCLI("demo", "-backend=miniredis", "-duration=1s", "-metrics=127.0.0.1:99999")
+	require.Equal(t, exitDemoFailed, code, "stdout: %s", out)
+	require.Contains(t, stderr, "redlock demo: -metrics 127.0.0.1:99999:")
+	require.Empty(t, out)
+}

@@ -27,6 +27,13 @@ func BenchmarkLockUnlock(b *testing.B) {
 	benchLockUnlock(b, nil)
 }
 
+// BenchmarkLockUnlockObserved is BenchmarkLockUnlock with an Observer
+// that does nothing: the cost of building the events (each round's node
+// results), against BenchmarkLockUnlock's none.
+func BenchmarkLockUnlockObserved(b *testing.B) {
+	benchLockUnlock(b, nil, redlock.WithObserver(redlock.NopObserver{}))
+}
+
 // BenchmarkLockUnlockDeadMinority is BenchmarkLockUnlock with two of the
 // five nodes killed before the timer starts: each node call to them is
 // refused (or, within 20 ms of a refused dial, not dialled at all).
@@ -39,11 +46,11 @@ func BenchmarkLockUnlockDeadMinority(b *testing.B) {
 	})
 }
 
-// benchLockUnlock runs the Lock+Unlock loop, after fault (if any) has been
-// applied to the warmed-up cluster.
-func benchLockUnlock(b *testing.B, fault func(*redlocktest.Cluster) error) {
+// benchLockUnlock runs the Lock+Unlock loop of a Client with opts, after
+// fault (if any) has been applied to the warmed-up cluster.
+func benchLockUnlock(b *testing.B, fault func(*redlocktest.Cluster) error, opts ...redlock.Option) {
 	cl := redlocktest.Start(b, 5)
-	c, err := redlock.Dial(cl.URLs())
+	c, err := redlock.Dial(cl.URLs(), opts...)
 	if err != nil {
 		b.Fatal(err)
 	}

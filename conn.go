@@ -82,6 +82,7 @@ type native struct {
 	grace   time.Duration                             // how overdue a written request may be before its pipe counts as stalled
 	observe func(info string, at time.Time)           // told what INFO server said, before the pipe serves
 	refused func(err error)                           // told that the node refused INFO server, before the pipe serves
+	reached func(err error)                           // told after each round of connecting: nil, every pipe serves; else why not
 	logger  *slog.Logger
 	ctx     context.Context // ends at Close
 	pipes   []*pipe
@@ -114,6 +115,7 @@ func (t *native) run() {
 		err := t.connectIdle()
 		if err == nil {
 			backoff = 0
+			t.reached(nil)
 			select {
 			case <-t.broken:
 			case <-t.ctx.Done():
@@ -123,6 +125,7 @@ func (t *native) run() {
 		if t.ctx.Err() != nil {
 			return
 		}
+		t.reached(err)
 		t.logger.Debug("redlock: connecting failed", "node", t.name, "err", err)
 		backoff = min(max(2*backoff, minBackoff), maxBackoff)
 		wait := backoff + jitter(backoff/2)

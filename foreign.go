@@ -276,10 +276,12 @@ func (f *foreign) noteFailure(replies []Reply) {
 		if r.Err != nil && !errors.As(r.Err, &re) {
 			err := r.Err
 			f.failure.Store(&err)
+			f.c.nodeReached(f.p, err)
 			return
 		}
 	}
 	f.failure.Store(nil)
+	f.c.nodeReached(f.p, nil)
 }
 
 // unreachable says why the last Eval failed, nil when it went through.
@@ -340,19 +342,21 @@ func (f *foreign) succession(cl *call) {
 		keys = keys[:1]
 	}
 	at := now()
-	var successors []string
+	var successors []slotSeen // a successor's address, and a key it serves
 	f.mu.Lock()
 	for k := 0; k < len(keys); k += stride {
 		route := f.t.Route(keys[k])
 		before, seen := f.slots[route.Slot]
-		f.slots[route.Slot] = slotSeen{addr: route.Addr, key: keys[k]}
-		if seen && before.addr != route.Addr && !slices.Contains(successors, route.Addr) {
-			successors = append(successors, route.Addr)
+		now := slotSeen{addr: route.Addr, key: keys[k]}
+		f.slots[route.Slot] = now
+		if seen && before.addr != route.Addr && !slices.ContainsFunc(successors, func(s slotSeen) bool { return s.addr == route.Addr }) {
+			successors = append(successors, now)
 		}
 	}
 	f.mu.Unlock()
-	for _, addr := range successors {
-		f.process(addr).succeed(at, tookOverSlots)
+	for _, s := range successors {
+		f.process(s.addr).succeed(at, tookOverSlots)
+		f.c.recheckQuarantine(f.p, s.key)
 	}
 }
 
@@ -417,6 +421,7 @@ func (f *foreign) identify(ctx context.Context, key string) error {
 		f.known[route.Addr] = route.Dials
 	}
 	f.mu.Unlock()
+	f.c.recheckQuarantine(f.p, key)
 	return nil
 }
 

@@ -28,7 +28,8 @@ type hold struct {
 	renew bool          // taken with the watchdog lease
 	watch bool          // in the watchdog's queue (see watchdog.add)
 	state holdState
-	final int64 // unsure: the sequence of the final release, which every retry sends again
+	final int64         // unsure: the sequence of the final release, which every retry sends again
+	began time.Duration // when it started, on the watchdog's clock (watchdog.clock); set only with an Observer
 
 	// The hold's key and owner field as renew.lua's arguments, boxed at its
 	// first renewal (the watchdog's loop alone uses them).
@@ -68,6 +69,9 @@ func (m *Mutex) grant(count int, seq, token int64, lease time.Duration, late *st
 	fresh := h == nil || h.state.ended()
 	if fresh {
 		h = &hold{m: m, lost: make(chan struct{}), token: token}
+		if m.c.obs != nil {
+			h.began = m.c.wd.clock()
+		}
 		m.h = h
 	}
 	h.count, h.seq, h.lease = count, seq, lease
@@ -82,6 +86,9 @@ func (m *Mutex) grant(count int, seq, token int64, lease time.Duration, late *st
 	m.mu.Unlock()
 	if fresh {
 		m.c.track(m, true)
+		if m.c.obs != nil {
+			m.c.holdStarted(h, lease, until, renew)
+		}
 	}
 	if startRenewal {
 		m.c.wd.add(h)
@@ -191,7 +198,7 @@ func (h *hold) endLocked(why endReason) bool {
 func (h *hold) unregister(why endReason) {
 	m := h.m
 	m.mu.Lock()
-	renew := h.renew
+	renew, began := h.renew, h.began
 	m.mu.Unlock()
 	switch {
 	case why == endExpired && !renew:
@@ -203,6 +210,9 @@ func (h *hold) unregister(why endReason) {
 	}
 	m.c.wd.drop(h)
 	m.c.track(m, false)
+	if m.c.obs != nil {
+		m.c.holdEnded(h, why, renew, began)
+	}
 }
 
 // lower records a release that reached a quorum and left count holds.

@@ -138,8 +138,13 @@ func newPeer(c *Client, n *Node, i int) *peer {
 			if replaced, _ := p.process.observe(info, at); replaced {
 				p.process.succeed(at, runIDChanged)
 			}
+			c.recheckQuarantine(p, "")
 		},
-		refused: func(err error) { p.infoRefused(c, &p.process, err) },
+		refused: func(err error) {
+			p.infoRefused(c, &p.process, err)
+			c.recheckQuarantine(p, "")
+		},
+		reached: func(err error) { c.nodeReached(p, err) },
 		logger:  c.opts.logger,
 		ctx:     c.ctx,
 	}

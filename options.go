@@ -26,6 +26,8 @@ type options struct {
 	conns         int           // long-lived connections per node
 	setup         time.Duration // bound of a connection's dial and set-up
 	setupSet      bool          // WithSetupTimeout was given (else the default)
+	observer      Observer      // nil: none (the default)
+	observerSet   bool          // WithObserver was given
 }
 
 func defaultOptions() options {
@@ -73,6 +75,9 @@ func (o *options) validate() error {
 	}
 	if o.setupSet && o.setup <= 0 {
 		return invalid("WithSetupTimeout(%v): the timeout must be positive", o.setup)
+	}
+	if o.observerSet && o.observer == nil {
+		return invalid("WithObserver(nil): pass an Observer, or leave the option out")
 	}
 	if o.youngNodes && o.quarantine == 0 {
 		return invalid("WithQuarantineYoungNodes with WithQuarantine(0): quarantine is off")

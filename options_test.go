@@ -60,6 +60,7 @@ func unitBadOptions() []struct {
 		{"prefix with }", []Option{WithKeyPrefix("app}")}, "WithKeyPrefix"},
 		{"setup timeout 0", []Option{WithSetupTimeout(0)}, "WithSetupTimeout(0s)"},
 		{"setup timeout -1s", []Option{WithSetupTimeout(-time.Second)}, "WithSetupTimeout(-1s)"},
+		{"observer nil", []Option{WithObserver(nil)}, "WithObserver(nil)"},
 		{"nil option", []Option{nil}, "nil Option"},
 		{"nil option after a good one", []Option{WithLease(time.Minute), nil}, "nil Option"},
 	}

@@ -387,6 +387,7 @@ func (c *Client) heard(i int, channel string, msg []byte) {
 // reconnected tells the head of every lock with waiters that node i's
 // pub/sub connection failed: its messages may have been missed.
 func (c *Client) reconnected(i int, channels []string) {
+	c.pubsubReconnected(i, len(channels))
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, ch := range channels {

@@ -257,8 +257,12 @@ func (r *round) record(i int) {
 	if o.err == nil {
 		v = r.classify(o.reply)
 		if r.undo != nil {
-			if qerr := r.c.quarantined(p, r.call.key()); qerr != nil {
+			qerr := r.c.quarantined(p, r.call.key())
+			if qerr != nil {
 				v, err = voteFailed, p.fail(qerr)
+			}
+			if r.c.obs != nil {
+				r.c.checkQuarantine(p, r.call.key(), qerr)
 			}
 		}
 	} else {
@@ -526,7 +530,11 @@ func (c *Client) broadcast(ctx context.Context, timeout time.Duration, calls fun
 // quorums: no server that serves their keys is in restart quarantine.
 func (c *Client) countedFor(p *peer, calls []call) bool {
 	if p.foreign == nil || len(calls) == 0 {
-		return c.quarantined(p, "") == nil
+		qerr := c.quarantined(p, "")
+		if c.obs != nil {
+			c.checkQuarantine(p, "", qerr)
+		}
+		return qerr == nil
 	}
 	var seen []string
 	for k := range calls {
@@ -536,7 +544,11 @@ func (c *Client) countedFor(p *peer, calls []call) bool {
 				continue
 			}
 			seen = append(seen, addr)
-			if c.quarantined(p, key) != nil {
+			qerr := c.quarantined(p, key)
+			if c.obs != nil {
+				c.checkQuarantine(p, key, qerr)
+			}
+			if qerr != nil {
 				return false
 			}
 		}

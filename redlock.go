@@ -66,6 +66,9 @@ type Client struct {
 	wd  *watchdog
 	rel *releaser // the releases Unlock could not confirm
 
+	obs   Observer  // WithObserver's; nil: no events
+	watch nodeWatch // the node states last reported to obs
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -148,6 +151,8 @@ func newClient(nodes []*Node, o options) (*Client, error) {
 		done:   make(chan struct{}),
 		holds:  make(map[*Mutex]struct{}),
 		queues: make(map[string]*waitQueue),
+		obs:    o.observer,
+		watch:  nodeWatch{reach: make(map[*peer]NodeState), quarantines: make(map[*serverProcess]time.Time)},
 	}
 	c.maxLease.Store(int64(o.lease))
 	c.peers = make([]*peer, len(nodes))

@@ -179,11 +179,21 @@ func (m *Mutex) acquire(ctx context.Context, maxWait, lease time.Duration) (bool
 	if err := m.ensureUsable(ctx); err != nil {
 		return false, err
 	}
+	if d := drift(lease, m.c.opts.driftFactor); lease != 0 && lease <= d {
+		return false, invalid("lease %v must exceed the clock drift allowance %v", lease, d)
+	}
+	if m.c.obs != nil {
+		return m.acquireObserved(ctx, maxWait, lease)
+	}
+	return m.acquireWith(ctx, maxWait, lease, nil)
+}
+
+// acquireWith is acquire once its arguments are checked; w, when the
+// Client has an Observer, records the wait.
+func (m *Mutex) acquireWith(ctx context.Context, maxWait, lease time.Duration, w *watching) (bool, error) {
 	renew := lease == 0
 	if renew {
 		lease = m.c.opts.lease
-	} else if d := drift(lease, m.c.opts.driftFactor); lease <= d {
-		return false, invalid("lease %v must exceed the clock drift allowance %v", lease, d)
 	}
 	var a attempt
 	queue, lately := m.c.contention(m.channel)
@@ -199,6 +209,10 @@ func (m *Mutex) acquire(ctx context.Context, maxWait, lease time.Duration) (bool
 		if a.ok || maxWait == 0 || m.c.authRefused(a.err) {
 			return a.ok, a.err
 		}
+	}
+	if w != nil {
+		w.from = now()
+		m.c.obs.WaitStarted(ctx, Wait{Op: opOf(maxWait), Lock: m.name})
 	}
 	return m.await(ctx, maxWait, lease, renew, a)
 }
@@ -255,10 +269,23 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew, tell, subsc
 	if tell {
 		subs = subscribers(r)
 	}
+	var a attempt
 	if ok {
 		m.grant(prev+1, seq, token, lease, &r.late, start.Add(lease-dr), renew)
-		return attempt{ok: true, subs: subs}
+		a = attempt{ok: true, subs: subs}
+	} else {
+		a = m.failedAttempt(ctx, r, lease, elapsed, subs, fenceErr, undoErr)
 	}
+	if c.obs != nil {
+		c.attemptDone(ctx, m, r, a, since(start))
+	}
+	return a
+}
+
+// failedAttempt is the attempt of a round r that did not acquire the
+// lock, after elapsed; fenceErr and undoErr are the errors of its fencing
+// token's write-back and of its rollback.
+func (m *Mutex) failedAttempt(ctx context.Context, r *round, lease, elapsed time.Duration, subs int, fenceErr, undoErr error) attempt {
 	a := attempt{freeIn: m.freeIn(r, lease), split: r.ballot.yes > 0, subs: subs, took: elapsed}
 	switch {
 	case ctx.Err() != nil:
@@ -645,17 +672,22 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	if err := m.c.ensureOpen(); err != nil {
 		return err // Close released the hold while this call waited for it
 	}
-	return m.release(ctx)
+	if m.c.obs != nil {
+		return m.unlockObserved(ctx)
+	}
+	return m.release(ctx, nil)
 }
 
-// release sends one release round. m.op must be held.
-func (m *Mutex) release(ctx context.Context) error {
+// release sends one release round, and records how it ended in note
+// (nil: not observed). m.op must be held.
+func (m *Mutex) release(ctx context.Context, note *releaseNote) error {
 	h, target, state := m.toRelease()
 	switch {
 	case h == nil:
+		note.set(UnlockNotHeld, nil)
 		return ErrNotHeld
 	case state == unsure || state == freed:
-		return m.confirmRelease(ctx, h)
+		return m.confirmRelease(ctx, h, note)
 	}
 	c := m.c
 	var dropped time.Time
@@ -673,18 +705,23 @@ func (m *Mutex) release(ctx context.Context) error {
 	}
 	switch {
 	case state == owed:
+		note.set(UnlockNotHeld, r)
 		h.finish() // the hold was gone before this round; it only cleaned up
 		return ErrNotHeld
 	case r.ballot.won() && target == 0:
+		note.set(UnlockReleased, r)
 		h.end(endReleased)
 		return nil
 	case r.ballot.won():
+		note.set(UnlockLowered, r)
 		h.lower(target, seq)
 		return nil
 	case r.ballot.denied():
+		note.set(UnlockNotHeld, r)
 		h.end(endDenied) // not ours on a majority: lost without us noticing
 		return ErrNotHeld
 	}
+	note.set(UnlockNoQuorum, r)
 	op := "unlock " + quoteName(m.name)
 	if target == 0 {
 		// The last hold ends here whatever the nodes did; the Client
@@ -705,12 +742,15 @@ func (m *Mutex) release(ctx context.Context) error {
 // The first try was sent while the hold was valid and may have released it
 // on a majority, after which the key is gone or another owner has it:
 // every answer counts as released. m.op must be held.
-func (m *Mutex) confirmRelease(ctx context.Context, h *hold) error {
+func (m *Mutex) confirmRelease(ctx context.Context, h *hold, note *releaseNote) error {
+	note.set(UnlockReleased, nil)
 	if seq, unsure := h.unconfirmed(); unsure {
 		r := m.c.fanout(ctx, &releaseScript, h.releaseArgs(0, seq, true), classifyAnyInt, (*ballot).certain, nil)
 		if !r.ballot.won() {
+			note.set(UnlockNoQuorum, r)
 			return withCtx(ctx, r.noQuorum("unlock "+quoteName(m.name)+" (a retry; the hold has ended and its release is retried in the background)"))
 		}
+		note.set(UnlockReleased, r)
 		m.c.wakeLocal(m.channel, "")
 	}
 	h.finish()
@@ -776,16 +816,23 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 	if err := m.ensureUsable(ctx); err != nil {
 		return false, err
 	}
-	msg := "force:" + m.field + "/" + strconv.FormatInt(m.seq.Add(1), 10)
-	r := m.c.fanout(ctx, &forceScript, []interface{}{m.key, m.marks, m.channel, msg, m.c.opts.lease.Milliseconds()}, classifyOne, (*ballot).done, nil)
-	m.c.wakeLocal(m.channel, "")
-	switch {
-	case r.ballot.won():
-		return true, nil
-	case r.ballot.denied():
-		return false, nil
+	c := m.c
+	var start time.Time
+	if c.obs != nil {
+		ctx = c.obs.OpStarted(ctx, OpStart{Op: OpForceUnlock, Lock: m.name})
+		start = now()
 	}
-	return false, withCtx(ctx, r.noQuorum("force unlock "+quoteName(m.name)))
+	msg := "force:" + m.field + "/" + strconv.FormatInt(m.seq.Add(1), 10)
+	r := c.fanout(ctx, &forceScript, []interface{}{m.key, m.marks, m.channel, msg, c.opts.lease.Milliseconds()}, classifyOne, (*ballot).done, nil)
+	c.wakeLocal(m.channel, "")
+	var err error
+	if !r.ballot.won() && !r.ballot.denied() {
+		err = withCtx(ctx, r.noQuorum("force unlock "+quoteName(m.name)))
+	}
+	if c.obs != nil {
+		c.forceDone(ctx, m, r, r.ballot.won(), err, since(start))
+	}
+	return r.ballot.won(), err
 }
 
 // inspect asks every node whether pred holds of its state and decides by

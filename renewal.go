@@ -310,19 +310,23 @@ func (wd *watchdog) renew(ctx context.Context, hs []*hold) {
 	}
 	wd.repair(ctx, r)
 	until := start.Add(c.opts.lease - c.drift)
-	renewed := 0
+	renewed, taken := 0, 0
 	for k, h := range hs {
 		switch {
 		case int(r.yes[k]) >= c.quorum:
 			renewed++
 			h.renewed(until)
 		case r.gone(k, c.quorum):
+			taken++
 			h.takenAway()
 		}
 		// Otherwise the loss timer ends the hold at its current until
 		// unless a later renewal succeeds first.
 	}
 	wd.stats.renewed.Add(int64(renewed))
+	if c.obs != nil {
+		c.renewalDone(r, res, renewed, taken, start)
+	}
 }
 
 // renewCall is the renew.lua call for hs: the keys, the lease, the owner

@@ -43,6 +43,11 @@ servers (github.com/alicebob/miniredis); "auto" picks redis when it is
 installed, else miniredis. The table is redrawn in place on a terminal and
 printed as plain lines otherwise (or with -plain).
 
+With -metrics ADDR the demo serves its clients' metrics (redlock_*, the
+names of docs/observability.md, with a client label) in the Prometheus text
+format at http://ADDR/metrics while it runs; the first line of output says
+the URL.
+
 Exit codes:
   0  no violation of mutual exclusion
   1  a violation was seen
@@ -59,6 +64,7 @@ type demoConfig struct {
 	nodeTimeout time.Duration
 	backend     string
 	plain       bool
+	metrics     string // ADDR: serve the metrics at http://ADDR/metrics; "": not
 }
 
 func runDemo(args []string, stdout, stderr io.Writer) int {
@@ -72,6 +78,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.nodeTimeout, "node-timeout", 50*time.Millisecond, "bound on one round trip to one node")
 	fs.StringVar(&cfg.backend, "backend", "auto", `what runs the nodes: "auto", "redis" or "miniredis"`)
 	fs.BoolVar(&cfg.plain, "plain", false, "print plain lines even on a terminal")
+	fs.StringVar(&cfg.metrics, "metrics", "", "serve the demo's metrics in the Prometheus text format at http://ADDR/metrics while it runs (ADDR: host:port, or :port)")
 	if code, done := parse(fs, args); done {
 		return code
 	}
@@ -109,33 +116,29 @@ func demo(ctx context.Context, cfg demoConfig, stdout, stderr io.Writer) int {
 	for i := range d.state {
 		d.state[i] = "up"
 	}
-	clients := make([]*redlock.Client, 0, cfg.clients)
+	metrics, where, stopMetrics, err := demoMetrics(cfg.metrics)
+	if err != nil {
+		fmt.Fprintf(stderr, "redlock demo: -metrics %s: %v\n", cfg.metrics, err)
+		return exitDemoFailed
+	}
+	defer stopMetrics()
+	headline := d.headline(nodes.Kind()) + where
+	clients, err := d.dial(metrics)
 	defer func() {
 		for _, c := range clients {
 			c.Close()
 		}
 	}()
-	opts := []redlock.Option{redlock.WithLease(cfg.lease), redlock.WithNodeTimeout(cfg.nodeTimeout), redlock.WithFencing()}
-	if _, mini := nodes.(*miniNodes); mini {
-		// miniredis answers no INFO server (run_id, uptime), which the
-		// restart quarantine needs; the demo's delayed restart (after at
-		// least one lease) keeps a restarted node safe without it.
-		opts = append(opts, redlock.WithQuarantine(0))
-	}
-	for i := 0; i < cfg.clients; i++ {
-		c, err := redlock.Dial(d.urls, opts...)
-		if err != nil {
-			fmt.Fprintf(stderr, "redlock demo: %v\n", err)
-			return exitDemoFailed
-		}
-		clients = append(clients, c)
+	if err != nil {
+		fmt.Fprintf(stderr, "redlock demo: %v\n", err)
+		return exitDemoFailed
 	}
 
 	out := newScreen(stdout, cfg.plain)
 	d.start = time.Now()
 	runCtx, cancel := context.WithTimeout(ctx, cfg.duration)
 	defer cancel()
-	out.header(d.headline(nodes.Kind()))
+	out.header(headline)
 
 	var wg sync.WaitGroup
 	for ci, c := range clients {
@@ -183,6 +186,31 @@ func demo(ctx context.Context, cfg demoConfig, stdout, stderr io.Writer) int {
 	final := d.snapshot()
 	out.last(final, prev, d)
 	return d.summary(stdout, final, interrupted)
+}
+
+// dial makes the demo's clients, each observed into metrics when it is
+// not nil (client="c1", "c2", ...).
+func (d *demoRun) dial(metrics *registry) ([]*redlock.Client, error) {
+	opts := []redlock.Option{redlock.WithLease(d.cfg.lease), redlock.WithNodeTimeout(d.cfg.nodeTimeout), redlock.WithFencing()}
+	if _, mini := d.nodes.(*miniNodes); mini {
+		// miniredis answers no INFO server (run_id, uptime), which the
+		// restart quarantine needs; the demo's delayed restart (after at
+		// least one lease) keeps a restarted node safe without it.
+		opts = append(opts, redlock.WithQuarantine(0))
+	}
+	clients := make([]*redlock.Client, 0, d.cfg.clients)
+	for i := 0; i < d.cfg.clients; i++ {
+		copts := opts
+		if metrics != nil {
+			copts = append(slices.Clone(opts), redlock.WithObserver(newDemoObserver(metrics, fmt.Sprintf("c%d", i+1))))
+		}
+		c, err := redlock.Dial(d.urls, copts...)
+		if err != nil {
+			return clients, err
+		}
+		clients = append(clients, c)
+	}
+	return clients, nil
 }
 
 // demoRun is one run's state, shared by the workers, the scheduler and the

@@ -1,0 +1,332 @@
+package redlock_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/redlocktest"
+)
+
+// The Observer's events (observer.go), on real redis-server nodes: each
+// call's events in order and with its context, the outcomes of contended
+// acquisitions, holds that end and why, renewal rounds, and the states of
+// nodes that die, restart and leave quarantine.
+
+// spanKey marks the context OpStarted returns, to check that the call's
+// later events get it.
+type spanKey struct{}
+
+// recorder is an Observer that keeps every event, in order, each as a
+// line that names it, and the events themselves.
+type recorder struct {
+	redlock.NopObserver
+	mu     sync.Mutex
+	lines  []string
+	events []any
+	ops    int
+	lost   []string // lines of events whose ctx is not their call's
+}
+
+func (r *recorder) add(ctx context.Context, line string, e any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lines = append(r.lines, line)
+	r.events = append(r.events, e)
+	if ctx != nil && ctx.Value(spanKey{}) == nil {
+		r.lost = append(r.lost, line)
+	}
+}
+
+func (r *recorder) OpStarted(ctx context.Context, e redlock.OpStart) context.Context {
+	r.mu.Lock()
+	r.ops++
+	n := r.ops
+	r.mu.Unlock()
+	ctx = context.WithValue(ctx, spanKey{}, n)
+	r.add(ctx, "start "+e.Op.String()+" "+e.Lock, e)
+	return ctx
+}
+
+func (r *recorder) AttemptDone(ctx context.Context, e redlock.Attempt) {
+	r.add(ctx, "attempt "+e.Lock+" "+e.Outcome.String(), e)
+}
+
+func (r *recorder) WaitStarted(ctx context.Context, e redlock.Wait) {
+	r.add(ctx, "wait "+e.Op.String()+" "+e.Lock, e)
+}
+
+func (r *recorder) AcquireDone(ctx context.Context, e redlock.Acquire) {
+	r.add(ctx, "acquire "+e.Op.String()+" "+e.Lock+" "+e.Outcome.String(), e)
+}
+
+func (r *recorder) ReleaseDone(ctx context.Context, e redlock.Release) {
+	r.add(ctx, "release "+e.Lock+" "+e.Outcome.String(), e)
+}
+
+func (r *recorder) ForceDone(ctx context.Context, e redlock.Force) {
+	r.add(ctx, fmt.Sprintf("force %s deleted=%v", e.Lock, e.Deleted), e)
+}
+
+func (r *recorder) HoldStarted(e redlock.HoldStart) {
+	r.add(nil, fmt.Sprintf("hold %s watchdog=%v", e.Lock, e.Watchdog), e)
+}
+
+func (r *recorder) HoldEnded(e redlock.HoldEnd) {
+	r.add(nil, fmt.Sprintf("end %s %s lost=%v", e.Lock, e.Reason, e.Reason.Lost()), e)
+}
+
+func (r *recorder) RenewalDone(e redlock.Renewal) {
+	r.add(nil, fmt.Sprintf("renewal holds=%d renewed=%d taken=%d", e.Holds, e.Renewed, e.Taken), e)
+}
+
+func (r *recorder) NodeChanged(e redlock.NodeChange) {
+	r.add(nil, "node "+e.Node+" "+e.State.String(), e)
+}
+
+func (r *recorder) PubSubReconnected(e redlock.PubSubReconnect) {
+	r.add(nil, fmt.Sprintf("pubsub %s channels=%d", e.Node, e.Channels), e)
+}
+
+// of returns the lines that begin with prefix, in order.
+func (r *recorder) of(prefix string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, l := range r.lines {
+		if len(l) >= len(prefix) && l[:len(prefix)] == prefix {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// first returns the first event of type T whose line begins with prefix.
+func first[T any](t *testing.T, r *recorder, prefix string) T {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, l := range r.lines {
+		if e, ok := r.events[i].(T); ok && len(l) >= len(prefix) && l[:len(prefix)] == prefix {
+			return e
+		}
+	}
+	var zero T
+	t.Fatalf("no %T event %q among %q", zero, prefix, r.lines)
+	return zero
+}
+
+// has reports whether some line is exactly line.
+func (r *recorder) has(line string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, l := range r.lines {
+		if l == line {
+			return true
+		}
+	}
+	return false
+}
+
+// reset forgets every event so far.
+func (r *recorder) reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lines, r.events = nil, nil
+}
+
+// observed dials the cluster with a recorder as the Observer, after
+// waiting until every node is up.
+func observed(t *testing.T, cl *redlocktest.Cluster, opts ...redlock.Option) (*redlock.Client, *recorder) {
+	t.Helper()
+	rec := &recorder{}
+	c := dial(t, cl, append(opts, redlock.WithObserver(rec))...)
+	for i := 0; i < cl.N(); i++ {
+		name := cl.URLs()[i] // Dial names a node by its URL, without a password
+		require.Eventually(t, func() bool { return rec.has("node " + name + " up") }, 5*time.Second, 5*time.Millisecond, "node %d never up: %q", i, rec.of("node"))
+	}
+	return c, rec
+}
+
+func TestObserverLockUnlockInOrder(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	c, rec := observed(t, cl)
+	ctx := context.Background()
+	m := c.NewMutex("job")
+	rec.reset()
+
+	require.NoError(t, m.Lock(ctx))
+	require.NoError(t, m.Lock(ctx)) // re-entrant: no new hold
+	require.NoError(t, m.Unlock(ctx))
+	require.NoError(t, m.Unlock(ctx))
+	require.ErrorIs(t, m.Unlock(ctx), redlock.ErrNotHeld)
+
+	assert.Equal(t, []string{
+		"start Lock job", "hold job watchdog=true", "attempt job acquired", "acquire Lock job acquired",
+		"start Lock job", "attempt job acquired", "acquire Lock job acquired",
+		"start Unlock job", "release job lowered",
+		"start Unlock job", "end job released lost=false", "release job released",
+		"start Unlock job", "release job not_held",
+	}, rec.of(""))
+	assert.Empty(t, rec.lost, "events without their call's context")
+
+	a := first[redlock.Attempt](t, rec, "attempt")
+	assert.GreaterOrEqual(t, a.Yes, 2)
+	assert.Equal(t, 0, a.No+a.Failed)
+	assert.Len(t, a.Nodes, 3)
+	assert.Positive(t, a.Took)
+	acq := first[redlock.Acquire](t, rec, "acquire")
+	assert.False(t, acq.Queued)
+	assert.False(t, acq.Reentrant)
+	assert.Zero(t, acq.Waited)
+	assert.GreaterOrEqual(t, acq.Took, a.Took)
+	end := first[redlock.HoldEnd](t, rec, "end")
+	assert.Positive(t, end.Held)
+	rel := first[redlock.Release](t, rec, "release job released")
+	assert.GreaterOrEqual(t, rel.Yes, 2)
+	notHeld := first[redlock.Release](t, rec, "release job not_held")
+	assert.Nil(t, notHeld.Nodes, "no round was sent")
+}
+
+func TestObserverContendedAcquisitions(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	c, rec := observed(t, cl)
+	ctx := context.Background()
+	a, b, d := c.NewMutex("busy"), c.NewMutex("busy"), c.NewMutex("busy")
+	require.NoError(t, a.Lock(ctx))
+	rec.reset()
+
+	ok, err := d.TryLock(ctx, 0, 0)
+	require.NoError(t, err)
+	require.False(t, ok)
+	assert.Equal(t, []string{"start TryLock busy", "attempt busy busy", "acquire TryLock busy busy"}, rec.of(""))
+
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		_ = a.Unlock(ctx)
+	}()
+	rec.reset()
+	ok, err = b.TryLock(ctx, 5*time.Second, 0)
+	require.NoError(t, err)
+	require.True(t, ok)
+	lines := rec.of("")
+	assert.Contains(t, lines, "wait TryLock busy")
+	assert.Equal(t, "acquire TryLock busy acquired", rec.of("acquire")[0])
+	got := first[redlock.Acquire](t, rec, "acquire")
+	assert.True(t, got.Queued)
+	assert.GreaterOrEqual(t, got.Waited, 200*time.Millisecond)
+	assert.LessOrEqual(t, got.Waited, got.Took)
+
+	tctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	rec.reset()
+	require.Error(t, d.Lock(tctx))
+	assert.Equal(t, []string{"acquire Lock busy canceled"}, rec.of("acquire"))
+	require.NoError(t, b.Unlock(ctx))
+}
+
+func TestObserverHoldEnds(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	c, rec := observed(t, cl, redlock.WithLease(1500*time.Millisecond))
+	ctx := context.Background()
+
+	fixed := c.NewMutex("fixed")
+	require.NoError(t, fixed.LockLease(ctx, 300*time.Millisecond))
+	<-fixed.Lost()
+	require.Eventually(t, func() bool { return rec.has("end fixed lease_ended lost=false") }, time.Second, 5*time.Millisecond)
+
+	m := c.NewMutex("taken")
+	require.NoError(t, m.Lock(ctx))
+	deleted, err := c.NewMutex("taken").ForceUnlock(ctx)
+	require.NoError(t, err)
+	require.True(t, deleted)
+	select {
+	case <-m.Lost():
+	case <-time.After(3 * time.Second):
+		t.Fatal("the hold forced away was never lost")
+	}
+	require.Eventually(t, func() bool { return rec.has("end taken taken lost=true") }, time.Second, 5*time.Millisecond)
+	assert.True(t, rec.has("force taken deleted=true"))
+	assert.True(t, rec.has("renewal holds=1 renewed=0 taken=1"), "%q", rec.of("renewal"))
+	r := first[redlock.Renewal](t, rec, "renewal holds=1 renewed=0 taken=1")
+	assert.Len(t, r.Nodes, 3)
+	for _, n := range r.Nodes {
+		assert.Equal(t, redlock.AnswerYes, n.Answer, "node %s answered", n.Node)
+	}
+}
+
+func TestObserverRenewalRounds(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	c, rec := observed(t, cl, redlock.WithLease(900*time.Millisecond))
+	ctx := context.Background()
+	m := c.NewMutex("renewed")
+	require.NoError(t, m.Lock(ctx))
+	require.Eventually(t, func() bool { return len(rec.of("renewal holds=1 renewed=1 taken=0")) >= 2 }, 3*time.Second, 10*time.Millisecond)
+	r := first[redlock.Renewal](t, rec, "renewal")
+	assert.Positive(t, r.Took)
+	require.NoError(t, m.Unlock(ctx))
+}
+
+func TestObserverNodeStates(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	c, rec := observed(t, cl, redlock.WithQuarantine(2*time.Second))
+	ctx := context.Background()
+	node0 := cl.URLs()[0]
+
+	require.NoError(t, cl.Kill(0))
+	require.Eventually(t, func() bool { return rec.has("node " + node0 + " down") }, 5*time.Second, 5*time.Millisecond)
+	down := first[redlock.NodeChange](t, rec, "node "+node0+" down")
+	require.Error(t, down.Err)
+
+	rec.reset()
+	restarted := time.Now()
+	require.NoError(t, cl.Restart(0))
+	require.Eventually(t, func() bool { return rec.has("node " + node0 + " quarantined") }, 5*time.Second, 5*time.Millisecond)
+	q := first[redlock.NodeChange](t, rec, "node "+node0+" quarantined")
+	require.ErrorIs(t, q.Err, redlock.ErrQuarantined)
+	assert.WithinDuration(t, restarted.Add(2*time.Second), q.Until, 1500*time.Millisecond)
+	require.Eventually(t, func() bool { return rec.has("node " + node0 + " up") }, 5*time.Second, 5*time.Millisecond)
+
+	m := c.NewMutex("q")
+	rec.reset()
+	require.NoError(t, m.Lock(ctx))
+	require.NoError(t, m.Unlock(ctx))
+	a := first[redlock.Attempt](t, rec, "attempt")
+	assert.Contains(t, []redlock.NodeAnswer{redlock.AnswerQuarantined, redlock.AnswerUnheard}, a.Nodes[0].Answer)
+	if a.Nodes[0].Answer == redlock.AnswerQuarantined {
+		require.ErrorIs(t, a.Nodes[0].Err, redlock.ErrQuarantined)
+	}
+	assert.False(t, rec.has("node "+node0+" back"))
+
+	time.Sleep(time.Until(q.Until))
+	require.Eventually(t, func() bool {
+		_, _ = m.TryLock(ctx, 0, time.Second) // the next round through the node finds it counting
+		_ = m.Unlock(ctx)
+		return rec.has("node " + node0 + " back")
+	}, 3*time.Second, 20*time.Millisecond)
+}
+
+func TestObserverPubSubReconnect(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	c, rec := observed(t, cl)
+	ctx := context.Background()
+	a, b := c.NewMutex("ps"), c.NewMutex("ps")
+	require.NoError(t, a.Lock(ctx))
+	got := make(chan error, 1)
+	go func() { got <- b.Lock(ctx) }()
+	require.Eventually(t, func() bool { return rec.has("wait Lock ps") }, 2*time.Second, 5*time.Millisecond)
+	time.Sleep(100 * time.Millisecond) // subscribed on every node
+	_, err := cl.Do(1, "CLIENT", "KILL", "TYPE", "pubsub")
+	require.NoError(t, err)
+	node1 := cl.URLs()[1]
+	require.Eventually(t, func() bool { return rec.has("pubsub " + node1 + " channels=1") }, 2*time.Second, 5*time.Millisecond, "%q", rec.of("pubsub"))
+	require.NoError(t, a.Unlock(ctx))
+	require.NoError(t, <-got)
+	require.NoError(t, b.Unlock(ctx))
+}

@@ -25,15 +25,9 @@ type shardsConfig struct {
 // shardsMembers is the number of quorum members of every configuration.
 const shardsMembers = 3
 
-// shardsOptions are the redlock options of every row. Restart quarantine
-// is off: at this library version a member that is a go-redis
-// ClusterClient can quarantine a healthy shard right after start (the
-// foreign layer's first identity read is for the empty key, and go-redis
-// routes the empty key to a random slot, so that read and its route may
-// name two shards), which keeps the locks of that shard's slots from a
-// majority for the quarantine period (30 s). Off in every row, the rows
-// stay alike.
-var shardsOptions = []redlock.Option{redlock.WithQuarantine(0)}
+// shardsOptions are the redlock options of every row: the defaults,
+// restart quarantine on.
+var shardsOptions []redlock.Option
 
 // shardsKinds are the scenario's rows: its configurations.
 var shardsKinds = []kind{kRedlock, kGoredis, kCluster1, kCluster3}

@@ -51,7 +51,7 @@ type diffLock struct {
 }
 
 // dumpLua reads the state of every lock given (three keys each): per lock
-// {PTTL lock, HGETALL lock, PTTL marks, HGETALL marks, GET fence or '',
+// {PTTL lock, HGETALL lock, PTTL marks, HGETALL marks, GET fence or ”,
 // PTTL fence}.
 const dumpLua = `
 local out = {}

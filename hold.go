@@ -205,10 +205,12 @@ func (h *hold) unregister(why endReason) {
 	m.c.track(m, false)
 }
 
-// lower records a release that reached a quorum and left count holds.
+// lower records a release that reached a quorum and left count holds. A
+// hold that ended while the release was out (its loss timer fired) stays
+// ended: Lost has closed, and the next end must not close it again.
 func (h *hold) lower(count int, seq int64) {
 	h.m.mu.Lock()
-	h.count, h.seq, h.state = count, seq, holding
+	h.count, h.seq = count, seq
 	h.m.mu.Unlock()
 }
 

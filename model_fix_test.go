@@ -20,7 +20,7 @@ import (
 func TestUnitReleaseAfterTheLossKeepsTheHoldEnded(t *testing.T) {
 	_, c, _ := unitClients(t)
 	m := c.NewMutex("lowered")
-	m.grant(2, 1, 0, time.Second, nil, now().Add(time.Hour), false)
+	m.grant(0, 2, 1, 0, time.Second, nil, now().Add(time.Hour), false)
 	h := m.current()
 	require.NotNil(t, h)
 	h.end(endExpired) // the loss timer, while the inner release was out
@@ -29,3 +29,17 @@ func TestUnitReleaseAfterTheLossKeepsTheHoldEnded(t *testing.T) {
 	assert.NotPanics(t, func() { h.end(endReleased) }, "Lost closed twice")
 }
 
+// TestUnitReentryAfterTheLossIsNoNewHold: a re-entrant acquisition that
+// reached a quorum after its hold's loss timer fired must not become a
+// new hold: it carries no fencing token (only a new hold's acquisition
+// increments the counter), and another owner may have held the lock
+// between the loss and its landing.
+func TestUnitReentryAfterTheLossIsNoNewHold(t *testing.T) {
+	_, c, _ := unitClients(t)
+	m := c.NewMutex("reentered")
+	require.True(t, m.grant(0, 1, 1, 7, time.Second, nil, now().Add(time.Hour), false))
+	m.current().end(endExpired)
+	assert.False(t, m.grant(1, 2, 2, 0, time.Second, nil, now().Add(time.Hour), false), "a re-entry of a lost hold was granted")
+	assert.False(t, m.holds())
+	assert.Zero(t, m.Token())
+}

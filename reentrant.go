@@ -250,13 +250,14 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew, tell, subsc
 		ok = fenceErr == nil && validity(lease, since(start), dr) > 0
 	}
 	elapsed := since(start)
+	lostMeanwhile := ok && !m.grant(prev, prev+1, seq, token, lease, &r.late, start.Add(lease-dr), renew)
+	ok = ok && !lostMeanwhile
 	undoErr := r.settle(!ok)
 	subs := -1
 	if tell {
 		subs = subscribers(r)
 	}
 	if ok {
-		m.grant(prev+1, seq, token, lease, &r.late, start.Add(lease-dr), renew)
 		return attempt{ok: true, subs: subs}
 	}
 	a := attempt{freeIn: m.freeIn(r, lease), split: r.ballot.yes > 0, subs: subs, took: elapsed}
@@ -265,6 +266,8 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew, tell, subsc
 		a.err, a.ended = ctx.Err(), undoErr == nil
 	case fenceErr != nil:
 		a.err = fenceErr
+	case lostMeanwhile:
+		a.err = fmt.Errorf("redlock: lock %s: the hold ended (its validity ran out) while this re-entrant acquisition was made: %w", quoteName(m.name), ErrNotHeld)
 	case r.ballot.won():
 		a.err = fmt.Errorf("redlock: lock %s: acquired too late: %v elapsed of a %v lease", quoteName(m.name), elapsed.Round(time.Microsecond), lease)
 	case !r.ballot.denied():

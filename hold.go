@@ -60,13 +60,21 @@ const (
 	endUnconfirmed                  // the last Unlock's release reached no quorum: given up, released in the background
 )
 
-// grant records an acquisition of m that reached a quorum: count holds with
-// write sequence seq, valid until until, with its round's late calls. It
-// starts a new hold when m holds nothing.
-func (m *Mutex) grant(count int, seq, token int64, lease time.Duration, late *stragglers, until time.Time, renew bool) {
+// grant records an acquisition of m that reached a quorum: prev holds
+// before it, count after it, with write sequence seq, valid until until,
+// with its round's late calls. It starts a new hold when m holds nothing
+// and prev is 0. It reports false, and records nothing, for a re-entrant
+// acquisition (prev > 0) whose hold ended while it was made: there is no
+// hold left to extend, and it is no new hold (it carries no fencing token,
+// and another owner may have held the lock since the loss).
+func (m *Mutex) grant(prev, count int, seq, token int64, lease time.Duration, late *stragglers, until time.Time, renew bool) bool {
 	m.mu.Lock()
 	h := m.h
 	fresh := h == nil || h.state.ended()
+	if fresh && prev > 0 {
+		m.mu.Unlock()
+		return false
+	}
 	if fresh {
 		h = &hold{m: m, lost: make(chan struct{}), token: token}
 		if m.c.obs != nil {
@@ -93,6 +101,7 @@ func (m *Mutex) grant(count int, seq, token int64, lease time.Duration, late *st
 	if startRenewal {
 		m.c.wd.add(h)
 	}
+	return true
 }
 
 // current returns m's hold while it lasts, nil when m holds nothing.
@@ -215,10 +224,12 @@ func (h *hold) unregister(why endReason) {
 	}
 }
 
-// lower records a release that reached a quorum and left count holds.
+// lower records a release that reached a quorum and left count holds. A
+// hold that ended while the release was out (its loss timer fired) stays
+// ended: Lost has closed, and the next end must not close it again.
 func (h *hold) lower(count int, seq int64) {
 	h.m.mu.Lock()
-	h.count, h.seq, h.state = count, seq, holding
+	h.count, h.seq = count, seq
 	h.m.mu.Unlock()
 }
 

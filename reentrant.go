@@ -264,6 +264,8 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew, tell, subsc
 		ok = fenceErr == nil && validity(lease, since(start), dr) > 0
 	}
 	elapsed := since(start)
+	lostMeanwhile := ok && !m.grant(prev, prev+1, seq, token, lease, &r.late, start.Add(lease-dr), renew)
+	ok = ok && !lostMeanwhile
 	undoErr := r.settle(!ok)
 	subs := -1
 	if tell {
@@ -271,10 +273,9 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew, tell, subsc
 	}
 	var a attempt
 	if ok {
-		m.grant(prev+1, seq, token, lease, &r.late, start.Add(lease-dr), renew)
 		a = attempt{ok: true, subs: subs}
 	} else {
-		a = m.failedAttempt(ctx, r, lease, elapsed, subs, fenceErr, undoErr)
+		a = m.failedAttempt(ctx, r, lease, elapsed, subs, lostMeanwhile, fenceErr, undoErr)
 	}
 	if c.obs != nil {
 		c.attemptDone(ctx, m, r, a, since(start))
@@ -284,14 +285,17 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew, tell, subsc
 
 // failedAttempt is the attempt of a round r that did not acquire the
 // lock, after elapsed; fenceErr and undoErr are the errors of its fencing
-// token's write-back and of its rollback.
-func (m *Mutex) failedAttempt(ctx context.Context, r *round, lease, elapsed time.Duration, subs int, fenceErr, undoErr error) attempt {
+// token's write-back and of its rollback; lostMeanwhile says that it won,
+// re-entrant, after its hold ended.
+func (m *Mutex) failedAttempt(ctx context.Context, r *round, lease, elapsed time.Duration, subs int, lostMeanwhile bool, fenceErr, undoErr error) attempt {
 	a := attempt{freeIn: m.freeIn(r, lease), split: r.ballot.yes > 0, subs: subs, took: elapsed}
 	switch {
 	case ctx.Err() != nil:
 		a.err, a.ended = ctx.Err(), undoErr == nil
 	case fenceErr != nil:
 		a.err = fenceErr
+	case lostMeanwhile:
+		a.err = fmt.Errorf("redlock: lock %s: the hold ended (its validity ran out) while this re-entrant acquisition was made: %w", quoteName(m.name), ErrNotHeld)
 	case r.ballot.won():
 		a.err = fmt.Errorf("redlock: lock %s: acquired too late: %v elapsed of a %v lease", quoteName(m.name), elapsed.Round(time.Microsecond), lease)
 	case !r.ballot.denied():

@@ -1,0 +1,207 @@
+package model
+
+// The scripts of scripts/*.lua, transcribed one method each. Arguments are
+// the scripts' KEYS and ARGV as numbers (owner fields as owner numbers),
+// replies as the scripts return them. The differential test in the root
+// package (model_test.go) holds each transcription to its script on a
+// real redis-server.
+
+// FloorPerMs is how much the fencing counter's floor grows per millisecond
+// of the node's clock (acquire.lua).
+const FloorPerMs = 1024
+
+// AcquireArgs are acquire.lua's arguments.
+type AcquireArgs struct {
+	Owner    int   // ARGV[1]
+	Count    int64 // ARGV[2]
+	Lease    int64 // ARGV[3]
+	Seq      int64 // ARGV[4]
+	FenceTTL int64 // ARGV[5]; 0 without fencing
+	// Tell is whether ARGV[6] (the unlock channel) is sent; Subscribed is
+	// ARGV[7]; Subscribers is what PUBSUB NUMSUB says on the node.
+	Tell        bool
+	Subscribed  int64
+	Subscribers int64
+}
+
+// AcquireReply is acquire.lua's reply: {1, counter[, subs]} or {0, pttl}.
+type AcquireReply struct {
+	Yes  bool
+	N    int64 // yes: the fencing counter (0 without fencing); no: a PTTL, 0 when refused by a mark
+	Subs int64 // -1: not in the reply
+}
+
+// Acquire is acquire.lua.
+func (s *Store) Acquire(now int64, a AcquireArgs) AcquireReply {
+	s.expire(now)
+	if s.marked(a.Owner, a.Seq) {
+		return AcquireReply{N: 0, Subs: -1}
+	}
+	subs := int64(-1)
+	if !s.Lock.Exists {
+		s.hset(a.Owner, a.Count, a.Seq)
+		pexpire(&s.Lock, now, a.Lease, false, s.delLock)
+		if a.Tell {
+			subs = a.Subscribers
+		}
+	} else {
+		f := s.Owners[a.Owner]
+		if !f.HasSeq {
+			return AcquireReply{N: pttl(s.Lock, now), Subs: -1}
+		}
+		if f.Seq < a.Seq {
+			s.hset(a.Owner, a.Count, a.Seq)
+		}
+		if pttl(s.Lock, now) < a.Lease {
+			pexpire(&s.Lock, now, a.Lease, false, s.delLock)
+		}
+	}
+	if a.FenceTTL == 0 {
+		return AcquireReply{Yes: true, Subs: subs}
+	}
+	return AcquireReply{Yes: true, N: s.bumpFence(now, a.FenceTTL), Subs: subs}
+}
+
+// bumpFence is acquire.lua's fencing part: the counter grows by one and
+// never stays below the node's clock times FloorPerMs.
+func (s *Store) bumpFence(now, ttl int64) int64 {
+	c := s.Counter + 1
+	if floor := now * FloorPerMs; c < floor {
+		c = floor
+	}
+	s.setFence(now, c, ttl)
+	return c
+}
+
+// setFence is SET counter c PX ttl.
+func (s *Store) setFence(now, c, ttl int64) {
+	s.Counter, s.Fence = c, Key{Exists: true, Exp: now + ttl}
+}
+
+// Rollback is rollback.lua: undo the attempt seq of owner, which followed
+// prev holds; 1 when undone, 0 when the node has no write of it (then
+// marked, unless a later write of the owner is there).
+func (s *Store) Rollback(now int64, owner int, seq, prev, markTTL int64) int64 {
+	s.expire(now)
+	f := s.Owners[owner]
+	if f.HasSeq && f.Seq == seq {
+		if prev == 0 {
+			s.delLock()
+		} else {
+			s.hset(owner, prev, -1)
+		}
+		return 1
+	}
+	if !f.HasSeq || f.Seq < seq {
+		s.mark(now, owner, seq, markTTL)
+	}
+	return 0
+}
+
+// Release is release.lua: set the owner's count (0: delete the lock),
+// with the release's sequence; mark asks for a mark of a final release.
+// 1 held here, 0 absent, -1 another owner's.
+func (s *Store) Release(now int64, owner int, count, seq int64, mark bool, markTTL int64) int64 {
+	s.expire(now)
+	if mark && count == 0 {
+		s.mark(now, owner, seq, markTTL)
+	}
+	f := s.Owners[owner]
+	switch {
+	case !f.HasSeq && !s.Lock.Exists:
+		return 0
+	case !f.HasSeq:
+		return -1
+	case f.Seq > seq:
+		return 1
+	case count > 0:
+		s.hset(owner, count, seq)
+	default:
+		s.delLock()
+	}
+	return 1
+}
+
+// Force is force.lua: delete the lock whoever holds it, marking every
+// owner found at its sequence here; 1 when a lock was deleted.
+func (s *Store) Force(now, markTTL int64) int64 {
+	s.expire(now)
+	if !s.Lock.Exists {
+		return 0
+	}
+	ttl := max(pttl(s.Lock, now), markTTL)
+	for o, f := range s.Owners {
+		if f.HasSeq {
+			s.mark(now, o, f.Seq, ttl)
+		}
+	}
+	s.delLock()
+	return 1
+}
+
+// Inspect is inspect.lua: {exists, the owner's count, pttl}.
+func (s *Store) Inspect(now int64, owner int) [3]int64 {
+	s.expire(now)
+	exists := int64(0)
+	if s.Lock.Exists {
+		exists = 1
+	}
+	return [3]int64{exists, s.Owners[owner].Count, pttl(s.Lock, now)}
+}
+
+// View is view.lua: the lock's PTTL and each owner's count (owners without
+// a count field are left out; every count the scripts write is a number).
+func (s *Store) View(now int64) (ttl int64, counts [MaxOwners]int64, held [MaxOwners]bool) {
+	s.expire(now)
+	for o, f := range s.Owners {
+		counts[o], held[o] = f.Count, f.HasCount
+	}
+	return pttl(s.Lock, now), counts, held
+}
+
+// Renew is renew.lua for one hold: 1 extended (never shortened), 0 absent,
+// -1 another owner's.
+func (s *Store) Renew(now, lease int64, owner int) int64 {
+	s.expire(now)
+	switch {
+	case s.Owners[owner].HasCount:
+		pexpire(&s.Lock, now, lease, true, s.delLock)
+		return 1
+	case s.Lock.Exists:
+		return -1
+	}
+	return 0
+}
+
+// Repair is repair.lua for one hold: 1 held here now (extended, or written
+// back), 0 refused by a mark, -1 another owner's.
+func (s *Store) Repair(now, lease int64, owner int, count, seq int64) int64 {
+	s.expire(now)
+	switch {
+	case s.Owners[owner].HasCount:
+		pexpire(&s.Lock, now, lease, true, s.delLock)
+		return 1
+	case s.Lock.Exists:
+		return -1
+	case s.marked(owner, seq):
+		return 0
+	}
+	s.hset(owner, count, seq)
+	pexpire(&s.Lock, now, lease, false, s.delLock)
+	return 1
+}
+
+// FenceTo is fence.lua: raise the counter to at least token; it lives ttl
+// more either way (when it exists).
+func (s *Store) FenceTo(now, token, ttl int64) int64 {
+	s.expire(now)
+	if s.Counter < token {
+		s.setFence(now, token, ttl)
+	} else {
+		pexpire(&s.Fence, now, ttl, false, func() { s.Fence, s.Counter = Key{}, 0 })
+	}
+	return 1
+}
+
+// Ping is ping.lua.
+func Ping() int64 { return 1 }

@@ -1,0 +1,342 @@
+package redlock
+
+import (
+	"fmt"
+	"maps"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redlock-go/redlock/internal/model"
+)
+
+// The random calls of TestModelScriptsMatchRedis, one maker per script:
+// each draws arguments as the library would send them (and some it would
+// not: any owner, count and sequence in a small range, so that calls
+// collide), applies the call to the model and returns what the server
+// must answer.
+
+var diffMakers = map[string]func(r *diffRun, now int64) diffCall{
+	"acquire":  (*diffRun).acquire,
+	"rollback": (*diffRun).rollback,
+	"release":  (*diffRun).release,
+	"force":    (*diffRun).force,
+	"inspect":  (*diffRun).inspect,
+	"view":     (*diffRun).view,
+	"renew":    (*diffRun).renew,
+	"repair":   (*diffRun).repair,
+	"fence":    (*diffRun).fence,
+	"ping":     (*diffRun).ping,
+}
+
+func (r *diffRun) acquire(now int64) diffCall {
+	l := r.lock()
+	a := model.AcquireArgs{Owner: r.owner(), Count: 1 + r.rng.Int64N(3), Lease: r.ttl(), Seq: r.seq()}
+	if r.rng.IntN(2) == 0 {
+		a.FenceTTL = r.ttl()
+	}
+	args := sha(&acquireScript, l.key, l.marks, l.fence, diffOwners[a.Owner], a.Count, a.Lease, a.Seq, a.FenceTTL)
+	if r.rng.IntN(3) == 0 {
+		// Nobody subscribes on the test's server: PUBSUB NUMSUB says 0.
+		a.Tell, a.Subscribed = true, r.rng.Int64N(2)
+		args = append(args, "redlock:{diff}:unlock", a.Subscribed)
+	}
+	got := l.m.Acquire(now, a)
+	c := diffCall{args: args, want: []int64{b2i(got.Yes), got.N}, tol: []bool{false, true}}
+	if got.Subs >= 0 {
+		c.want, c.tol = append(c.want, got.Subs), append(c.tol, false)
+	}
+	return c
+}
+
+func (r *diffRun) rollback(now int64) diffCall {
+	l, o, seq, prev, ttl := r.lock(), r.owner(), r.seq(), r.rng.Int64N(3), r.ttl()
+	got := l.m.Rollback(now, o, seq, prev, ttl)
+	return diffCall{args: sha(&rollbackScript, l.key, l.marks, diffOwners[o], seq, prev, "redlock:{diff}:unlock", ttl), want: []int64{got}, tol: []bool{false}}
+}
+
+func (r *diffRun) release(now int64) diffCall {
+	l, o, count, seq, mark, ttl := r.lock(), r.owner(), r.rng.Int64N(3), r.seq(), r.rng.IntN(2) == 0, r.ttl()
+	got := l.m.Release(now, o, count, seq, mark, ttl)
+	return diffCall{args: sha(&releaseScript, l.key, l.marks, diffOwners[o], count, seq, "redlock:{diff}:unlock", b2i(mark), ttl), want: []int64{got}, tol: []bool{false}}
+}
+
+func (r *diffRun) force(now int64) diffCall {
+	l, ttl := r.lock(), r.ttl()
+	got := l.m.Force(now, ttl)
+	return diffCall{args: sha(&forceScript, l.key, l.marks, "redlock:{diff}:unlock", "force:x/1", ttl), want: []int64{got}, tol: []bool{false}}
+}
+
+func (r *diffRun) inspect(now int64) diffCall {
+	l, o := r.lock(), r.owner()
+	got := l.m.Inspect(now, o)
+	return diffCall{args: sha(&inspectScript, l.key, diffOwners[o]), want: got[:], tol: []bool{false, false, true}}
+}
+
+func (r *diffRun) view(now int64) diffCall {
+	l := r.lock()
+	ttl, counts, held := l.m.View(now)
+	c := diffCall{args: sha(&viewScript, l.key), want: []int64{ttl}, tol: []bool{true}, view: true}
+	for o := range counts {
+		if held[o] {
+			c.want, c.tol = append(c.want, int64(o), counts[o]), append(c.tol, false, false)
+		}
+	}
+	return c
+}
+
+// holds draws 1 to 3 holds of distinct locks for renew.lua and repair.lua.
+func (r *diffRun) holds() []*diffLock {
+	perm := r.rng.Perm(len(r.locks))[:1+r.rng.IntN(len(r.locks))]
+	ls := make([]*diffLock, len(perm))
+	for i, p := range perm {
+		ls[i] = r.locks[p]
+	}
+	return ls
+}
+
+// multi lays out a call of renew.lua or repair.lua: plain (the key count
+// first) or, half the time, in the cross-slot form a Transport sends
+// (script.go, crossSlot).
+func (r *diffRun) multi(s, cross *script, keys, argv []interface{}) []interface{} {
+	if r.rng.IntN(2) == 0 {
+		return append(append([]interface{}{s.hash, len(keys)}, keys...), argv...)
+	}
+	args := append([]interface{}{cross.hash, 1, keys[0], len(keys)}, keys...)
+	return append(args, argv...)
+}
+
+func (r *diffRun) renew(now int64) diffCall {
+	lease := r.ttl()
+	var keys []interface{}
+	argv := []interface{}{lease}
+	c := diffCall{}
+	for _, l := range r.holds() {
+		o := r.owner()
+		keys, argv = append(keys, l.key), append(argv, diffOwners[o])
+		c.want, c.tol = append(c.want, l.m.Renew(now, lease, o)), append(c.tol, false)
+	}
+	c.args = r.multi(&renewScript, &renewCrossSlot, keys, argv)
+	return c
+}
+
+func (r *diffRun) repair(now int64) diffCall {
+	lease := r.ttl()
+	var keys []interface{}
+	argv := []interface{}{lease}
+	c := diffCall{}
+	for _, l := range r.holds() {
+		o, count, seq := r.owner(), 1+r.rng.Int64N(3), r.seq()
+		keys, argv = append(keys, l.key, l.marks), append(argv, diffOwners[o], count, seq)
+		c.want, c.tol = append(c.want, l.m.Repair(now, lease, o, count, seq)), append(c.tol, false)
+	}
+	c.args = r.multi(&repairScript, &repairCrossSlot, keys, argv)
+	return c
+}
+
+// fence draws a token far from the clock floor (or small), so that the
+// comparison with a counter at the floor does not depend on the
+// milliseconds between the model's clock and the server's.
+func (r *diffRun) fence(now int64) diffCall {
+	l, ttl := r.lock(), r.ttl()
+	tokens := []int64{0, 1 + r.rng.Int64N(5), l.m.Counter + 1, (now - 60000) * model.FloorPerMs, (now + 60000) * model.FloorPerMs}
+	token := tokens[r.rng.IntN(len(tokens))]
+	got := l.m.FenceTo(now, token, ttl)
+	return diffCall{args: sha(&fenceScript, l.fence, token, ttl), want: []int64{got}, tol: []bool{false}}
+}
+
+func (r *diffRun) ping(int64) diffCall {
+	return diffCall{args: sha(&pingScript), want: []int64{model.Ping()}, tol: []bool{false}}
+}
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// checkReply compares the server's reply to c with the model's.
+func (r *diffRun) checkReply(c diffCall, reply interface{}) {
+	if c.script == "expire" {
+		return
+	}
+	var got []int64
+	if v, ok := reply.(int64); ok {
+		got = []int64{v}
+	} else {
+		vs, err := redis.Values(reply, nil)
+		if err != nil {
+			r.t.Fatalf("%s %v: reply %v: %v", c.script, c.args, reply, err)
+		}
+		got = r.flatten(c, vs)
+	}
+	ok := len(got) == len(c.want)
+	for i := 0; ok && i < len(got); i++ {
+		ok = near(got[i], c.want[i], c.tol[i])
+	}
+	if !ok {
+		r.t.Fatalf("%s %v: reply %v, model %v", c.script, c.args, got, c.want)
+	}
+}
+
+// flatten turns an array reply into integers; view.lua's owner fields
+// become owner numbers, its pairs sorted by owner.
+func (r *diffRun) flatten(c diffCall, vs []interface{}) []int64 {
+	out := make([]int64, 0, len(vs))
+	for i, v := range vs {
+		if c.view && i%2 == 1 {
+			s, _ := redis.String(v, nil)
+			out = append(out, int64(ownerIndex(s)))
+			continue
+		}
+		n, err := redis.Int64(v, nil)
+		if err != nil {
+			r.t.Fatalf("%s: reply %v: %v", c.script, vs, err)
+		}
+		out = append(out, n)
+	}
+	if c.view {
+		sortPairs(out[1:])
+	}
+	return out
+}
+
+func sortPairs(p []int64) {
+	type pair struct{ o, n int64 }
+	ps := make([]pair, len(p)/2)
+	for i := range ps {
+		ps[i] = pair{p[2*i], p[2*i+1]}
+	}
+	sort.Slice(ps, func(i, j int) bool { return ps[i].o < ps[j].o })
+	for i, q := range ps {
+		p[2*i], p[2*i+1] = q.o, q.n
+	}
+}
+
+func ownerIndex(s string) int {
+	for i, o := range diffOwners {
+		if o == s {
+			return i
+		}
+	}
+	return -1
+}
+
+// near compares a value within the tolerance when tol says so: a TTL in
+// milliseconds, or a counter at the clock floor.
+func near(got, want int64, tol bool) bool {
+	if !tol {
+		return got == want
+	}
+	d := got - want
+	if d < 0 {
+		d = -d
+	}
+	return d <= diffTolerance || d <= diffTolerance*model.FloorPerMs && want > 1<<30
+}
+
+// checkState compares the dump after call i of a batch with the model's
+// state after it.
+func (r *diffRun) checkState(i int, c diffCall, dump []interface{}) {
+	require.Len(r.t, dump, len(r.locks))
+	for k, d := range dump {
+		got, err := redis.Values(d, nil)
+		require.NoError(r.t, err)
+		if why := stateDiff(got, c.locks[k]); why != "" {
+			r.t.Fatalf("lock %d after call %d of its batch (%s %v): %s", k, i, c.script, c.args, why)
+		}
+	}
+}
+
+// stateDiff says how a lock's dump differs from the model's state, "" when
+// it does not.
+func stateDiff(got []interface{}, want model.Store) string {
+	if why := keyDiff("lock", got[0], want.Lock); why != "" {
+		return why
+	}
+	if g, w := stringMap(got[1]), lockFields(want); !maps.Equal(g, w) {
+		return fmt.Sprintf("lock fields %v, model %v", g, w)
+	}
+	if why := keyDiff("marks", got[2], want.Marks); why != "" {
+		return why
+	}
+	if g, w := stringMap(got[3]), markFields(want); !maps.Equal(g, w) {
+		return fmt.Sprintf("marks %v, model %v", g, w)
+	}
+	if why := keyDiff("fence", got[5], want.Fence); why != "" {
+		return why
+	}
+	fence, _ := redis.String(got[4], nil)
+	n, err := strconv.ParseInt(fence, 10, 64)
+	if want.Fence.Exists && (err != nil || !near(n, want.Counter, true)) || !want.Fence.Exists && fence != "" {
+		return fmt.Sprintf("counter %q, model %d (exists %v)", fence, want.Counter, want.Fence.Exists)
+	}
+	return ""
+}
+
+// keyDiff compares a key's PTTL with the model's key.
+func keyDiff(what string, pttl interface{}, k model.Key) string {
+	got, _ := redis.Int64(pttl, nil)
+	want := int64(-2)
+	switch {
+	case !k.Exists:
+	case k.Exp == 0:
+		want = -1
+	default:
+		want = k.Exp - nowMillis()
+		if got > 0 && near(got, want, true) {
+			return ""
+		}
+	}
+	if got == want {
+		return ""
+	}
+	return fmt.Sprintf("%s: PTTL %d, model %d", what, got, want)
+}
+
+// resync takes the server's fencing counters after a batch: the clock
+// floor may have put them a few milliseconds' worth apart.
+func (r *diffRun) resync(dump []interface{}) {
+	for k, d := range dump {
+		got, _ := redis.Values(d, nil)
+		if s, _ := redis.String(got[4], nil); s != "" {
+			n, err := strconv.ParseInt(s, 10, 64)
+			require.NoError(r.t, err)
+			r.locks[k].m.Counter = n
+		}
+	}
+}
+
+func lockFields(s model.Store) map[string]string {
+	m := map[string]string{}
+	for o, f := range s.Owners {
+		if f.HasCount {
+			m[diffOwners[o]] = strconv.FormatInt(f.Count, 10)
+		}
+		if f.HasSeq {
+			m[diffOwners[o]+"#"] = strconv.FormatInt(f.Seq, 10)
+		}
+	}
+	return m
+}
+
+func markFields(s model.Store) map[string]string {
+	m := map[string]string{}
+	for o, k := range s.Mark {
+		if k.Set {
+			m[diffOwners[o]] = strconv.FormatInt(k.Seq, 10)
+		}
+	}
+	return m
+}
+
+func stringMap(v interface{}) map[string]string {
+	m, _ := redis.StringMap(v, nil)
+	return m
+}
+
+func nowMillis() int64 { return time.Now().UnixMilli() }

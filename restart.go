@@ -170,12 +170,22 @@ func (p *serverProcess) id() string {
 	return p.runID
 }
 
-// quarantinePeriod is how long a restarted node is kept out of quorums.
+// quarantinePeriod is how long a restarted node is kept out of quorums:
+// by default the longest lease used, and its drift allowance. The period
+// is measured by this client's clock, which may run fast by up to the
+// drift factor, while a holder whose clock runs slow trusts its hold for
+// up to its lease less the allowance, by its own clock: one lease alone
+// could end first in real time (a 1s lease, clocks 0.8% fast and slow:
+// 992ms against 996ms; the model found it, internal/model).
 func (c *Client) quarantinePeriod() time.Duration {
 	if c.opts.quarantine >= 0 {
 		return c.opts.quarantine
 	}
-	return time.Duration(c.maxLease.Load())
+	l := time.Duration(c.maxLease.Load())
+	if l == 0 {
+		return 0
+	}
+	return l + drift(l, c.opts.driftFactor)
 }
 
 // useLease records a lease in use, for the default quarantine period.

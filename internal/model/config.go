@@ -1,0 +1,131 @@
+package model
+
+import "fmt"
+
+// MaxNodes is the most nodes a model runs.
+const MaxNodes = 5
+
+// Rate is a clock's rate against real time: it reads T*Num/Den at real
+// time T (milliseconds, rounded down).
+type Rate struct{ Num, Den int64 }
+
+// The owners' clock rates the adversary uses: within the drift factor of
+// the nodes' (which run at real time), in both directions.
+var (
+	Nominal = Rate{1, 1}
+	Slow    = Rate{124, 125} // 0.8% slow: the holder thinks less time passed
+	Fast    = Rate{126, 125} // 0.8% fast: quarantine ends early in real time
+)
+
+// Mechanisms are the safety mechanisms a model runs with; a counterexample
+// turns one off.
+type Mechanisms struct {
+	Quarantine bool // restart quarantine (restart.go)
+	Drift      bool // the drift allowance in validity (clockdrift.go)
+	Marks      bool // rollback marks (scripts/mark.lua)
+	// QuarantineDrift adds the drift allowance to the default quarantine
+	// period (the longest lease): a fast clock of the restarted node's
+	// client must not end it before a slow holder's validity (restart.go).
+	QuarantineDrift bool
+	// KeepEnded makes a release that reached a quorum leave an ended hold
+	// ended (hold.go, lower): off, it is the code before the fix, where
+	// an inner Unlock answered after the hold's loss revived it.
+	KeepEnded bool
+	// ReentryNeedsHold fails a re-entrant acquisition whose hold ended
+	// (its Until passed) while it was being made (reentrant.go, try):
+	// off, it is the code before the fix, where it became a new hold with
+	// no fencing token, which another owner's hold may have preceded.
+	ReentryNeedsHold bool
+}
+
+// Faults bound what the adversary may do in one run.
+type Faults struct {
+	Breaks   int // calls whose connection breaks: failed, they may still land later, out of order
+	Restarts int // nodes restarted empty
+	Pauses   int // owners' processes paused
+}
+
+// Config is one configuration of the model.
+type Config struct {
+	Nodes, Owners int
+	Depth         int   // most holds one owner takes at once (re-entry)
+	Lease         int64 // milliseconds
+	DriftFactor   float64
+	NodeTimeout   int64  // milliseconds
+	MaxDelay      int64  // a call lands within this of being sent, or never
+	Tick          int64  // besides jumping to the next deadline, time may pass by Tick (0: never)
+	Rates         []Rate // each owner's clock
+	Watchdog      bool   // owners may take watchdog holds (Lock)
+	Fixed         bool   // owners may take fixed-lease holds (LockLease)
+	Fencing       bool
+	Mech          Mechanisms
+	// QueuedSurvives lets a call queued on a lane behind a call whose
+	// connection breaks go on the next connection, where it may land
+	// before the broken one (conn.go, detach); otherwise a break fails
+	// every call of the lane in flight.
+	QueuedSurvives bool
+	Faults         Faults
+}
+
+// All is every mechanism on: the library as it is.
+var All = Mechanisms{Quarantine: true, Drift: true, Marks: true, QuarantineDrift: true, KeepEnded: true, ReentryNeedsHold: true}
+
+// Small is the exhaustive configuration: 3 nodes, 2 owners (one with a
+// slow clock, one with a fast one), re-entry depth 2.
+func Small() Config {
+	return Config{
+		Nodes: 3, Owners: 2, Depth: 2,
+		Lease: 1000, DriftFactor: 0.01, NodeTimeout: 50, MaxDelay: 100,
+		Rates:    []Rate{Slow, Fast},
+		Watchdog: true, Fixed: true, Fencing: true,
+		Mech:   All,
+		Faults: Faults{Breaks: 1, Restarts: 1, Pauses: 1},
+	}
+}
+
+// Large is the random walks' configuration: 5 nodes, 3 owners.
+func Large() Config {
+	c := Small()
+	c.Nodes, c.Owners = 5, 3
+	c.Rates = []Rate{Slow, Fast, Nominal}
+	c.Tick = 25
+	c.Faults = Faults{Breaks: 4, Restarts: 2, Pauses: 2}
+	return c
+}
+
+// quorum is a majority of the nodes.
+func (c *Config) quorum() int { return c.Nodes/2 + 1 }
+
+// drift is the drift allowance (clockdrift.go): lease*factor + 2ms, or 0
+// without the mechanism.
+func (c *Config) drift() int64 {
+	if !c.Mech.Drift {
+		return 0
+	}
+	return int64(float64(c.Lease)*c.DriftFactor) + 2
+}
+
+// quarantine is the restart quarantine period (restart.go,
+// quarantinePeriod): the longest lease, and its drift allowance.
+func (c *Config) quarantine() int64 {
+	if c.Mech.QuarantineDrift {
+		return c.Lease + int64(float64(c.Lease)*c.DriftFactor) + 2
+	}
+	return c.Lease
+}
+
+// period is the watchdog's renewal period.
+func (c *Config) period() int64 { return c.Lease / 3 }
+
+// fenceTTL is how long a fencing counter lives (reentrant.go, fenceTTL).
+func (c *Config) fenceTTL() int64 { return max(24*3600*1000, 2*(c.quarantine()+c.Lease)) }
+
+func (c *Config) check() error {
+	if c.Nodes < 1 || c.Nodes > MaxNodes || c.Owners < 1 || c.Owners > MaxOwners || len(c.Rates) < c.Owners {
+		return fmt.Errorf("model: %d nodes (at most %d), %d owners (at most %d), %d rates", c.Nodes, MaxNodes, c.Owners, MaxOwners, len(c.Rates))
+	}
+	if c.Depth < 1 || !c.Watchdog && !c.Fixed {
+		return fmt.Errorf("model: depth %d, watchdog %v, fixed %v", c.Depth, c.Watchdog, c.Fixed)
+	}
+	return nil
+}

@@ -1,0 +1,132 @@
+package model
+
+import "fmt"
+
+// The properties, checked after every step (Check).
+
+// believes reports whether owner o believes it holds the lock: a hold it
+// was granted, not ended, whose Until its clock has not reached.
+func (s *State) believes(c *Config, o int) bool {
+	ow := &s.Owners[o]
+	h := &ow.H
+	if ow.Op.Kind == Releasing && ow.Op.Count == 0 {
+		return false // its last Unlock was called: it no longer relies on the lock
+	}
+	return h.State == Holding && h.Count >= 1 && s.clockOf(c, o) < h.Until
+}
+
+// Check updates the ghost variables after a step and returns the first
+// property the state breaks, "" when none:
+//
+//   - mutual exclusion: no two owners believe they hold the lock;
+//   - a hold's validity does not resume after another owner's began, and,
+//     with fencing, each owner whose belief begins holds a larger token
+//     than the one whose belief began before it (fencing tokens of
+//     successive holds strictly increase);
+//   - cleanup: no call writes an owner's field back on a node after that
+//     owner's release (or rollback) of it ran there, and once every owner
+//     is done and no call is in flight, no key outlives one lease;
+//   - counts: an owner that holds the lock, with nothing of its own in
+//     flight and no call lost, has its own count on every node that has
+//     its field (unless an inner Unlock of its hold reached no quorum and
+//     was not retried: the code then keeps the count it had, and says so,
+//     see docs/algorithm.md);
+//   - Lost closes once per hold.
+func (s *State) Check(c *Config) string {
+	if v := s.Ghost.Violation; v != "" {
+		return v
+	}
+	if v := s.exclusion(c); v != "" {
+		return v
+	}
+	if v := s.periods(c); v != "" {
+		return v
+	}
+	if v := s.counts(c); v != "" {
+		return v
+	}
+	return s.cleanup(c)
+}
+
+func (s *State) exclusion(c *Config) string {
+	first := -1
+	for o := 0; o < c.Owners; o++ {
+		if !s.believes(c, o) {
+			continue
+		}
+		if first >= 0 {
+			return fmt.Sprintf("mutual exclusion: owners %d and %d both believe they hold the lock", first, o)
+		}
+		first = o
+	}
+	return ""
+}
+
+// periods checks each belief that begins now against the one that began
+// before it.
+func (s *State) periods(c *Config) string {
+	g := &s.Ghost
+	for o := 0; o < c.Owners; o++ {
+		now, h := s.believes(c, o), &s.Owners[o].H
+		began := now && !g.Believing[o]
+		g.Believing[o] = now
+		if !began {
+			continue
+		}
+		same := int(g.LastOwner) == o && g.LastHold == h.ID
+		if g.Periods[o] == h.ID && !same {
+			return fmt.Sprintf("validity resumed: owner %d's hold is valid again after another owner's hold began", o)
+		}
+		if c.Fencing && !same && g.LastOwner >= 0 && h.Token <= g.LastToken {
+			return fmt.Sprintf("fencing: owner %d's hold has token %d, not above %d of the hold before it", o, h.Token, g.LastToken)
+		}
+		g.Periods[o], g.LastOwner, g.LastHold, g.LastToken = h.ID, int8(o), h.ID, h.Token
+	}
+	return ""
+}
+
+func (s *State) counts(c *Config) string {
+	if s.Ghost.Dropped {
+		return ""
+	}
+	for o := 0; o < c.Owners; o++ {
+		ow := &s.Owners[o]
+		if !s.believes(c, o) || ow.Op.Kind != Idle || ow.WD.Kind != Idle || s.inFlight(o) || ow.H.Unsettled {
+			continue
+		}
+		for n := 0; n < c.Nodes; n++ {
+			if f := s.Nodes[n].Store.Owners[o]; f.HasCount && f.Count != ow.H.Count {
+				return fmt.Sprintf("counts: owner %d holds %d, node %d says %d", o, ow.H.Count, n, f.Count)
+			}
+		}
+	}
+	return ""
+}
+
+func (s *State) inFlight(o int) bool {
+	for i := 0; i < s.NMsgs; i++ {
+		if int(s.Msgs[i].Owner) == o {
+			return true
+		}
+	}
+	return false
+}
+
+// cleanup checks that, with every owner done and nothing in flight, no
+// key lives longer than a lease.
+func (s *State) cleanup(c *Config) string {
+	if s.NMsgs > 0 {
+		return ""
+	}
+	for o := 0; o < c.Owners; o++ {
+		if st := s.Owners[o].H.State; st != None && st != Over {
+			return ""
+		}
+	}
+	for n := 0; n < c.Nodes; n++ {
+		if k := s.Nodes[n].Store.Lock; k.Exists && (k.Exp == 0 || k.Exp-s.T > c.Lease) {
+			return fmt.Sprintf("cleanup: every owner is done and node %d keeps the lock %d ms more", n, k.Exp-s.T)
+		}
+	}
+	return ""
+}

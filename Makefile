@@ -5,7 +5,7 @@ FUZZTIME ?= 30s
 # Every other Go module in the repository (bench/, and adapters to come).
 MODULES := $(sort $(patsubst ./%/go.mod,%,$(shell find . -mindepth 2 -name go.mod -not -path './.git/*')))
 
-.PHONY: test redis vet fuzz soak bench compat
+.PHONY: test redis vet fuzz soak bench compat modelcheck
 
 test: redis vet
 	$(GO) test -race -count=1 -timeout 9m ./...
@@ -18,6 +18,18 @@ vet:
 	$(GO) vet ./...
 	@for m in $(MODULES); do (cd $$m && $(GO) vet ./...) || exit 1; done
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
+
+# The model (internal/model, docs/model.md): the exhaustive search of the
+# small configuration deeper than go test's, random walks of the large one,
+# the counterexamples' searches with each mechanism on, and the
+# differential tests of the scripts with more calls. Prints states
+# explored, depth and time.
+MODEL_STEPS ?= 9
+MODEL_WALKS ?= 100000
+modelcheck: redis
+	$(GO) run ./internal/model/cmd/modelcheck -steps $(MODEL_STEPS) -walks $(MODEL_WALKS)
+	REDLOCK_MODEL_DEEP=1 $(GO) test -count=1 -timeout 60m -run 'TestCounterexamples|TestQueuedCall' -v ./internal/model | grep -E '^(---|    ---|ok|FAIL)|states|violated'
+	REDLOCK_MODEL_CALLS=100000 $(GO) test -count=1 -timeout 60m -run '^TestModelScriptsMatchRedis$$' -v . | grep -E '^(---|ok|FAIL)|calls in'
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseURL$$' -fuzztime $(FUZZTIME) .

@@ -75,10 +75,10 @@ func (s *State) ownerActions(c *Config, o int, as []Action) []Action {
 	h := &ow.H
 	if ow.Op.Kind == Idle {
 		as = s.lockActions(c, o, as)
-		if h.State != None && h.State != Over {
+		if h.State != None && h.State != Over && !c.NoUnlock {
 			as = append(as, Action{Kind: AUnlock, Owner: int8(o)})
 		}
-	} else if _, _, _, pending := ow.Op.tally(c.Nodes); pending > 0 {
+	} else if _, _, _, pending := ow.Op.tally(c.Nodes); pending > 0 && !c.NoTimeouts {
 		as = append(as, Action{Kind: AAbandon, Owner: int8(o)})
 	}
 	if h.State == Holding && clock >= h.Until {
@@ -87,7 +87,7 @@ func (s *State) ownerActions(c *Config, o int, as []Action) []Action {
 	if h.Watch && ow.WD.Kind == Idle && clock >= h.Due {
 		as = append(as, Action{Kind: ARenew, Owner: int8(o)})
 	}
-	if _, _, _, pending := ow.WD.tally(c.Nodes); ow.WD.Kind != Idle && pending > 0 {
+	if _, _, _, pending := ow.WD.tally(c.Nodes); ow.WD.Kind != Idle && pending > 0 && !c.NoTimeouts {
 		as = append(as, Action{Kind: AAbandon, Owner: int8(o), Msg: 1})
 	}
 	return as

@@ -58,6 +58,8 @@ type Config struct {
 	Watchdog      bool   // owners may take watchdog holds (Lock)
 	Fixed         bool   // owners may take fixed-lease holds (LockLease)
 	Fencing       bool
+	NoUnlock      bool // owners never Unlock (a counterexample's search, cut down)
+	NoTimeouts    bool // rounds wait for every answer: calls fail only by a fault
 	Mech          Mechanisms
 	// QueuedSurvives lets a call queued on a lane behind a call whose
 	// connection breaks go on the next connection, where it may land

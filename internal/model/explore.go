@@ -7,12 +7,13 @@ import (
 
 // Result is what a search found.
 type Result struct {
-	States    int           // distinct states explored (exhaustive), or steps taken (walks)
+	States    int           // distinct states explored (exhaustive), or steps taken by all walks
 	Depth     int           // the deepest step reached
 	Elapsed   time.Duration // how long it took
 	Violation string        // the property broken, "" when none
 	Path      []Action      // the steps from the initial state to the violation
 	Seed      uint64        // walks: the seed of the walk that found it
+	Walks     int           // walks taken (0: an exhaustive search)
 }
 
 // Explore searches every interleaving of c up to steps steps (depth
@@ -37,7 +38,7 @@ func Explore(c Config, steps int) (Result, error) {
 // the first violation found: one with as few steps as the model allows.
 func Shortest(c Config, most int) (Result, error) {
 	var total Result
-	for steps := 2; steps <= most; steps += 2 {
+	for steps := 1; steps <= most; steps++ {
 		res, err := Explore(c, steps)
 		if err != nil {
 			return res, err
@@ -116,6 +117,7 @@ func Walk(c Config, seed uint64, walks, steps int) (Result, error) {
 	for i := 0; i < walks; i++ {
 		path, depth, v := walk(&c, seed+uint64(i), steps)
 		res.States += depth
+		res.Walks++
 		res.Depth = max(res.Depth, depth)
 		if v != "" {
 			res.Violation, res.Path, res.Seed = v, path, seed+uint64(i)

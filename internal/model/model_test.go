@@ -11,15 +11,20 @@ import (
 )
 
 // boundedSteps is the depth of the exhaustive check that go test runs;
-// REDLOCK_MODEL_STEPS raises it (make modelcheck runs the command, deeper).
+// REDLOCK_MODEL_STEPS sets another (make modelcheck runs the command,
+// deeper).
 func boundedSteps(t *testing.T) int {
 	if s := os.Getenv("REDLOCK_MODEL_STEPS"); s != "" {
 		n, err := strconv.Atoi(s)
 		require.NoError(t, err, "REDLOCK_MODEL_STEPS")
 		return n
 	}
-	return 7
+	return 6
 }
+
+// deep reports whether the slow halves of the counterexamples run:
+// REDLOCK_MODEL_DEEP set (make modelcheck).
+func deep() bool { return os.Getenv("REDLOCK_MODEL_DEEP") != "" }
 
 // TestBoundedCheck explores every interleaving of the small configuration
 // (3 nodes, 2 owners with clocks 0.8% slow and 0.8% fast, re-entry depth 2,
@@ -35,7 +40,7 @@ func TestBoundedCheck(t *testing.T) {
 // TestRandomWalks walks the large configuration (5 nodes, 3 owners) at
 // random from fixed seeds: no property is broken.
 func TestRandomWalks(t *testing.T) {
-	res, err := Walk(Large(), 1, 300, 150)
+	res, err := Walk(Large(), 1, 1000, 150)
 	require.NoError(t, err)
 	t.Logf("large configuration: %v", res)
 	require.Empty(t, res.Violation, "seed %d\n%s", res.Seed, strings.Join(Replay(Large(), res.Path), "\n"))
@@ -64,6 +69,7 @@ type counterexample struct {
 	off      func(*Mechanisms)
 	property string
 	steps    int
+	slow     bool // its search takes minutes under -race: depth first, and the check with the mechanism on only when deep
 }
 
 // focused is the small configuration cut down to what a counterexample
@@ -72,6 +78,14 @@ type counterexample struct {
 func focused(owners, depth int, rates []Rate, f Faults) Config {
 	c := Small()
 	c.Owners, c.Depth, c.Rates, c.Watchdog, c.Faults = owners, depth, rates, false, f
+	return c
+}
+
+// acquireOnly is focused with owners that only acquire, and rounds that
+// wait for every answer: the counterexamples of two holders need no more.
+func acquireOnly(rates []Rate, f Faults) Config {
+	c := focused(2, 1, rates, f)
+	c.NoUnlock, c.NoTimeouts = true, true
 	return c
 }
 
@@ -85,23 +99,23 @@ func single(depth int) Config {
 
 var counterexamples = []counterexample{
 	{"quarantine off: a restarted node hands the lock out again", func() Config {
-		return focused(2, 1, []Rate{Nominal, Nominal}, Faults{Restarts: 1})
-	}, func(m *Mechanisms) { m.Quarantine = false }, "mutual exclusion", 8},
+		return acquireOnly([]Rate{Nominal, Nominal}, Faults{Restarts: 1})
+	}, func(m *Mechanisms) { m.Quarantine = false }, "mutual exclusion", 8, false},
 	{"drift allowance removed: a slow holder outlives its keys", func() Config {
-		return focused(2, 1, []Rate{Slow, Nominal}, Faults{})
-	}, func(m *Mechanisms) { m.Drift = false }, "mutual exclusion", 8},
+		return acquireOnly([]Rate{Slow, Nominal}, Faults{})
+	}, func(m *Mechanisms) { m.Drift = false }, "mutual exclusion", 8, false},
 	{"rollback marks removed: a straggler comes back after its rollback", func() Config {
 		return focused(1, 1, []Rate{Nominal}, Faults{Breaks: 1})
-	}, func(m *Mechanisms) { m.Marks = false }, "cleanup", 6},
+	}, func(m *Mechanisms) { m.Marks = false }, "cleanup", 6, false},
 	{"quarantine of one lease: a fast client ends it before a slow holder's Until", func() Config {
-		return focused(2, 1, []Rate{Slow, Fast}, Faults{Restarts: 1, Breaks: 1})
-	}, func(m *Mechanisms) { m.QuarantineDrift = false }, "mutual exclusion", 10},
+		return acquireOnly([]Rate{Slow, Fast}, Faults{Restarts: 1, Breaks: 1})
+	}, func(m *Mechanisms) { m.QuarantineDrift = false }, "mutual exclusion", 10, true},
 	{"an inner Unlock answered after the loss revives the hold", func() Config {
 		return single(2)
-	}, func(m *Mechanisms) { m.KeepEnded = false }, "Lost closed twice", 10},
+	}, func(m *Mechanisms) { m.KeepEnded = false }, "Lost closed twice", 10, false},
 	{"a re-entry answered after the loss becomes a new hold", func() Config {
 		return single(2)
-	}, func(m *Mechanisms) { m.ReentryNeedsHold = false }, "fencing", 8},
+	}, func(m *Mechanisms) { m.ReentryNeedsHold = false }, "fencing", 8, false},
 }
 
 // TestCounterexamples: with each mechanism off, the model breaks the
@@ -112,12 +126,20 @@ func TestCounterexamples(t *testing.T) {
 		t.Run(ce.name, func(t *testing.T) {
 			c := ce.config()
 			ce.off(&c.Mech)
-			res, err := Shortest(c, ce.steps)
+			search := Shortest
+			if ce.slow && !deep() {
+				search = Explore
+			}
+			res, err := search(c, ce.steps)
 			require.NoError(t, err)
 			require.NotEmpty(t, res.Violation, "no counterexample within %d steps", ce.steps)
 			assert.Contains(t, res.Violation, ce.property)
 			t.Logf("%v\n%s", res, strings.Join(Replay(c, res.Path), "\n"))
 
+			if ce.slow && !deep() {
+				t.Log("the search with the mechanism on runs with REDLOCK_MODEL_DEEP set (make modelcheck)")
+				return
+			}
 			on := ce.config()
 			res, err = Explore(on, ce.steps)
 			require.NoError(t, err)

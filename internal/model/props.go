@@ -23,9 +23,10 @@ func (s *State) believes(c *Config, o int) bool {
 //     with fencing, each owner whose belief begins holds a larger token
 //     than the one whose belief began before it (fencing tokens of
 //     successive holds strictly increase);
-//   - cleanup: no call writes an owner's field back on a node after that
-//     owner's release (or rollback) of it ran there, and once every owner
-//     is done and no call is in flight, no key outlives one lease;
+//   - cleanup: while no call has been lost, no call writes an owner's
+//     field back on a node after that owner's release (or rollback) of it
+//     ran there; and once every owner is done and no call is in flight,
+//     no key outlives one lease;
 //   - counts: an owner that holds the lock, with nothing of its own in
 //     flight and no call lost, has its own count on every node that has
 //     its field (unless an inner Unlock of its hold reached no quorum and

@@ -90,5 +90,8 @@ func (r Result) String() string {
 	if r.Violation != "" {
 		v = fmt.Sprintf("violation after %d steps: %s", len(r.Path), r.Violation)
 	}
+	if r.Walks > 0 {
+		return fmt.Sprintf("%d walks, %d steps, longest %d, %v: %s", r.Walks, r.States, r.Depth, r.Elapsed.Round(time.Millisecond), v)
+	}
 	return fmt.Sprintf("%d states, depth %d, %v: %s", r.States, r.Depth, r.Elapsed.Round(time.Millisecond), v)
 }

@@ -44,15 +44,25 @@ func newMutex(c *Client, name string) *Mutex {
 	if c == nil || len(name) > MaxNameLength {
 		return &Mutex{c: c, name: name} // unusable: every call says why (ensureUsable)
 	}
-	// The four names are cut from one string, one allocation, not four:
-	// PREFIX{NAME}:lock, PREFIX{NAME}:rollback, PREFIX{NAME}:fence and
-	// PREFIX{NAME}:unlock. The braces make NAME the keys' hash tag, so
-	// that on a Redis Cluster member they all live in one slot.
-	tag := c.opts.prefix + "{" + name + "}:"
-	all := tag + "lock" + tag + "rollback" + tag + "fence" + tag + "unlock"
-	a := len(tag) + len("lock")
-	b := a + len(tag) + len("rollback")
-	d := b + len(tag) + len("fence")
+	// PREFIX{NAME}:lock, PREFIX{NAME}:rollback, PREFIX{NAME}:fence and the
+	// channel PREFIX{NAME}:unlock. The braces make NAME the keys' hash
+	// tag, so that on a Redis Cluster member they all live in one slot.
+	return newMutexAt(c, name, c.opts.prefix+"{"+name+"}:", "")
+}
+
+// newMutexAt makes an owner of the lock whose keys are base+"lock",
+// base+"rollback" and base+"fence", and whose releases are published on
+// channel (empty: base+"unlock"); name is what errors and logs call it.
+// base and channel must carry the lock's hash tag. The four names are cut
+// from one string, one allocation, not four.
+func newMutexAt(c *Client, name, base, channel string) *Mutex {
+	if channel == "" {
+		channel = base + "unlock"
+	}
+	all := base + "lock" + base + "rollback" + base + "fence" + channel
+	a := len(base) + len("lock")
+	b := a + len(base) + len("rollback")
+	d := b + len(base) + len("fence")
 	return &Mutex{
 		c:       c,
 		name:    name,

@@ -131,6 +131,31 @@ func ExampleMutex_Lost() {
 	// unlock: redlock: lock not held
 }
 
+func ExampleMutex_Do() {
+	nodes, err := redlocktest.Launch(3)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer nodes.Close()
+	client, err := redlock.Dial(nodes.URLs())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+
+	// Lock, run, Unlock: the work's context ends as soon as the hold can
+	// no longer be counted on (a renewal without a quorum, or a loss), and
+	// the lock is released even if the work panics.
+	err = client.NewMutex("migrate-accounts").Do(context.Background(), func(ctx context.Context) error {
+		fmt.Println("migrating while holding the lock")
+		return ctx.Err() // a real job checks ctx between steps
+	})
+	fmt.Println("done:", err)
+	// Output:
+	// migrating while holding the lock
+	// done: <nil>
+}
+
 func ExampleClient_Ping() {
 	nodes, err := redlocktest.Launch(3)
 	if err != nil {

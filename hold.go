@@ -30,6 +30,8 @@ type hold struct {
 	state holdState
 	final int64         // unsure: the sequence of the final release, which every retry sends again
 	began time.Duration // when it started, on the watchdog's clock (watchdog.clock); set only with an Observer
+	risk  chan struct{} // made by atRisk's first caller (Do), closed by failedRenewal or end; nil until then
+	risky bool          // a renewal failed to reach a quorum while the hold lasted
 
 	// The hold's key and owner field as renew.lua's arguments, boxed at its
 	// first renewal (the watchdog's loop alone uses them).
@@ -198,7 +200,44 @@ func (h *hold) endLocked(why endReason) bool {
 		h.timer.Stop()
 	}
 	close(h.lost)
+	h.riskLocked()
 	return true
+}
+
+// failedRenewal records that a renewal of the hold reached no quorum: the
+// hold lasts until its validity ends unless a later renewal succeeds, and
+// whoever waits on atRisk is told now.
+func (h *hold) failedRenewal() {
+	h.m.mu.Lock()
+	if !h.state.ended() {
+		h.riskLocked()
+	}
+	h.m.mu.Unlock()
+}
+
+// riskLocked closes the risk channel, once. Under m.mu.
+func (h *hold) riskLocked() {
+	if !h.risky {
+		h.risky = true
+		if h.risk != nil {
+			close(h.risk)
+		}
+	}
+}
+
+// atRisk returns a channel closed when a renewal of the hold fails to
+// reach a quorum, or the hold ends: whichever comes first. The channel is
+// made on the first call, so a hold nobody asks costs nothing.
+func (h *hold) atRisk() <-chan struct{} {
+	h.m.mu.Lock()
+	defer h.m.mu.Unlock()
+	if h.risk == nil {
+		h.risk = make(chan struct{})
+		if h.risky {
+			close(h.risk)
+		}
+	}
+	return h.risk
 }
 
 // unregister removes an ended hold from the watchdog and the Client, and

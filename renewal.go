@@ -319,9 +319,11 @@ func (wd *watchdog) renew(ctx context.Context, hs []*hold) {
 		case r.gone(k, c.quorum):
 			taken++
 			h.takenAway()
+		default:
+			// The loss timer ends the hold at its current until unless a
+			// later renewal succeeds first.
+			h.failedRenewal()
 		}
-		// Otherwise the loss timer ends the hold at its current until
-		// unless a later renewal succeeds first.
 	}
 	wd.stats.renewed.Add(int64(renewed))
 	if c.obs != nil {

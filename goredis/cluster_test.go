@@ -19,8 +19,9 @@ import (
 )
 
 // clusterNodes makes one node per member of c, each a go-redis
-// ClusterClient over the member's shards.
-func clusterNodes(t testing.TB, c *redlocktest.Cluster) []*redlock.Node {
+// ClusterClient over the member's shards, with hooks[i] (if any) on
+// member i's.
+func clusterNodes(t testing.TB, c *redlocktest.Cluster, hooks ...redis.Hook) []*redlock.Node {
 	nodes := make([]*redlock.Node, c.N())
 	for i := range nodes {
 		cc := redis.NewClusterClient(&redis.ClusterOptions{
@@ -30,6 +31,9 @@ func clusterNodes(t testing.TB, c *redlocktest.Cluster) []*redlock.Node {
 			MaxRedirects:          2,
 		})
 		t.Cleanup(func() { cc.Close() })
+		if i < len(hooks) {
+			cc.AddHook(hooks[i])
+		}
 		n, err := goredis.NewNode(fmt.Sprintf("member%d", i), cc)
 		require.NoError(t, err)
 		nodes[i] = n
@@ -266,4 +270,271 @@ func TestEmptyKeyNamesOneServer(t *testing.T) {
 		require.Equal(t, addr, tr.Route("").Addr)
 		require.Equal(t, ids[addr], runID(info), "Info read another server than Route names")
 	}
+}
+
+// How TestClusterWaiterWokenByPubSub times a wake-up: the holder's fixed
+// lease, the longest a woken waiter may take to hold the lock after the
+// release began, and the bound of the waiter's Lock.
+const (
+	holdLease   = 20 * time.Second
+	wakeWithin  = 2 * time.Second
+	waitTimeout = 10 * time.Second
+)
+
+// TestClusterWaiterWokenByPubSub: a waiter blocked in Lock, three members
+// each a Redis Cluster of three shards, is woken by a release's message:
+// the release script PUBLISHes on the lock's shard, and the member's
+// cluster bus forwards the classic message to every shard, among them the
+// one that holds the waiter's subscriber connection. The holder (another
+// Client) takes the lock for a fixed 20 s lease, so the waiter's timer
+// (the quorum's PTTL) would let it try again only after 20 s: a waiter
+// that holds the lock within 2 s of the release was woken by a message.
+//
+// The waiter's connections are kept off the locks' shards, and this is
+// checked. go-redis opens a ClusterClient's PubSub on the primary of its
+// first channel's slot: the adapter's "redlock:heartbeat" or the channel
+// of the first lock waited for. The waiter first waits briefly for a
+// lock on the heartbeat's shard H, so that its connection to every member
+// is on H either way, and PUBSUB NUMSUB, which counts a shard's own
+// connections only, shows it there. The locks then waited for live on the
+// other two shards: every message that reaches the waiter crossed shards,
+// except member 0's in the last case.
+//
+// The cases run in turn on one cluster:
+//   - Unlock wakes the waiter;
+//   - ForceUnlock wakes it;
+//   - member 0's shard of the lock is killed: the lock lives on members 1
+//     and 2 only, and their messages wake the waiter;
+//   - member 0's shard H, which carries the waiter's connection to member
+//     0, is killed while the waiter waits: the adapter opens the
+//     connection again (on the lock's own shard, its one channel's), the
+//     waiter, told that messages may have been missed, tries and waits
+//     again, and Unlock wakes it.
+func TestClusterWaiterWokenByPubSub(t *testing.T) {
+	ctx := context.Background()
+	c := redlocktest.Start(t, 3, redlocktest.WithShards(3))
+	opts := []redlock.Option{redlock.WithNodeTimeout(250 * time.Millisecond)}
+	holder, err := redlock.New(clusterNodes(t, c), opts...)
+	require.NoError(t, err)
+	defer holder.Close()
+	seen := []*busyReplies{newBusyReplies(), newBusyReplies(), newBusyReplies()}
+	waiter, err := redlock.New(clusterNodes(t, c, seen[0], seen[1], seen[2]), opts...)
+	require.NoError(t, err)
+	defer waiter.Close()
+	w := &wakeUp{c: c, holder: holder, waiter: waiter, seen: seen}
+
+	h := c.ShardOf("redlock:heartbeat")
+	a, b := (h+1)%c.Shards(), (h+2)%c.Shards()
+	pin := nameOnShard(c, h, "pin")
+	require.NoError(t, holder.NewMutex(pin).LockLease(ctx, holdLease))
+	ok, err := waiter.NewMutex(pin).TryLock(ctx, 200*time.Millisecond, time.Second)
+	require.NoError(t, err)
+	require.False(t, ok)
+	assert.EventuallyWithT(t, func(ct *assert.CollectT) {
+		assert.Equal(ct, onEveryMember(c, h), subscriberShards(c, "redlock:heartbeat"))
+	}, 2*time.Second, 10*time.Millisecond, "the waiter's pub/sub connections are not all on the heartbeat's shard")
+	forced, err := holder.NewMutex(pin).ForceUnlock(ctx)
+	require.NoError(t, err)
+	require.True(t, forced)
+
+	unlock := func(ctx context.Context, m *redlock.Mutex) error { return m.Unlock(ctx) }
+	t.Run("Unlock", func(t *testing.T) {
+		p := w.block(t, nameOnShard(c, a, "unlock"))
+		p.subscribedOn(t, onEveryMember(c, h))
+		p.wokenBy(t, unlock)
+	})
+	t.Run("ForceUnlock", func(t *testing.T) {
+		p := w.block(t, nameOnShard(c, b, "force"))
+		p.subscribedOn(t, onEveryMember(c, h))
+		p.wokenBy(t, func(ctx context.Context, m *redlock.Mutex) error {
+			forced, err := holder.NewMutex(m.Name()).ForceUnlock(ctx)
+			assert.True(t, forced)
+			return err
+		})
+		require.ErrorIs(t, p.held.Unlock(ctx), redlock.ErrNotHeld, "the forced hold")
+	})
+	t.Run("KilledLockShard", func(t *testing.T) {
+		require.NoError(t, c.KillShard(0, a))
+		p := w.block(t, nameOnShard(c, a, "killed"))
+		p.subscribedOn(t, onEveryMember(c, h))
+		p.wokenBy(t, unlock)
+	})
+	t.Run("KilledPubSubShard", func(t *testing.T) {
+		p := w.block(t, nameOnShard(c, b, "resubscribed"))
+		p.subscribedOn(t, onEveryMember(c, h))
+		require.NoError(t, c.KillShard(0, h))
+		// Told of the new connection, the waiter tries once more.
+		p.waits(t, 3, "the waiter did not try again after its connection to member 0 was replaced")
+		p.subscribedOn(t, [][]int{{b}, {h}, {h}})
+		p.wokenBy(t, unlock)
+	})
+}
+
+// wakeUp is the setting of TestClusterWaiterWokenByPubSub.
+type wakeUp struct {
+	c              *redlocktest.Cluster
+	holder, waiter *redlock.Client
+	seen           []*busyReplies // on the waiter's member clients
+}
+
+// blocked is a waiter blocked in Lock while the holder holds the lock.
+type blocked struct {
+	w      *wakeUp
+	name   string
+	held   *redlock.Mutex // the holder's
+	tries  int            // the waiter's attempts that found the lock held, on each member
+	done   chan struct{}  // closed when Lock returned
+	err    error          // Lock's; read after done
+	heldAt time.Time      // when Lock returned; read after done
+}
+
+// block has the holder take name for holdLease and a Mutex of the waiter
+// block in Lock(name), and returns once the waiter waits. The waiter
+// stops at the end of t if it has not returned.
+func (w *wakeUp) block(t *testing.T, name string) *blocked {
+	ctx := context.Background()
+	p := &blocked{w: w, name: name, held: w.holder.NewMutex(name), done: make(chan struct{})}
+	require.NoError(t, p.held.LockLease(ctx, holdLease))
+	lctx, cancel := context.WithTimeout(ctx, waitTimeout)
+	m := w.waiter.NewMutex(name)
+	go func() {
+		defer close(p.done)
+		p.err = m.Lock(lctx)
+		p.heldAt = time.Now()
+		if p.err == nil {
+			p.err = m.Unlock(context.Background())
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-p.done })
+	// A first attempt, then the one made once subscribed and queued.
+	p.waits(t, 2, "the waiter does not wait for "+name)
+	return p
+}
+
+// waits returns once members 1 and 2 (a majority, and never killed here)
+// have both found the lock held by tries attempts of the waiter: its
+// latest attempt cannot take the lock, and it waits for news or its timer.
+func (p *blocked) waits(t *testing.T, tries int, msg string) {
+	key := "redlock:{" + p.name + "}:lock"
+	require.Eventually(t, func() bool {
+		return p.w.seen[1].count(key) >= tries && p.w.seen[2].count(key) >= tries
+	}, 5*time.Second, 5*time.Millisecond, msg)
+	p.tries = tries
+}
+
+// subscribedOn checks that the waiter's subscription to the lock's
+// channel is, for every member i, on the shards want[i] (no more).
+func (p *blocked) subscribedOn(t *testing.T, want [][]int) {
+	ch := "redlock:{" + p.name + "}:unlock"
+	assert.EventuallyWithT(t, func(ct *assert.CollectT) {
+		assert.Equal(ct, want, subscriberShards(p.w.c, ch))
+	}, 2*time.Second, 10*time.Millisecond, "the shards subscribed to %s, by member", ch)
+}
+
+// wokenBy releases the lock with release (given the holder's Mutex) and
+// checks that the waiter holds it within wakeWithin of the release's
+// start, sooner than its timer would have let it try, and that it did not
+// try meanwhile.
+func (p *blocked) wokenBy(t *testing.T, release func(context.Context, *redlock.Mutex) error) {
+	key := "redlock:{" + p.name + "}:lock"
+	assert.Equal(t, p.tries, p.w.seen[2].count(key), "the waiter tried again while it should wait")
+	start := time.Now()
+	require.NoError(t, release(context.Background(), p.held))
+	woken := assert.Eventually(t, func() bool {
+		select {
+		case <-p.done:
+			return true
+		default:
+			return false
+		}
+	}, wakeWithin, 5*time.Millisecond, "the waiter was not woken by the release of %s", p.name)
+	if !woken {
+		return
+	}
+	require.NoError(t, p.err)
+	took := p.heldAt.Sub(start)
+	assert.Less(t, took, wakeWithin)
+	t.Logf("%s: held by the waiter %v after the release began (the holder's lease: %v)", p.name, took.Round(time.Millisecond), holdLease)
+}
+
+// busyReplies is a go-redis hook on one member's ClusterClient that counts,
+// by lock key, the replies {0, PTTL} to acquire.lua: the lock was held by
+// another owner. Scripts run in pipelines (goredis's Eval). An Observer
+// (AttemptDone) would tell the same, but New with WithObserver over
+// adapter nodes races for now: newPeer sets peer.foreign while the
+// goroutine newForeign started may read it (recheckQuarantine).
+type busyReplies struct {
+	mu   sync.Mutex     // protects busy
+	busy map[string]int // by lock key
+}
+
+func newBusyReplies() *busyReplies { return &busyReplies{busy: make(map[string]int)} }
+
+func (b *busyReplies) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (b *busyReplies) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (b *busyReplies) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, cmd := range cmds {
+			args := cmd.Args() // EVALSHA sha numkeys key...
+			if len(args) < 4 || cmd.Err() != nil {
+				continue
+			}
+			if v, ok := cmd.(*redis.Cmd); ok {
+				if r, ok := v.Val().([]any); ok && len(r) == 2 && r[0] == int64(0) && r[1] != int64(0) {
+					b.mu.Lock()
+					b.busy[fmt.Sprint(args[3])]++
+					b.mu.Unlock()
+				}
+			}
+		}
+		return err
+	}
+}
+
+// count returns the busy replies for the lock key.
+func (b *busyReplies) count(key string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.busy[key]
+}
+
+// nameOnShard returns the first lock name prefix-K whose keys every
+// member serves on shard s.
+func nameOnShard(c *redlocktest.Cluster, s int, prefix string) string {
+	for k := 0; ; k++ {
+		name := fmt.Sprintf("%s-%d", prefix, k)
+		if c.ShardOf("redlock:{"+name+"}:lock") == s {
+			return name
+		}
+	}
+}
+
+// onEveryMember is shard s of every member of c, in subscriberShards'
+// form.
+func onEveryMember(c *redlocktest.Cluster, s int) [][]int {
+	on := make([][]int, c.N())
+	for i := range on {
+		on[i] = []int{s}
+	}
+	return on
+}
+
+// subscriberShards returns, for every member of c, the shards that have a
+// subscriber of channel among their own connections (PUBSUB NUMSUB on a
+// cluster counts no other shard's). A shard that does not answer (killed)
+// counts as none.
+func subscriberShards(c *redlocktest.Cluster, channel string) [][]int {
+	on := make([][]int, c.N())
+	for i := range on {
+		on[i] = []int{}
+		for s := range c.Shards() {
+			reply, err := c.DoShard(i, s, "PUBSUB", "NUMSUB", channel)
+			if r, ok := reply.([]any); err == nil && ok && len(r) == 2 && r[1] != int64(0) {
+				on[i] = append(on[i], s)
+			}
+		}
+	}
+	return on
 }

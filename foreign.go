@@ -49,11 +49,16 @@ type foreignLane struct {
 	busy  bool // a goroutine is sending the lane's calls
 }
 
-// newForeign starts the connection layer of p over t, owned by c: it reads
-// the member's identity in the background, so that the first calls need
-// not.
+// newForeign makes the connection layer of p over t, owned by c; warm
+// starts it.
 func newForeign(c *Client, p *peer, t Transport) *foreign {
-	f := &foreign{p: p, t: t, c: c, procs: make(map[string]*serverProcess), known: make(map[string]uint64), slots: make(map[int]slotSeen)}
+	return &foreign{p: p, t: t, c: c, procs: make(map[string]*serverProcess), known: make(map[string]uint64), slots: make(map[int]slotSeen)}
+}
+
+// warm reads the member's identity in the background, so that the first
+// calls need not. The peer must be complete: the reading uses it.
+func (f *foreign) warm() {
+	c := f.c
 	if c.goAdd(1) {
 		go func() {
 			defer c.bg.Done()
@@ -62,7 +67,6 @@ func newForeign(c *Client, p *peer, t Transport) *foreign {
 			_ = f.identify(ctx, "")
 		}()
 	}
-	return f
 }
 
 // send queues one script call on its lane.

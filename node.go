@@ -127,6 +127,7 @@ func newPeer(c *Client, n *Node, i int) *peer {
 		p.foreign = newForeign(c, p, n.tr)
 		p.t = p.foreign
 		p.sub = newForeignListener(c, p, i)
+		p.foreign.warm()
 		return p
 	}
 	t := &native{

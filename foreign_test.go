@@ -18,7 +18,7 @@ type shardedRoutes struct{ Transport }
 func (shardedRoutes) Route(key string) Route { return Route{Addr: key[:1]} }
 
 func TestUnitCallExport(t *testing.T) {
-	cl := acquireScript.call("k", "m", "f", "owner", 2, int64(30000), int64(7), int64(0))
+	cl := acquireScript.call(3, "k", "m", "f", "owner", 2, int64(30000), int64(7), int64(0))
 	got := cl.export()
 	assert.Equal(t, acquireScript.hash, got.SHA1)
 	assert.Equal(t, []string{"k", "m", "f"}, got.Keys)
@@ -142,7 +142,7 @@ func TestUnitSlotServedByAnotherServerIsQuarantined(t *testing.T) {
 	rt.set("{y}", Route{Addr: "C", Slot: 9})
 	for _, key := range []string{"{x}", "{y}"} {
 		require.NoError(t, f.identify(context.Background(), key))
-		cl := acquireScript.call(key, key+"m", key+"f", "owner", 1, int64(1000), int64(1), int64(0))
+		cl := acquireScript.call(3, key, key+"m", key+"f", "owner", 1, int64(1000), int64(1), int64(0))
 		f.succession(&cl)
 	}
 	// First sight of each slot's server: a process up for a day counts.
@@ -154,7 +154,7 @@ func TestUnitSlotServedByAnotherServerIsQuarantined(t *testing.T) {
 	// INFO, else identification would tell: see {w} below).
 	rt.set("{x}", Route{Addr: "B", Slot: 7})
 	require.NoError(t, c.quarantined(p, "{x}"), "B not yet seen serving slot 7")
-	rel := releaseScript.call("{x}", "{x}m", "owner", int64(2))
+	rel := releaseScript.call(2, "{x}", "{x}m", "owner", int64(2))
 	f.succession(&rel)
 	err := c.quarantined(p, "{x}")
 	require.ErrorIs(t, err, ErrQuarantined)
@@ -164,7 +164,7 @@ func TestUnitSlotServedByAnotherServerIsQuarantined(t *testing.T) {
 	// Slot 11, seen at A, fails over to D, whose first answer is for slot
 	// 12, never seen: D is a successor from its identification on.
 	rt.set("{w}", Route{Addr: "A", Slot: 11})
-	w := inspectScript.call("{w}", "{w}m")
+	w := inspectScript.call(1, "{w}", "owner")
 	f.succession(&w)
 	rt.set("{w}", Route{Addr: "D", Slot: 11})
 	rt.set("{v}", Route{Addr: "D", Slot: 12})
@@ -212,4 +212,26 @@ func TestUnitSuccessorKeepsItsDetectionTime(t *testing.T) {
 	_, err = p.observe("run_id:c\r\nuptime_in_seconds:0\r\n", at.Add(time.Minute))
 	require.NoError(t, err)
 	assert.Equal(t, at.Add(time.Minute), p.since())
+}
+
+// TestUnitMultiMutexNeedsOneSlotOnACluster: on a quorum member that is a
+// Redis Cluster, a MultiMutex's names must hash to one slot (a script's
+// keys must); names in one slot, or any names on plain servers, are fine.
+func TestUnitMultiMutexNeedsOneSlotOnACluster(t *testing.T) {
+	rt := &routeTable{routes: map[string]Route{}, runIDs: map[string]string{}}
+	c, p := foreignOver(rt)
+	c.peers = []*peer{p}
+	c.done = make(chan struct{})
+	rt.set("redlock:{a}:lock", Route{Addr: "A", Slot: 1})
+	rt.set("redlock:{b}:lock", Route{Addr: "A", Slot: 1})
+	rt.set("redlock:{c}:lock", Route{Addr: "A", Slot: 2})
+	assert.NoError(t, c.NewMultiMutex("a", "b").bad)
+	err := c.NewMultiMutex("c", "a", "b").bad
+	require.ErrorIs(t, err, ErrInvalid)
+	assert.Contains(t, err.Error(), "different slots")
+
+	plain, err := New([]*Node{NewNode("x", unitPool(nil))})
+	require.NoError(t, err)
+	defer plain.Close()
+	assert.NoError(t, plain.NewMultiMutex("a", "b", "c").bad)
 }

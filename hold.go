@@ -33,9 +33,9 @@ type hold struct {
 	risk  chan struct{} // made by atRisk's first caller (Do), closed by failedRenewal or end; nil until then
 	risky bool          // a renewal failed to reach a quorum while the hold lasted
 
-	// The hold's key and owner field as renew.lua's arguments, boxed at its
-	// first renewal (the watchdog's loop alone uses them).
-	args *[2]interface{}
+	// The hold's keys, then its owner field, as renew.lua's arguments,
+	// boxed when the watchdog first queues it (see renewArgs).
+	args []interface{}
 }
 
 // holdState is where a hold is in its life.
@@ -425,12 +425,12 @@ func (h *hold) mayLandLocked(ordered bool) bool {
 	return false
 }
 
-// releaseArgs are release.lua's keys and arguments for setting the hold's
-// count to target with sequence seq; ordered says whether the release goes
-// on the lock's lane. Under m.op, like every release of a hold that lasts
-// (grant may add stragglers to it); the releaser's retries of an unsure
-// hold need not: nothing adds stragglers to a hold that has ended.
-func (h *hold) releaseArgs(target int, seq int64, ordered bool) []interface{} {
+// releaseCall is release.lua's call setting the hold's count to target
+// with sequence seq; ordered says whether the release goes on the lock's
+// lane. Under m.op, like every release of a hold that lasts (grant may add
+// stragglers to it); the releaser's retries of an unsure hold need not:
+// nothing adds stragglers to a hold that has ended.
+func (h *hold) releaseCall(target int, seq int64, ordered bool) call {
 	m := h.m
 	m.mu.Lock()
 	mark := 0
@@ -439,7 +439,7 @@ func (h *hold) releaseArgs(target int, seq int64, ordered bool) []interface{} {
 	}
 	lease := h.lease
 	m.mu.Unlock()
-	return []interface{}{m.key, m.marks, m.field, target, seq, m.channel, mark, lease.Milliseconds()}
+	return m.releaseCall(target, seq, mark, lease.Milliseconds())
 }
 
 // closedChan is returned by Lost when the Mutex holds nothing.

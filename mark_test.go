@@ -42,8 +42,8 @@ func TestUnitMarkOnlyWhenACallMayLandAfterTheRelease(t *testing.T) {
 			for _, s := range tc.late {
 				h.addLateLocked(s)
 			}
-			args := h.releaseArgs(0, 9, tc.ordered)
-			assert.Equal(t, tc.mark, args[6])
+			cl := h.releaseCall(0, 9, tc.ordered) // hash, key count, key, marks, owner, count, seq, mark
+			assert.Equal(t, tc.mark, cl.sha[7])
 		})
 	}
 }

@@ -38,7 +38,7 @@ func (r *diffRun) acquire(now int64) diffCall {
 	if r.rng.IntN(2) == 0 {
 		a.FenceTTL = r.ttl()
 	}
-	args := sha(&acquireScript, l.key, l.marks, l.fence, diffOwners[a.Owner], a.Count, a.Lease, a.Seq, a.FenceTTL)
+	args := sha(&acquireScript, 3, l.key, l.marks, l.fence, diffOwners[a.Owner], a.Count, a.Lease, a.Seq, a.FenceTTL)
 	if r.rng.IntN(3) == 0 {
 		// Nobody subscribes on the test's server: PUBSUB NUMSUB says 0.
 		a.Tell, a.Subscribed = true, r.rng.Int64N(2)
@@ -55,31 +55,31 @@ func (r *diffRun) acquire(now int64) diffCall {
 func (r *diffRun) rollback(now int64) diffCall {
 	l, o, seq, prev, ttl := r.lock(), r.owner(), r.seq(), r.rng.Int64N(3), r.ttl()
 	got := l.m.Rollback(now, o, seq, prev, ttl)
-	return diffCall{args: sha(&rollbackScript, l.key, l.marks, diffOwners[o], seq, prev, "redlock:{diff}:unlock", ttl), want: []int64{got}, tol: []bool{false}}
+	return diffCall{args: sha(&rollbackScript, 2, l.key, l.marks, diffOwners[o], seq, prev, ttl, "redlock:{diff}:unlock"), want: []int64{got}, tol: []bool{false}}
 }
 
 func (r *diffRun) release(now int64) diffCall {
 	l, o, count, seq, mark, ttl := r.lock(), r.owner(), r.rng.Int64N(3), r.seq(), r.rng.IntN(2) == 0, r.ttl()
 	got := l.m.Release(now, o, count, seq, mark, ttl)
-	return diffCall{args: sha(&releaseScript, l.key, l.marks, diffOwners[o], count, seq, "redlock:{diff}:unlock", b2i(mark), ttl), want: []int64{got}, tol: []bool{false}}
+	return diffCall{args: sha(&releaseScript, 2, l.key, l.marks, diffOwners[o], count, seq, b2i(mark), ttl, "redlock:{diff}:unlock"), want: []int64{got}, tol: []bool{false}}
 }
 
 func (r *diffRun) force(now int64) diffCall {
 	l, ttl := r.lock(), r.ttl()
 	got := l.m.Force(now, ttl)
-	return diffCall{args: sha(&forceScript, l.key, l.marks, "redlock:{diff}:unlock", "force:x/1", ttl), want: []int64{got}, tol: []bool{false}}
+	return diffCall{args: sha(&forceScript, 2, l.key, l.marks, "force:x/1", ttl, "redlock:{diff}:unlock"), want: []int64{got}, tol: []bool{false}}
 }
 
 func (r *diffRun) inspect(now int64) diffCall {
 	l, o := r.lock(), r.owner()
 	got := l.m.Inspect(now, o)
-	return diffCall{args: sha(&inspectScript, l.key, diffOwners[o]), want: got[:], tol: []bool{false, false, true}}
+	return diffCall{args: sha(&inspectScript, 1, l.key, diffOwners[o]), want: got[:], tol: []bool{false, false, true}}
 }
 
 func (r *diffRun) view(now int64) diffCall {
 	l := r.lock()
 	ttl, counts, held := l.m.View(now)
-	c := diffCall{args: sha(&viewScript, l.key), want: []int64{ttl}, tol: []bool{true}, view: true}
+	c := diffCall{args: sha(&viewScript, 1, l.key), want: []int64{ttl}, tol: []bool{true}, view: true}
 	for o := range counts {
 		if held[o] {
 			c.want, c.tol = append(c.want, int64(o), counts[o]), append(c.tol, false, false)
@@ -145,11 +145,11 @@ func (r *diffRun) fence(now int64) diffCall {
 	tokens := []int64{0, 1 + r.rng.Int64N(5), l.m.Counter + 1, (now - 60000) * model.FloorPerMs, (now + 60000) * model.FloorPerMs}
 	token := tokens[r.rng.IntN(len(tokens))]
 	got := l.m.FenceTo(now, token, ttl)
-	return diffCall{args: sha(&fenceScript, l.fence, token, ttl), want: []int64{got}, tol: []bool{false}}
+	return diffCall{args: sha(&fenceScript, 1, l.fence, token, ttl), want: []int64{got}, tol: []bool{false}}
 }
 
 func (r *diffRun) ping(int64) diffCall {
-	return diffCall{args: sha(&pingScript), want: []int64{model.Ping()}, tol: []bool{false}}
+	return diffCall{args: sha(&pingScript, 0), want: []int64{model.Ping()}, tol: []bool{false}}
 }
 
 func b2i(b bool) int64 {

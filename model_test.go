@@ -210,6 +210,6 @@ func (r *diffRun) seq() int64      { return 1 + r.rng.Int64N(12) }
 // ttl is a lease or a mark's lifetime: minutes, so nothing expires in a run.
 func (r *diffRun) ttl() int64 { return 300000 + 100000*r.rng.Int64N(4) }
 
-func sha(s *script, keysAndArgs ...interface{}) []interface{} {
-	return append([]interface{}{s.hash, s.keyCount}, keysAndArgs...)
+func sha(s *script, keys int, keysAndArgs ...interface{}) []interface{} {
+	return append([]interface{}{s.hash, keys}, keysAndArgs...)
 }

@@ -354,14 +354,23 @@ func (c *Client) wakeLocal(channel, msg string) {
 	q.tell(released)
 }
 
-// heard takes a message from node i on channel: a take or a release.
+// heard takes a message from node i on channel: a take or a release, for
+// the queue of channel and every queue linked to it.
 func (c *Client) heard(i int, channel string, msg []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	q := c.queues[channel]
-	if q == nil {
-		return
+	if q := c.queues[channel]; q != nil {
+		c.hearLocked(q, i, msg)
 	}
+	for _, to := range c.links[channel] {
+		if q := c.queues[to]; q != nil {
+			c.hearLocked(q, i, msg)
+		}
+	}
+}
+
+// hearLocked gives q node i's message. c.mu must be held.
+func (c *Client) hearLocked(q *waitQueue, i int, msg []byte) {
 	if lease, subs, client, ok := parseTake(msg); ok {
 		q.taken[i] = true
 		q.lease, q.subs = lease, subs
@@ -391,11 +400,38 @@ func (c *Client) reconnected(i int, channels []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, ch := range channels {
-		if q := c.queues[ch]; q != nil {
-			q.taken[i] = false
-			q.tell(released)
+		for _, to := range append([]string{ch}, c.links[ch]...) {
+			if q := c.queues[to]; q != nil {
+				q.taken[i] = false
+				q.tell(released)
+			}
 		}
 	}
+}
+
+// link makes the queue of channel to hear the messages of the channel
+// from too, until unlink: the waiters of a MultiMutex queue on its first
+// lock's channel and wake for a release of any of its locks. Links are
+// counted: one per waiter.
+func (c *Client) link(from, to string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.links[from] = append(c.links[from], to)
+}
+
+// unlink removes one link made by link.
+func (c *Client) unlink(from, to string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ls := c.links[from]
+	if i := slices.Index(ls, to); i >= 0 {
+		ls = slices.Delete(ls, i, i+1)
+	}
+	if len(ls) == 0 {
+		delete(c.links, from)
+		return
+	}
+	c.links[from] = ls
 }
 
 // hash is FNV-1a of b.

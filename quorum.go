@@ -145,8 +145,8 @@ type nodeErr struct {
 // never waits for a straggler after that, nor after ctx is done. classify
 // turns a node's reply into its vote. With an undo the round is an
 // acquisition (see round) and must be settled with settle.
-func (c *Client) fanout(ctx context.Context, s *script, args []interface{}, classify func(interface{}) vote, stop func(*ballot) bool, undo func() call) *round {
-	r := c.launch(s.call(args...), classify, undo)
+func (c *Client) fanout(ctx context.Context, cl call, classify func(interface{}) vote, stop func(*ballot) bool, undo func() call) *round {
+	r := c.launch(cl, classify, undo)
 	r.collect(ctx, stop)
 	return r
 }

@@ -60,6 +60,7 @@ type Client struct {
 	mu     sync.Mutex            // protects holds, queues and idle
 	holds  map[*Mutex]struct{}   // owners that currently hold a lock
 	queues map[string]*waitQueue // waiters per lock channel, FIFO, and the turns of locks waited for lately
+	links  map[string][]string   // channel -> the queues that also hear it (a MultiMutex's, see link)
 	idle   []string              // channels whose queues had no waiter left, oldest first (see keepIdle)
 	nqueue atomic.Int32          // len(queues), read without mu by the first attempt of a Lock
 
@@ -151,6 +152,7 @@ func newClient(nodes []*Node, o options) (*Client, error) {
 		done:   make(chan struct{}),
 		holds:  make(map[*Mutex]struct{}),
 		queues: make(map[string]*waitQueue),
+		links:  make(map[string][]string),
 		obs:    o.observer,
 		watch:  nodeWatch{reach: make(map[*peer]NodeState), quarantines: make(map[*serverProcess]time.Time)},
 	}

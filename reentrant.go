@@ -20,13 +20,13 @@ import (
 // many. Methods of one Mutex are safe for concurrent use and act as the same
 // owner.
 type Mutex struct {
-	c       *Client
-	name    string
-	key     string // the lock hash on every node
-	marks   string // rollback marks of the lock's owners (scripts/mark.lua)
-	fence   string // the lock's fencing counter (WithFencing)
-	channel string // the unlock channel on every node
-	field   string // this owner's hash field: "<client id>:<owner id>"
+	c    *Client
+	name string // the lock's name; a MultiMutex's names, joined by ","
+	lockKeys
+	more  []lockKeys // a MultiMutex's other locks (see locks.go)
+	names []string   // a MultiMutex's names, sorted; nil for a Mutex
+	bad   error      // why a MultiMutex's names cannot be used (see NewMultiMutex)
+	field string     // this owner's hash field: "<client id>:<owner id>"
 
 	seq atomic.Int64 // sequence of this owner's writes; see scripts/acquire.lua (int64: redigo formats uint64 through fmt)
 
@@ -44,11 +44,15 @@ func newMutex(c *Client, name string) *Mutex {
 	if c == nil || len(name) > MaxNameLength {
 		return &Mutex{c: c, name: name} // unusable: every call says why (ensureUsable)
 	}
-	// PREFIX{NAME}:lock, PREFIX{NAME}:rollback, PREFIX{NAME}:fence and the
-	// channel PREFIX{NAME}:unlock. The braces make NAME the keys' hash
-	// tag, so that on a Redis Cluster member they all live in one slot.
-	return newMutexAt(c, name, c.opts.prefix+"{"+name+"}:", "")
+	return newMutexAt(c, name, c.base(name), "")
 }
+
+// base is what the keys of the lock called name begin with:
+// PREFIX{NAME}:, for PREFIX{NAME}:lock, PREFIX{NAME}:rollback,
+// PREFIX{NAME}:fence and the channel PREFIX{NAME}:unlock. The braces make
+// NAME the keys' hash tag, so that on a Redis Cluster member they all live
+// in one slot.
+func (c *Client) base(name string) string { return c.opts.prefix + "{" + name + "}:" }
 
 // newMutexAt makes an owner of the lock whose keys are base+"lock",
 // base+"rollback" and base+"fence", and whose releases are published on
@@ -59,18 +63,11 @@ func newMutexAt(c *Client, name, base, channel string) *Mutex {
 	if channel == "" {
 		channel = base + "unlock"
 	}
-	all := base + "lock" + base + "rollback" + base + "fence" + channel
-	a := len(base) + len("lock")
-	b := a + len(base) + len("rollback")
-	d := b + len(base) + len("fence")
 	return &Mutex{
-		c:       c,
-		name:    name,
-		key:     all[:a],
-		marks:   all[a:b],
-		fence:   all[b:d],
-		channel: all[d:],
-		field:   c.id + ":" + strconv.FormatUint(c.owners.Add(1), 10),
+		c:        c,
+		name:     name,
+		lockKeys: keysAt(base, channel),
+		field:    c.id + ":" + strconv.FormatUint(c.owners.Add(1), 10),
 	}
 }
 
@@ -92,14 +89,28 @@ func (m *Mutex) ensureUsable(ctx context.Context) error {
 		return invalid("a nil Mutex, or one not made by Client.NewMutex")
 	case ctx == nil:
 		return invalid("nil context: pass context.Background() or a context with a deadline")
-	case m.name == "":
-		return invalid("empty lock name")
-	case len(m.name) > MaxNameLength:
-		return invalid("lock name %s is %d bytes; the limit is %d (MaxNameLength)", quoteName(m.name), len(m.name), MaxNameLength)
-	case m.name[0] == '}':
-		return invalid("lock name %s begins with '}': the name is its keys' hash tag ({NAME}), and Redis Cluster ignores a tag that is empty", quoteName(m.name))
+	case m.bad != nil:
+		return m.bad
+	case m.names == nil:
+		if err := checkName(m.name); err != nil {
+			return err
+		}
 	}
 	return m.c.ensureOpen()
+}
+
+// checkName returns an error wrapping ErrInvalid for a lock name that is
+// empty, too long, or begins with '}'.
+func checkName(name string) error {
+	switch {
+	case name == "":
+		return invalid("empty lock name")
+	case len(name) > MaxNameLength:
+		return invalid("lock name %s is %d bytes; the limit is %d (MaxNameLength)", quoteName(name), len(name), MaxNameLength)
+	case name[0] == '}':
+		return invalid("lock name %s begins with '}': the name is its keys' hash tag ({NAME}), and Redis Cluster ignores a tag that is empty", quoteName(name))
+	}
+	return nil
 }
 
 // quoteName quotes a lock name for an error, cut to a short prefix when it
@@ -256,16 +267,8 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew, tell, subsc
 	if c.opts.fencing && prev == 0 {
 		fencing = c.fenceTTL(lease).Milliseconds()
 	}
-	args := [...]interface{}{m.key, m.marks, m.fence, m.field, prev + 1, lease.Milliseconds(), seq, fencing, nil, 0}
-	n := len(args) - 2
-	if tell {
-		args[n] = m.channel
-		if subscribed {
-			args[n+1] = 1
-		}
-		n += 2
-	}
-	r := c.fanout(ctx, &acquireScript, args[:n], classifyAcquire, (*ballot).certain, m.rollback(seq, prev, lease))
+	cl := m.acquireCall(prev+1, lease.Milliseconds(), seq, fencing, tell, subscribed)
+	r := c.fanout(ctx, cl, classifyAcquire, (*ballot).certain, m.rollback(seq, prev, lease))
 	ok := r.ballot.won() && validity(lease, since(start), dr) > 0
 	var token int64
 	var fenceErr error
@@ -321,7 +324,7 @@ func (m *Mutex) failedAttempt(ctx context.Context, r *round, lease, elapsed time
 // sequence seq that followed prev holds: it restores prev there.
 func (m *Mutex) rollback(seq int64, prev int, lease time.Duration) func() call {
 	return func() call {
-		return rollbackScript.call(m.key, m.marks, m.field, seq, prev, m.channel, lease.Milliseconds())
+		return m.rollbackCall(seq, prev, lease.Milliseconds())
 	}
 }
 
@@ -382,7 +385,7 @@ func (m *Mutex) fenceToken(ctx context.Context, r *round) (int64, error) {
 	if at >= m.c.quorum && below == 0 {
 		return token, nil
 	}
-	wb := m.c.fanout(ctx, &fenceScript, []interface{}{m.fence, token, m.c.fenceTTL(m.c.opts.lease).Milliseconds()}, classifyOne, (*ballot).certain, nil)
+	wb := m.c.fanout(ctx, m.fenceCall(token, m.c.fenceTTL(m.c.opts.lease).Milliseconds()), classifyOne, (*ballot).certain, nil)
 	if !wb.ballot.won() {
 		return 0, wb.noQuorum("fencing token write-back for " + quoteName(m.name))
 	}
@@ -512,8 +515,7 @@ func (m *Mutex) await(ctx context.Context, maxWait, lease time.Duration, renew b
 		defer t.Stop()
 		expired = t.C
 	}
-	c.subscribe(ctx, m.channel)
-	defer c.unsubscribe(m.channel)
+	defer m.listen(ctx)()
 	w := c.enqueue(m.channel, m, a.took)
 	won := false
 	defer func() { c.dequeue(m.channel, w, won, lease) }()
@@ -707,15 +709,15 @@ func (m *Mutex) release(ctx context.Context, note *releaseNote) error {
 	var dropped time.Time
 	if target == 0 {
 		// The watchdog must not re-create the key this release deletes:
-		// from here on it sends no repair of h, and releaseArgs sees the
+		// from here on it sends no repair of h, and releaseCall sees the
 		// repairs already sent.
 		dropped = now()
 		c.wd.drop(h)
 	}
 	seq := m.seq.Add(1)
-	r := c.fanout(ctx, &releaseScript, h.releaseArgs(target, seq, true), classifyOne, (*ballot).certain, nil)
+	r := c.fanout(ctx, h.releaseCall(target, seq, true), classifyOne, (*ballot).certain, nil)
 	if target == 0 {
-		c.wakeLocal(m.channel, m.field+"/"+strconv.FormatInt(seq, 10))
+		m.wakeLocal(m.field + "/" + strconv.FormatInt(seq, 10))
 	}
 	switch {
 	case state == owed:
@@ -759,13 +761,13 @@ func (m *Mutex) release(ctx context.Context, note *releaseNote) error {
 func (m *Mutex) confirmRelease(ctx context.Context, h *hold, note *releaseNote) error {
 	note.set(UnlockReleased, nil)
 	if seq, unsure := h.unconfirmed(); unsure {
-		r := m.c.fanout(ctx, &releaseScript, h.releaseArgs(0, seq, true), classifyAnyInt, (*ballot).certain, nil)
+		r := m.c.fanout(ctx, h.releaseCall(0, seq, true), classifyAnyInt, (*ballot).certain, nil)
 		if !r.ballot.won() {
 			note.set(UnlockNoQuorum, r)
 			return withCtx(ctx, r.noQuorum("unlock "+quoteName(m.name)+" (a retry; the hold has ended and its release is retried in the background)"))
 		}
 		note.set(UnlockReleased, r)
-		m.c.wakeLocal(m.channel, "")
+		m.wakeLocal("")
 	}
 	h.finish()
 	return nil
@@ -787,7 +789,7 @@ func (c *Client) releaseHolds(ctx context.Context, ms []*Mutex) *multierror.Erro
 		}
 		c.wd.drop(h)
 		hs = append(hs, h)
-		calls = append(calls, releaseScript.call(h.releaseArgs(0, m.seq.Add(1), false)...))
+		calls = append(calls, h.releaseCall(0, m.seq.Add(1), false))
 	}
 	// After every m.op: an Unlock that failed meanwhile has handed its
 	// release to the releaser.
@@ -837,8 +839,8 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 		start = now()
 	}
 	msg := "force:" + m.field + "/" + strconv.FormatInt(m.seq.Add(1), 10)
-	r := c.fanout(ctx, &forceScript, []interface{}{m.key, m.marks, m.channel, msg, c.opts.lease.Milliseconds()}, classifyOne, (*ballot).done, nil)
-	c.wakeLocal(m.channel, "")
+	r := c.fanout(ctx, m.forceCall(msg, c.opts.lease.Milliseconds()), classifyOne, (*ballot).done, nil)
+	m.wakeLocal("")
 	var err error
 	if !r.ballot.won() && !r.ballot.denied() {
 		err = withCtx(ctx, r.noQuorum("force unlock "+quoteName(m.name)))
@@ -867,7 +869,7 @@ func (m *Mutex) inspect(ctx context.Context, op string, pred func(exists, count 
 		return voteNo
 	}
 	stop := func(b *ballot) bool { return b.won() || b.denied() || b.done() }
-	r := m.c.fanout(ctx, &inspectScript, []interface{}{m.key, m.field}, classify, stop, nil)
+	r := m.c.fanout(ctx, m.inspectCall(), classify, stop, nil)
 	switch {
 	case r.ballot.won():
 		return true, nil

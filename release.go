@@ -21,7 +21,7 @@ import (
 // Client, started with the first such release: every interval it sends all
 // that are owed, in chunks of renewBatch, one round trip per node each, off
 // the locks' lanes (each release marks when a straggler of its hold may
-// still land: see hold.releaseArgs).
+// still land: see hold.releaseCall).
 type releaser struct {
 	c     *Client
 	every time.Duration // how often the loop sends the releases owed
@@ -132,7 +132,7 @@ func (e *owedRelease) call() (cl call, ok bool) {
 	if !ok {
 		return call{}, false
 	}
-	return releaseScript.call(e.h.releaseArgs(0, seq, false)...), true
+	return e.h.releaseCall(0, seq, false), true
 }
 
 // send sends the releases es to every node in one round trip, and ends
@@ -161,7 +161,7 @@ func (rl *releaser) send(ctx context.Context, es []*owedRelease) {
 		case released >= c.quorum:
 			rl.forget(e)
 			e.h.free()
-			c.wakeLocal(m.channel, "")
+			m.wakeLocal("")
 			c.opts.logger.Debug("redlock: release confirmed in the background after Unlock reached no quorum", "lock", logName(m.name), "tries", e.tries)
 		case !now().Before(e.until):
 			rl.forget(e)

@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -124,6 +125,9 @@ func (wd *watchdog) enqueue(h *hold, at time.Duration) (wasEmpty bool) {
 		return false
 	}
 	wd.mu.Lock()
+	if h.args == nil {
+		h.args = renewArgs(h.m)
+	}
 	defer wd.mu.Unlock()
 	wasEmpty = wd.queue.len() == 0
 	// at was read before the lock: never push before the last entry.
@@ -281,7 +285,7 @@ type renewal struct {
 	counted []bool  // by node: not in restart quarantine
 	yes     []int32 // by hold: counted nodes where it is held and extended
 	other   []int32 // by hold: nodes where another owner holds it
-	absent  []bool  // by node, then hold: the key was absent there
+	absent  []bool  // by node, then hold: the key was absent there (a lock of it, none another owner's)
 }
 
 // renew renews one chunk of holds on every node: one renew.lua call each,
@@ -291,13 +295,13 @@ type renewal struct {
 func (wd *watchdog) renew(ctx context.Context, hs []*hold) {
 	c := wd.c
 	start := now()
-	cl := wd.renewCall(hs)
+	cl, entries := wd.renewCall(hs)
 	res := c.broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return []call{cl} })
 	n := len(c.peers)
 	r := &renewal{hs: hs, counted: make([]bool, n), yes: make([]int32, len(hs)), other: make([]int32, len(hs)), absent: make([]bool, n*len(hs))}
 	for i, res := range res {
 		r.counted[i] = res.counted
-		wd.tally(i, res, len(hs), func(k int, v int64) {
+		wd.tally(i, res, hs, entries, func(k int, v int64) {
 			switch {
 			case v == 1 && res.counted:
 				r.yes[k]++
@@ -332,23 +336,39 @@ func (wd *watchdog) renew(ctx context.Context, hs []*hold) {
 }
 
 // renewCall is the renew.lua call for hs: the keys, the lease, the owner
-// fields, built in place (script.call would copy them). The boxed key and
-// field of a hold are made at its first renewal and kept, so a renewal
-// allocates per chunk, not per hold.
-func (wd *watchdog) renewCall(hs []*hold) call {
-	args := make([]interface{}, 0, 3+2*len(hs))
-	args = append(args, renewScript.hash, len(hs))
+// fields, one entry per lock of each hold (a MultiMutex's holds have
+// several), built in place (script.call would copy them); entries is how
+// many. The boxed keys and field of a hold are made when it is first
+// queued (see enqueue), and kept, so a renewal allocates per chunk, not
+// per hold.
+func (wd *watchdog) renewCall(hs []*hold) (cl call, entries int) {
 	for _, h := range hs {
-		if h.args == nil {
-			h.args = &[2]interface{}{h.m.key, h.m.field}
-		}
-		args = append(args, h.args[0])
+		entries += len(h.args) - 1
+	}
+	args := make([]interface{}, 0, 3+2*entries)
+	args = append(args, renewScript.hash, entries)
+	for _, h := range hs {
+		args = append(args, h.args[:len(h.args)-1]...)
 	}
 	args = append(args, wd.c.opts.lease.Milliseconds())
 	for _, h := range hs {
-		args = append(args, h.args[1])
+		field := h.args[len(h.args)-1]
+		for range len(h.args) - 1 {
+			args = append(args, field)
+		}
 	}
-	return call{s: &renewScript, sha: args}
+	return call{s: &renewScript, sha: args}, entries
+}
+
+// renewArgs are the boxed keys of m's locks, then its owner field: a
+// hold's part of renew.lua's arguments, made under the watchdog's mu when
+// the hold is first queued, before any renewal of it reads them.
+func renewArgs(m *Mutex) []interface{} {
+	args := make([]interface{}, 0, m.locks()+1)
+	for i := 0; i < m.locks(); i++ {
+		args = append(args, m.lock(i).key)
+	}
+	return append(args, m.field)
 }
 
 // gone reports whether hold k, not renewed, is gone from a majority
@@ -402,6 +422,7 @@ func (wd *watchdog) repair(ctx context.Context, r *renewal) {
 	fixes := make([][]int, len(c.peers))
 	calls := make([][]call, len(c.peers))
 	sent := 0
+	entries := make([]int, len(c.peers))
 	for i := range c.peers {
 		keys := []interface{}{0}
 		argv := []interface{}{c.opts.lease.Milliseconds()}
@@ -414,8 +435,12 @@ func (wd *watchdog) repair(ctx context.Context, r *renewal) {
 				continue
 			}
 			fixes[i] = append(fixes[i], k)
-			keys = append(keys, h.m.key, h.m.marks)
-			argv = append(argv, h.m.field, count, seq)
+			m := h.m
+			for j := 0; j < m.locks(); j++ {
+				keys = append(keys, m.lock(j).key, m.lock(j).marks)
+				argv = append(argv, m.field, count, seq)
+			}
+			entries[i] += m.locks()
 		}
 		if len(fixes[i]) > 0 {
 			keys[0] = len(keys) - 1
@@ -436,7 +461,11 @@ func (wd *watchdog) repair(ctx context.Context, r *renewal) {
 			late.astray.Store(true) // it may still land: releases mark
 		}
 		late.inflight.Add(-1)
-		wd.tally(i, res, len(fixes[i]), func(j int, v int64) {
+		fixed := make([]*hold, len(fixes[i]))
+		for j, k := range fixes[i] {
+			fixed[j] = r.hs[k]
+		}
+		wd.tally(i, res, fixed, entries[i], func(j int, v int64) {
 			if v == 1 && r.counted[i] {
 				r.yes[fixes[i][j]]++
 			}
@@ -444,18 +473,21 @@ func (wd *watchdog) repair(ctx context.Context, r *renewal) {
 	}
 }
 
-// tally hands each hold's answer from node i (one script call's reply) to
-// f, by the hold's index in the call; a node that failed, or refused the
-// call, is logged, at most once a period per node.
-func (wd *watchdog) tally(i int, res batchResult, holds int, f func(k int, v int64)) {
+// tally hands each hold of hs its answer from node i to f, by the hold's
+// index in hs: the reply of one script call with one entry per lock of
+// each hold, entries in all. A hold is held (1) where every lock of it is,
+// another owner's (-1) where any is, and absent (0) otherwise. A node that
+// failed, or refused the call, is logged, at most once a period per node.
+func (wd *watchdog) tally(i int, res batchResult, hs []*hold, entries int, f func(k int, v int64)) {
 	err := res.err
 	if err == nil && len(res.replies) == 1 {
 		var vs []interface{}
 		vs, err = redis.Values(res.replies[0], refused(res.replies[0]))
-		for k, v := range vs {
-			if n, ok := v.(int64); ok && k < holds {
-				f(k, n)
-			}
+		if err == nil && len(vs) != entries {
+			err = fmt.Errorf("unexpected reply of %d values for %d locks", len(vs), entries)
+		}
+		if err == nil {
+			tallyHolds(vs, hs, f)
 		}
 	}
 	if err == nil {
@@ -466,7 +498,31 @@ func (wd *watchdog) tally(i int, res batchResult, holds int, f func(k int, v int
 	if last != 0 && at-time.Duration(last) < wd.period || !wd.nodeWarn[i].CompareAndSwap(last, int64(at)) {
 		return
 	}
-	wd.c.opts.logger.Warn("redlock: renewal failed on a node", "node", wd.c.peers[i].name, "holds", holds, "err", err)
+	wd.c.opts.logger.Warn("redlock: renewal failed on a node", "node", wd.c.peers[i].name, "holds", len(hs), "err", err)
+}
+
+// tallyHolds reduces the entries vs, one per lock of each hold of hs in
+// order, to one answer per hold, handed to f.
+func tallyHolds(vs []interface{}, hs []*hold, f func(k int, v int64)) {
+	e := 0
+	for k, h := range hs {
+		v, known := int64(1), true
+		for range h.m.locks() {
+			n, ok := vs[e].(int64)
+			switch {
+			case !ok:
+				known = false
+			case n == -1:
+				v = -1
+			case n != 1 && v == 1:
+				v = 0
+			}
+			e++
+		}
+		if known {
+			f(k, v)
+		}
+	}
 }
 
 // WatchdogStats are the watchdog's running totals since the Client was

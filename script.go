@@ -34,15 +34,19 @@ var (
 	//go:embed scripts/ping.lua
 	pingLua string
 
-	acquireScript  = newScript(3, acquireLua)
-	rollbackScript = newScript(2, markLua+rollbackLua)
-	releaseScript  = newScript(2, markLua+releaseLua)
-	forceScript    = newScript(2, markLua+forceLua)
-	inspectScript  = newScript(1, inspectLua)
+	// The scripts of one hold take the keys of each of its locks (one for
+	// a Mutex, several for a MultiMutex): the key count is the first
+	// argument of every call, as it is for the watchdog's scripts, which
+	// take many holds.
+	acquireScript  = newScript(-1, acquireLua)
+	rollbackScript = newScript(-1, markLua+rollbackLua)
+	releaseScript  = newScript(-1, markLua+releaseLua)
+	forceScript    = newScript(-1, markLua+forceLua)
+	inspectScript  = newScript(-1, inspectLua)
 	viewScript     = newScript(1, viewLua)
-	renewScript    = newScript(-1, renewLua) // the key count is the first argument
+	renewScript    = newScript(-1, renewLua)
 	repairScript   = newScript(-1, repairLua)
-	fenceScript    = newScript(1, fenceLua)
+	fenceScript    = newScript(-1, fenceLua)
 	pingScript     = newScript(0, pingLua)
 
 	// scripts lists every script, for loading them all at once.
@@ -71,21 +75,23 @@ type call struct {
 }
 
 // call prepares a call of s with keysAndArgs: the keys then the arguments,
-// preceded by the number of keys when s.keyCount is -1.
+// preceded by the number of keys when s.keyCount is -1. A call of one
+// hold's locks goes on the lane of its first key, so that the calls of one
+// lock keep their order on a node; the watchdog's calls, of many holds,
+// keep no lane.
 func (s *script) call(keysAndArgs ...interface{}) call {
 	sha := make([]interface{}, 0, 2+len(keysAndArgs))
 	sha = append(sha, s.hash)
-	var lane uint32
 	if s.keyCount >= 0 {
 		sha = append(sha, s.keyCount)
-		if s.keyCount == 0 {
-			return call{s: s, sha: append(sha, keysAndArgs...)}
-		}
-		if key, ok := keysAndArgs[0].(string); ok {
-			lane = laneOf(key)
+	}
+	c := call{s: s, sha: append(sha, keysAndArgs...)}
+	if _, many := s.layout(); !many {
+		if key := c.key(); key != "" {
+			c.lane = laneOf(key)
 		}
 	}
-	return call{s: s, sha: append(sha, keysAndArgs...), lane: lane}
+	return c
 }
 
 // laneOf hashes a key (FNV-1a) to choose its lane.

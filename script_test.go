@@ -15,12 +15,13 @@ func TestUnitScriptCall(t *testing.T) {
 		c    call
 		want []interface{}
 	}{
-		{"fixed key count", acquireScript.call("k", "m", "f", "owner", 1, 30000, 7, 0),
+		{"fixed key count", viewScript.call("k"), []interface{}{viewScript.hash, 1, "k"}},
+		{"no keys", pingScript.call(), []interface{}{pingScript.hash, 0}},
+		{"key count in the arguments", acquireScript.call(3, "k", "m", "f", "owner", 1, 30000, 7, 0),
 			[]interface{}{acquireScript.hash, 3, "k", "m", "f", "owner", 1, 30000, 7, 0}},
-		{"no keys", fenceScript.call("f", 9), []interface{}{fenceScript.hash, 1, "f", 9}},
 		// renew.lua's calls carry their own key count first: call must not
 		// add -1 in front of it.
-		{"key count in the arguments", renewScript.call(2, "k1", "k2", 30000, 0, "a", 1, 1, "b", 1, 2),
+		{"many holds", renewScript.call(2, "k1", "k2", 30000, 0, "a", 1, 1, "b", 1, 2),
 			[]interface{}{renewScript.hash, 2, "k1", "k2", 30000, 0, "a", 1, 1, "b", 1, 2}},
 	}
 	for _, tt := range tests {

@@ -264,6 +264,9 @@ func TestRepairInFlightDoesNotRecreateAReleasedLock(t *testing.T) {
 	m := c.NewMutex("repair-race")
 	key := c.opts.prefix + "{repair-race}:lock"
 	require.NoError(t, m.Lock(ctx))
+	// Lock returns at the majority: wait for its call to node 2 to land,
+	// or it could land after the DEL and leave nothing to repair.
+	require.Eventually(t, func() bool { return countsOf(t, cl, key)[2] == "1" }, 5*time.Second, time.Millisecond)
 	_, err = cl.Do(2, "DEL", key) // node 2 lost the hold
 	require.NoError(t, err)
 	held, release := holdBack(c, &repairScript)

@@ -197,18 +197,18 @@ func scriptRun(conn redis.Conn, src redlockScripts, n int) ([]*scriptCost, error
 		{scAcquireFree, "evalsha", 0, keys, acquire("a", 1, 1), held},
 		{scAcquireAgain, "evalsha", 0, keys, acquire("a", 2, 2), held},
 		{scReleaseLast, "evalsha", 0, keys, func(i int) []interface{} {
-			return []interface{}{"EVALSHA", sha["release"], 2, key("a", i), key("a-marks", i), owner, 0, 3, channel, 0, lease}
+			return []interface{}{"EVALSHA", sha["release"], 2, key("a", i), key("a-marks", i), owner, 0, 3, 0, lease, channel}
 		}, one},
 		{"", "", 0, keys, acquire("m", 1, 1), held},
 		{scReleaseMark, "evalsha", 0, keys, func(i int) []interface{} {
-			return []interface{}{"EVALSHA", sha["release"], 2, key("m", i), key("m-marks", i), owner, 0, 2, channel, 1, lease}
+			return []interface{}{"EVALSHA", sha["release"], 2, key("m", i), key("m-marks", i), owner, 0, 2, 1, lease, channel}
 		}, one},
 		{"", "", 0, keys, acquire("r", 1, 1), held},
 		{scRollbackUndo, "evalsha", 0, keys, func(i int) []interface{} {
-			return []interface{}{"EVALSHA", sha["rollback"], 2, key("r", i), key("r-marks", i), owner, 1, 0, channel, lease}
+			return []interface{}{"EVALSHA", sha["rollback"], 2, key("r", i), key("r-marks", i), owner, 1, 0, lease, channel}
 		}, one},
 		{scRollbackMark, "evalsha", 0, keys, func(i int) []interface{} {
-			return []interface{}{"EVALSHA", sha["rollback"], 2, key("x", i), key("x-marks", i), owner, 1, 0, channel, lease}
+			return []interface{}{"EVALSHA", sha["rollback"], 2, key("x", i), key("x-marks", i), owner, 1, 0, lease, channel}
 		}, int64(0)},
 		{"", "", 0, keys, acquire("w", 1, 1), held},
 		{scRenew1, "evalsha", 1, keys, func(i int) []interface{} {

@@ -1,0 +1,175 @@
+package redlock
+
+import "context"
+
+// The locks of one owner: one for a Mutex, every name of a MultiMutex. A
+// hold's scripts act on all of them at once on each node (all or none),
+// and each call carries, for every lock, the keys the script needs: the
+// key count first, then the keys, then the arguments, then, for the
+// scripts that publish, every lock's unlock channel.
+
+// lockKeys are one lock's keys and channel on every node.
+type lockKeys struct {
+	key     string // the lock hash
+	marks   string // rollback marks of the lock's owners (scripts/mark.lua)
+	fence   string // the lock's fencing counter (WithFencing)
+	channel string // the unlock channel
+}
+
+// keysAt returns the keys base+"lock", base+"rollback", base+"fence" and
+// the channel, cut from one string: one allocation, not four.
+func keysAt(base, channel string) lockKeys {
+	all := base + "lock" + base + "rollback" + base + "fence" + channel
+	a := len(base) + len("lock")
+	b := a + len(base) + len("rollback")
+	d := b + len(base) + len("fence")
+	return lockKeys{key: all[:a], marks: all[a:b], fence: all[b:d], channel: all[d:]}
+}
+
+// locks is how many locks m holds at once.
+func (m *Mutex) locks() int { return 1 + len(m.more) }
+
+// lock returns m's lock i, 0 <= i < m.locks().
+func (m *Mutex) lock(i int) *lockKeys {
+	if i == 0 {
+		return &m.lockKeys
+	}
+	return &m.more[i-1]
+}
+
+// begin starts the EVALSHA arguments of a call of s with keys keys and
+// room for more arguments: the hash and the key count.
+func (s *script) begin(keys, more int) []interface{} {
+	sha := make([]interface{}, 0, 2+keys+more)
+	return append(sha, s.hash, keys)
+}
+
+// made is the call of s whose EVALSHA arguments begin built.
+func (s *script) made(sha []interface{}) call {
+	c := call{s: s, sha: sha}
+	if key := c.key(); key != "" {
+		c.lane = laneOf(key)
+	}
+	return c
+}
+
+// appendChannels appends every lock's unlock channel to sha.
+func (m *Mutex) appendChannels(sha []interface{}) []interface{} {
+	for i := 0; i < m.locks(); i++ {
+		sha = append(sha, m.lock(i).channel)
+	}
+	return sha
+}
+
+// appendPairs appends every lock's hash and marks to sha.
+func (m *Mutex) appendPairs(sha []interface{}) []interface{} {
+	for i := 0; i < m.locks(); i++ {
+		k := m.lock(i)
+		sha = append(sha, k.key, k.marks)
+	}
+	return sha
+}
+
+// acquireCall is acquire.lua's call for an attempt writing count holds
+// with sequence seq and a lease of leaseMs; fencing is the counters' TTL
+// (0: no fencing). With tell (one lock only) the attempt tells the
+// waiters of its take; subscribed says whether this Client waits.
+func (m *Mutex) acquireCall(count int, leaseMs, seq, fencing int64, tell, subscribed bool) call {
+	n := m.locks()
+	sha := acquireScript.begin(3*n, 7)
+	for i := 0; i < n; i++ {
+		k := m.lock(i)
+		sha = append(sha, k.key, k.marks, k.fence)
+	}
+	sha = append(sha, m.field, count, leaseMs, seq, fencing)
+	if tell && n == 1 {
+		sub := 0
+		if subscribed {
+			sub = 1
+		}
+		sha = append(sha, m.channel, sub)
+	}
+	return acquireScript.made(sha)
+}
+
+// rollbackCall is rollback.lua's call undoing the attempt seq that
+// followed prev holds; marks live markMs.
+func (m *Mutex) rollbackCall(seq int64, prev int, markMs int64) call {
+	n := m.locks()
+	sha := rollbackScript.begin(2*n, 4+n)
+	sha = m.appendPairs(sha)
+	sha = append(sha, m.field, seq, prev, markMs)
+	return rollbackScript.made(m.appendChannels(sha))
+}
+
+// releaseCall is release.lua's call setting the count to target with
+// sequence seq; mark says whether a final release marks the sequence,
+// for markMs.
+func (m *Mutex) releaseCall(target int, seq int64, mark int, markMs int64) call {
+	n := m.locks()
+	sha := releaseScript.begin(2*n, 5+n)
+	sha = m.appendPairs(sha)
+	sha = append(sha, m.field, target, seq, mark, markMs)
+	return releaseScript.made(m.appendChannels(sha))
+}
+
+// forceCall is force.lua's call, publishing msg; marks live at least
+// markMs.
+func (m *Mutex) forceCall(msg string, markMs int64) call {
+	n := m.locks()
+	sha := forceScript.begin(2*n, 2+n)
+	sha = m.appendPairs(sha)
+	sha = append(sha, msg, markMs)
+	return forceScript.made(m.appendChannels(sha))
+}
+
+// inspectCall is inspect.lua's call for this owner.
+func (m *Mutex) inspectCall() call {
+	n := m.locks()
+	sha := inspectScript.begin(n, 1)
+	for i := 0; i < n; i++ {
+		sha = append(sha, m.lock(i).key)
+	}
+	return inspectScript.made(append(sha, m.field))
+}
+
+// fenceCall is fence.lua's call raising every lock's counter to token, to
+// live ttlMs.
+func (m *Mutex) fenceCall(token, ttlMs int64) call {
+	n := m.locks()
+	sha := fenceScript.begin(n, 2)
+	for i := 0; i < n; i++ {
+		sha = append(sha, m.lock(i).fence)
+	}
+	return fenceScript.made(append(sha, token, ttlMs))
+}
+
+// listen subscribes this Client to every lock's unlock channel, before a
+// waiter's next attempt, and makes the queue of the first lock's channel,
+// where m's waiters queue, hear the others' too; stop undoes it.
+func (m *Mutex) listen(ctx context.Context) (stop func()) {
+	c := m.c
+	for i := 0; i < m.locks(); i++ {
+		c.subscribe(ctx, m.lock(i).channel)
+	}
+	for i := 1; i < m.locks(); i++ {
+		c.link(m.lock(i).channel, m.channel)
+	}
+	return func() {
+		for i := 1; i < m.locks(); i++ {
+			c.unlink(m.lock(i).channel, m.channel)
+		}
+		for i := 0; i < m.locks(); i++ {
+			c.unsubscribe(m.lock(i).channel)
+		}
+	}
+}
+
+// wakeLocal tells this Client's waiters of every lock of m that it was
+// released: msg names the release, as the nodes' message will (empty for a
+// ForceUnlock, or a release confirmed later).
+func (m *Mutex) wakeLocal(msg string) {
+	for i := 0; i < m.locks(); i++ {
+		m.c.wakeLocal(m.lock(i).channel, msg)
+	}
+}

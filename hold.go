@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	"sync/atomic"
 	"time"
 )
 
@@ -34,8 +35,8 @@ type hold struct {
 	risky bool          // a renewal failed to reach a quorum while the hold lasted
 
 	// The hold's keys, then its owner field, as renew.lua's arguments,
-	// boxed when the watchdog first queues it (see renewArgs).
-	args []interface{}
+	// boxed at its first renewal (see renewArgs).
+	args atomic.Pointer[[]interface{}]
 }
 
 // holdState is where a hold is in its life.

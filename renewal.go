@@ -125,9 +125,6 @@ func (wd *watchdog) enqueue(h *hold, at time.Duration) (wasEmpty bool) {
 		return false
 	}
 	wd.mu.Lock()
-	if h.args == nil {
-		h.args = renewArgs(h.m)
-	}
 	defer wd.mu.Unlock()
 	wasEmpty = wd.queue.len() == 0
 	// at was read before the lock: never push before the last entry.
@@ -338,37 +335,47 @@ func (wd *watchdog) renew(ctx context.Context, hs []*hold) {
 // renewCall is the renew.lua call for hs: the keys, the lease, the owner
 // fields, one entry per lock of each hold (a MultiMutex's holds have
 // several), built in place (script.call would copy them); entries is how
-// many. The boxed keys and field of a hold are made when it is first
-// queued (see enqueue), and kept, so a renewal allocates per chunk, not
-// per hold.
+// many. The boxed keys and field of a hold are made at its first renewal
+// and kept (see renewArgs), so a renewal allocates per chunk, not per
+// hold.
 func (wd *watchdog) renewCall(hs []*hold) (cl call, entries int) {
-	for _, h := range hs {
-		entries += len(h.args) - 1
+	boxed := make([][]interface{}, len(hs))
+	for k, h := range hs {
+		boxed[k] = h.renewArgs()
+		entries += len(boxed[k]) - 1
 	}
 	args := make([]interface{}, 0, 3+2*entries)
 	args = append(args, renewScript.hash, entries)
-	for _, h := range hs {
-		args = append(args, h.args[:len(h.args)-1]...)
+	for _, b := range boxed {
+		args = append(args, b[:len(b)-1]...)
 	}
 	args = append(args, wd.c.opts.lease.Milliseconds())
-	for _, h := range hs {
-		field := h.args[len(h.args)-1]
-		for range len(h.args) - 1 {
-			args = append(args, field)
+	for _, b := range boxed {
+		for range len(b) - 1 {
+			args = append(args, b[len(b)-1])
 		}
 	}
 	return call{s: &renewScript, sha: args}, entries
 }
 
-// renewArgs are the boxed keys of m's locks, then its owner field: a
-// hold's part of renew.lua's arguments, made under the watchdog's mu when
-// the hold is first queued, before any renewal of it reads them.
-func renewArgs(m *Mutex) []interface{} {
+// renewArgs returns the boxed keys of the hold's locks, then its owner
+// field: its part of renew.lua's arguments, made at its first renewal and
+// kept. Renewals of one hold may run at once (when they fall behind), so
+// the first one to finish making them keeps its own.
+func (h *hold) renewArgs() []interface{} {
+	if p := h.args.Load(); p != nil {
+		return *p
+	}
+	m := h.m
 	args := make([]interface{}, 0, m.locks()+1)
 	for i := 0; i < m.locks(); i++ {
 		args = append(args, m.lock(i).key)
 	}
-	return append(args, m.field)
+	args = append(args, m.field)
+	if !h.args.CompareAndSwap(nil, &args) {
+		return *h.args.Load()
+	}
+	return args
 }
 
 // gone reports whether hold k, not renewed, is gone from a majority

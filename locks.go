@@ -1,6 +1,9 @@
 package redlock
 
-import "context"
+import (
+	"context"
+	"strconv"
+)
 
 // The locks of one owner: one for a Mutex, every name of a MultiMutex. A
 // hold's scripts act on all of them at once on each node (all or none),
@@ -75,6 +78,9 @@ func (m *Mutex) appendPairs(sha []interface{}) []interface{} {
 // (0: no fencing). With tell (one lock only) the attempt tells the
 // waiters of its take; subscribed says whether this Client waits.
 func (m *Mutex) acquireCall(count int, leaseMs, seq, fencing int64, tell, subscribed bool) call {
+	if m.via != nil {
+		return m.via(count, leaseMs, seq, fencing)
+	}
 	n := m.locks()
 	sha := acquireScript.begin(3*n, 7)
 	for i := 0; i < n; i++ {
@@ -149,20 +155,33 @@ func (m *Mutex) fenceCall(token, ttlMs int64) call {
 // where m's waiters queue, hear the others' too; stop undoes it.
 func (m *Mutex) listen(ctx context.Context) (stop func()) {
 	c := m.c
-	for i := 0; i < m.locks(); i++ {
-		c.subscribe(ctx, m.lock(i).channel)
+	chs := m.channels()
+	for _, ch := range chs {
+		c.subscribe(ctx, ch)
 	}
-	for i := 1; i < m.locks(); i++ {
-		c.link(m.lock(i).channel, m.channel)
+	for _, ch := range chs[1:] {
+		c.link(ch, m.channel)
 	}
 	return func() {
-		for i := 1; i < m.locks(); i++ {
-			c.unlink(m.lock(i).channel, m.channel)
+		for _, ch := range chs[1:] {
+			c.unlink(ch, m.channel)
 		}
-		for i := 0; i < m.locks(); i++ {
-			c.unsubscribe(m.lock(i).channel)
+		for _, ch := range chs {
+			c.unsubscribe(ch)
 		}
 	}
+}
+
+// channels returns the unlock channels of m's locks, the first lock's
+// first; a lock with no channel (a reader's own key) has none.
+func (m *Mutex) channels() []string {
+	chs := make([]string, 0, m.locks())
+	for i := 0; i < m.locks(); i++ {
+		if ch := m.lock(i).channel; ch != "" {
+			chs = append(chs, ch)
+		}
+	}
+	return chs
 }
 
 // wakeLocal tells this Client's waiters of every lock of m that it was
@@ -170,6 +189,20 @@ func (m *Mutex) listen(ctx context.Context) (stop func()) {
 // ForceUnlock, or a release confirmed later).
 func (m *Mutex) wakeLocal(msg string) {
 	for i := 0; i < m.locks(); i++ {
-		m.c.wakeLocal(m.lock(i).channel, msg)
+		if ch := m.lock(i).channel; ch != "" {
+			m.c.wakeLocal(ch, msg)
+		}
 	}
+}
+
+// newField returns a new owner's hash field: "<client id>:<owner id>".
+func (c *Client) newField() string { return c.id + ":" + strconv.FormatUint(c.owners.Add(1), 10) }
+
+// newOwnerOf makes an owner, called name in errors and logs, whose holds
+// cover the locks that locksOf gives for its owner field (the first
+// lock's channel is where its waiters queue).
+func newOwnerOf(c *Client, name string, locksOf func(field string) []lockKeys) *Mutex {
+	field := c.newField()
+	locks := locksOf(field)
+	return &Mutex{c: c, name: name, lockKeys: locks[0], more: locks[1:], field: field}
 }

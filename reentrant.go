@@ -26,6 +26,13 @@ type Mutex struct {
 	more  []lockKeys // a MultiMutex's other locks (see locks.go)
 	names []string   // a MultiMutex's names, sorted; nil for a Mutex
 	bad   error      // why a MultiMutex's names cannot be used (see NewMultiMutex)
+
+	// An RWMutex's sides (see rw.go): acquiring makes the call that via
+	// returns in place of acquire.lua's; shared holds (reads) may be held
+	// by many owners at once, so a waiter that takes one lets the next
+	// waiter try at once. Both unset for a Mutex.
+	via    func(count int, leaseMs, seq, fencing int64) call
+	shared bool
 	field string     // this owner's hash field: "<client id>:<owner id>"
 
 	seq atomic.Int64 // sequence of this owner's writes; see scripts/acquire.lua (int64: redigo formats uint64 through fmt)
@@ -63,12 +70,7 @@ func newMutexAt(c *Client, name, base, channel string) *Mutex {
 	if channel == "" {
 		channel = base + "unlock"
 	}
-	return &Mutex{
-		c:        c,
-		name:     name,
-		lockKeys: keysAt(base, channel),
-		field:    c.id + ":" + strconv.FormatUint(c.owners.Add(1), 10),
-	}
+	return &Mutex{c: c, name: name, lockKeys: keysAt(base, channel), field: c.newField()}
 }
 
 // Name returns the lock's name.
@@ -264,7 +266,7 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew, tell, subsc
 	start := now()
 	c.useLease(lease)
 	var fencing int64
-	if c.opts.fencing && prev == 0 {
+	if c.opts.fencing && prev == 0 && !m.shared {
 		fencing = c.fenceTTL(lease).Milliseconds()
 	}
 	cl := m.acquireCall(prev+1, lease.Milliseconds(), seq, fencing, tell, subscribed)

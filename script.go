@@ -33,6 +33,12 @@ var (
 	fenceLua string
 	//go:embed scripts/ping.lua
 	pingLua string
+	//go:embed scripts/rw_read.lua
+	rwReadLua string
+	//go:embed scripts/rw_write.lua
+	rwWriteLua string
+	//go:embed scripts/rw_withdraw.lua
+	rwWithdrawLua string
 
 	// The scripts of one hold take the keys of each of its locks (one for
 	// a Mutex, several for a MultiMutex): the key count is the first
@@ -48,9 +54,12 @@ var (
 	repairScript   = newScript(-1, repairLua)
 	fenceScript    = newScript(-1, fenceLua)
 	pingScript     = newScript(0, pingLua)
+	rwReadScript   = newScript(5, rwReadLua)
+	rwWriteScript  = newScript(5, rwWriteLua)
+	rwWithdraw     = newScript(1, rwWithdrawLua)
 
 	// scripts lists every script, for loading them all at once.
-	scripts = []*script{&acquireScript, &rollbackScript, &releaseScript, &forceScript, &inspectScript, &viewScript, &renewScript, &repairScript, &fenceScript, &pingScript}
+	scripts = []*script{&acquireScript, &rollbackScript, &releaseScript, &forceScript, &inspectScript, &viewScript, &renewScript, &repairScript, &fenceScript, &pingScript, &rwReadScript, &rwWriteScript, &rwWithdraw}
 )
 
 // script is a Lua script: its source, for SCRIPT LOAD and EVAL, its SHA1,

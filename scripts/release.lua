@@ -1,5 +1,6 @@
 -- release: set the owner's hold count on every lock it holds here; at zero
--- delete each lock and wake its waiters.
+-- remove the owner from each lock (deleting its key once no owner is left)
+-- and wake its waiters.
 -- KEYS     two per lock (one for a Mutex, several for a MultiMutex):
 --          KEYS[2i-1] the lock hash, KEYS[2i] the owners' rollback marks
 --          (see rollback.lua)
@@ -11,8 +12,9 @@
 --          acquisition is refused, also where the key is absent or another
 --          owner's (the straggler may land after that key is gone)
 -- ARGV[5]  how long to keep the mark, milliseconds (the lease)
--- ARGV[5+i] lock i's unlock channel; the message is "<owner>/<sequence>",
---          the same from every node, so a waiter wakes once per release
+-- ARGV[5+i] lock i's unlock channel ('' for none), published to when the
+--          lock's key goes; the message is "<owner>/<sequence>", the same
+--          from every node, so a waiter wakes once per release
 -- Returns  1 the owner held some lock here (now updated or deleted);
 --          0 every key is absent; -1 another owner holds one, and the
 --          owner none.
@@ -38,8 +40,12 @@ for i = 1, #KEYS / 2 do
     if tonumber(ARGV[2]) > 0 then
       redis.call('hset', lock, ARGV[1], ARGV[2], seqf, ARGV[3])
     else
-      redis.call('del', lock)
-      redis.call('publish', ARGV[5 + i], ARGV[1] .. '/' .. ARGV[3])
+      -- The owner's fields go; a lock hash shared by many owners (the
+      -- readers of a read-write lock) goes when the last one does.
+      redis.call('hdel', lock, ARGV[1], seqf)
+      if ARGV[5 + i] ~= '' and redis.call('exists', lock) == 0 then
+        redis.call('publish', ARGV[5 + i], ARGV[1] .. '/' .. ARGV[3])
+      end
     end
     held = true
   end

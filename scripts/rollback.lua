@@ -6,8 +6,9 @@
 -- ARGV[2]  sequence number of the attempt to undo
 -- ARGV[3]  hold count before the attempt (0: the owner held nothing)
 -- ARGV[4]  how long to keep a mark, milliseconds (the lease)
--- ARGV[4+i] lock i's unlock channel, published to ("<owner>/<sequence>")
---          when its key is deleted
+-- ARGV[4+i] lock i's unlock channel ('' for none), published to
+--          ("<owner>/<sequence>") when the lock's key goes (its last owner
+--          left: a read-write lock's readers share one hash)
 -- Returns  1 when the attempt's write was undone on some lock; 0 when this
 --          node has no write of that attempt: then, for every lock where
 --          no later write of the owner is there either, a mark makes
@@ -21,8 +22,10 @@ for i = 1, #KEYS / 2 do
   local seq = redis.call('hget', lock, seqf)
   if seq == ARGV[2] then
     if tonumber(ARGV[3]) == 0 then
-      redis.call('del', lock)
-      redis.call('publish', ARGV[4 + i], ARGV[1] .. '/' .. ARGV[2])
+      redis.call('hdel', lock, ARGV[1], seqf)
+      if ARGV[4 + i] ~= '' and redis.call('exists', lock) == 0 then
+        redis.call('publish', ARGV[4 + i], ARGV[1] .. '/' .. ARGV[2])
+      end
     else
       redis.call('hset', lock, ARGV[1], ARGV[3])
     end

@@ -1,0 +1,152 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// RWMutex is one owner of a read-write lock: many owners may hold it for
+// reading at once, or one for writing, on a quorum of nodes. It is
+// re-entrant per owner as a Mutex is (each RLock needs an RUnlock, each
+// Lock an Unlock), renewed by the watchdog (lease 0), and its waiters are
+// woken by pub/sub. An owner that holds the write lock may also take read
+// holds, and keeps them after its Unlock: a downgrade. The reverse, Lock
+// while holding only read holds, would wait for itself and is refused.
+// Methods of one RWMutex are safe for concurrent use and act as one owner.
+//
+// Writers are not starved by a stream of readers: a writer that finds
+// readers inside leaves its intent on the nodes, which keeps new readers
+// out (readers that already hold may re-enter) until the readers inside
+// have left and the writer got in, or the intent expired: it lives the
+// readers' longest remaining lease and four node timeouts more, and the
+// waiting writer renews it with each attempt, and takes it back when it
+// stops waiting. A stream of writers may, in turn, keep readers waiting.
+//
+// An RWMutex's keys (PREFIX{NAME}:rw:...) are not a Mutex's: an RWMutex and
+// a Mutex of one name do not exclude each other. Fencing tokens (with
+// WithFencing) are given to write holds only.
+type RWMutex struct {
+	name   string
+	w, r   *Mutex // the writer side and the reader side: two owners
+	intent string // a waiting writer's intent
+	own    string // what a reader's own hash is named after its owner field
+}
+
+// NewRWMutex returns a new owner of the read-write lock called name.
+// Every call of an RWMutex with a name a Mutex would refuse returns an
+// error wrapping ErrInvalid.
+func (c *Client) NewRWMutex(name string) *RWMutex {
+	if c == nil || checkName(name) != nil {
+		bad := &Mutex{c: c, name: name} // every call says why (ensureUsable)
+		return &RWMutex{name: name, w: bad, r: bad}
+	}
+	base := c.base(name) + "rw:"
+	channel := base + "unlock"
+	rw := &RWMutex{name: name, intent: base + "wait", own: base + "r:"}
+	rw.w = newMutexAt(c, name, base, channel)
+	rw.r = newOwnerOf(c, name, func(field string) []lockKeys {
+		return []lockKeys{
+			{key: base + "readers", marks: rw.w.marks, fence: rw.w.fence, channel: channel},
+			{key: rw.own + field, marks: rw.w.marks, fence: rw.w.fence}, // no channel: the readers' hash has it
+		}
+	})
+	rw.r.shared = true
+	rw.w.via, rw.r.via = rw.writeCall, rw.readCall
+	return rw
+}
+
+// Name returns the lock's name.
+func (rw *RWMutex) Name() string { return rw.name }
+
+// readCall is rw_read.lua's call for an attempt of the reader side.
+func (rw *RWMutex) readCall(count int, leaseMs, seq, _ int64) call {
+	r := rw.r
+	return rwReadScript.call(r.key, r.more[0].key, r.marks, rw.w.key, rw.intent, r.field, count, leaseMs, seq, rw.w.field)
+}
+
+// writeCall is rw_write.lua's call for an attempt of the writer side.
+func (rw *RWMutex) writeCall(count int, leaseMs, seq, fencing int64) call {
+	w := rw.w
+	margin := (4 * w.c.opts.nodeTimeout).Milliseconds()
+	return rwWriteScript.call(w.key, w.marks, w.fence, rw.r.key, rw.intent, w.field, count, leaseMs, seq, fencing, margin, rw.own, rw.r.field)
+}
+
+// RLock waits until this owner holds the lock for reading, or ctx ends;
+// the hold is renewed by the watchdog until RUnlock. Errors as Mutex.Lock.
+func (rw *RWMutex) RLock(ctx context.Context) error { return rw.r.Lock(ctx) }
+
+// TryRLock tries to take a read hold within wait, as Mutex.TryLock: wait 0
+// makes one attempt, lease 0 is the watchdog's lease with renewal.
+func (rw *RWMutex) TryRLock(ctx context.Context, wait, lease time.Duration) (bool, error) {
+	return rw.r.TryLock(ctx, wait, lease)
+}
+
+// RUnlock releases one read hold, as Mutex.Unlock does: ErrNotHeld when
+// this owner holds none.
+func (rw *RWMutex) RUnlock(ctx context.Context) error { return rw.r.Unlock(ctx) }
+
+// Lock waits until this owner holds the lock for writing, or ctx ends: no
+// other owner holds it, for reading or writing. Errors as Mutex.Lock; an
+// owner that holds read holds and no write hold gets an error wrapping
+// ErrInvalid at once (it would wait for itself).
+func (rw *RWMutex) Lock(ctx context.Context) error {
+	_, err := rw.lockWrite(ctx, func() (bool, error) {
+		err := rw.w.Lock(ctx)
+		return err == nil, err
+	})
+	return err
+}
+
+// TryLock tries to take the write hold within wait, as Mutex.TryLock, with
+// Lock's rule for an owner that holds read holds.
+func (rw *RWMutex) TryLock(ctx context.Context, wait, lease time.Duration) (bool, error) {
+	return rw.lockWrite(ctx, func() (bool, error) { return rw.w.TryLock(ctx, wait, lease) })
+}
+
+// lockWrite takes the write hold with take, and takes back the writer's
+// intent when it did not get it.
+func (rw *RWMutex) lockWrite(ctx context.Context, take func() (bool, error)) (bool, error) {
+	if rw.r.holds() && !rw.w.holds() {
+		return false, invalid("RWMutex %s: Lock while this owner holds read holds and no write hold would wait for itself: RUnlock first", quoteName(rw.name))
+	}
+	ok, err := take()
+	if !ok && rw.w.ensureUsable(ctx) == nil && !errors.Is(err, ErrInvalid) {
+		rw.withdraw(ctx)
+	}
+	return ok, err
+}
+
+// withdraw takes the writer's intent back from every node, bounded by the
+// node timeout; where it fails, the intent expires by itself.
+func (rw *RWMutex) withdraw(ctx context.Context) {
+	c := rw.w.c
+	cl := []call{rwWithdraw.call(rw.intent, rw.w.field)}
+	c.broadcast(context.WithoutCancel(ctx), c.opts.nodeTimeout, func(int) []call { return cl })
+}
+
+// Unlock releases one write hold, as Mutex.Unlock does: ErrNotHeld when
+// this owner holds none. Read holds taken while writing stay.
+func (rw *RWMutex) Unlock(ctx context.Context) error { return rw.w.Unlock(ctx) }
+
+// Lost returns a channel closed when this owner's current hold ends: its
+// write hold while it has one, else its read hold (see Mutex.Lost); closed
+// already when it holds neither.
+func (rw *RWMutex) Lost() <-chan struct{} {
+	if rw.w.holds() {
+		return rw.w.Lost()
+	}
+	return rw.r.Lost()
+}
+
+// Until returns the end of validity of the hold Lost watches.
+func (rw *RWMutex) Until() time.Time {
+	if rw.w.holds() {
+		return rw.w.Until()
+	}
+	return rw.r.Until()
+}
+
+// Token returns the fencing token of the current write hold (WithFencing),
+// 0 without one.
+func (rw *RWMutex) Token() int64 { return rw.w.Token() }

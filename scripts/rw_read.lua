@@ -1,0 +1,44 @@
+-- rw_read: take or re-enter a read hold of a read-write lock on this node.
+-- KEYS[1]  the readers' hash: field = reader owner, its hold count, and
+--          owner..'#' its latest write's sequence (as a lock hash)
+-- KEYS[2]  this reader's own hash, the same two fields: its key lives the
+--          reader's lease, so a reader that died stops counting when its
+--          key expires, whatever the other readers renew
+-- KEYS[3]  the owners' rollback marks (see rollback.lua)
+-- KEYS[4]  the writer's lock hash
+-- KEYS[5]  a waiting writer's intent: its owner field, with a PTTL
+-- ARGV[1]  reader owner field
+-- ARGV[2]  hold count to record
+-- ARGV[3]  lease in milliseconds
+-- ARGV[4]  attempt sequence number of this owner (increasing)
+-- ARGV[5]  the owner field of the same RWMutex's writer side: its write
+--          hold and its intent do not keep its reads out
+-- Returns  {1, 0} the reader holds the lock here now; {0, pttl} a writer
+--          holds it, or waits for it and this reader holds nothing here
+--          yet (writers are not starved by new readers); {0, 0} when this
+--          attempt was already rolled back.
+local seqf = ARGV[1] .. '#'
+local mark = redis.call('hget', KEYS[3], ARGV[1])
+if mark and tonumber(mark) >= tonumber(ARGV[4]) then
+  return {0, 0}
+end
+if redis.call('exists', KEYS[4]) == 1 and not redis.call('hget', KEYS[4], ARGV[5] .. '#') then
+  return {0, redis.call('pttl', KEYS[4])}
+end
+local seq = redis.call('hget', KEYS[2], seqf)
+if not seq then
+  local intent = redis.call('get', KEYS[5])
+  if intent and intent ~= ARGV[5] then
+    return {0, redis.call('pttl', KEYS[5])}
+  end
+end
+for i = 1, 2 do
+  local s = redis.call('hget', KEYS[i], seqf)
+  if not s or tonumber(s) < tonumber(ARGV[4]) then
+    redis.call('hset', KEYS[i], ARGV[1], ARGV[2], seqf, ARGV[4])
+  end
+  if redis.call('pttl', KEYS[i]) < tonumber(ARGV[3]) then
+    redis.call('pexpire', KEYS[i], ARGV[3])
+  end
+end
+return {1, 0}

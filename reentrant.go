@@ -33,7 +33,7 @@ type Mutex struct {
 	// waiter try at once. Both unset for a Mutex.
 	via    func(count int, leaseMs, seq, fencing int64) call
 	shared bool
-	field string     // this owner's hash field: "<client id>:<owner id>"
+	field  string // this owner's hash field: "<client id>:<owner id>"
 
 	seq atomic.Int64 // sequence of this owner's writes; see scripts/acquire.lua (int64: redigo formats uint64 through fmt)
 

@@ -20,10 +20,11 @@ import (
 // many. Methods of one Mutex are safe for concurrent use and act as the same
 // owner.
 type Mutex struct {
-	c    *Client
-	name string // the lock's name; a MultiMutex's names, joined by ","
+	c     *Client
+	name  string // the lock's name; a MultiMutex's names, joined by ","
+	field string // this owner's hash field: "<client id>:<owner id>"
 	lockKeys
-	more  []lockKeys // a MultiMutex's other locks (see locks.go)
+	more  []lockKeys // a MultiMutex's other locks, a reader's own hash (see locks.go)
 	names []string   // a MultiMutex's names, sorted; nil for a Mutex
 	bad   error      // why a MultiMutex's names cannot be used (see NewMultiMutex)
 
@@ -33,7 +34,6 @@ type Mutex struct {
 	// waiter try at once. Both unset for a Mutex.
 	via    func(count int, leaseMs, seq, fencing int64) call
 	shared bool
-	field  string // this owner's hash field: "<client id>:<owner id>"
 
 	seq atomic.Int64 // sequence of this owner's writes; see scripts/acquire.lua (int64: redigo formats uint64 through fmt)
 

@@ -22,7 +22,7 @@ import (
 // killed it) and exitUsage. They follow timeout(1): 124 for the time
 // running out, 125 for a failure of the tool itself, 126 and 127 as a shell.
 const (
-	exitLost        = 123 // the lock was lost while CMD ran; CMD was stopped
+	exitLost        = 123 // the lock was at risk (a renewal reached no quorum) or lost while CMD ran; CMD was stopped
 	exitNotObtained = 124 // another owner held the lock for the whole --wait
 	exitFailed      = 125 // redlock failed: no quorum of nodes answered, or another error
 	exitCannotRun   = 126 // CMD was found but could not be started
@@ -35,10 +35,11 @@ CMD per lock name runs at a time across every machine using the same nodes.
 
 With --lease 0 (the default) the lock is renewed by a watchdog every
 --watchdog-lease/3 for as long as CMD runs, and expires --watchdog-lease after
-redlock dies. With --lease D the lock lasts D and is not renewed: CMD must
-finish within it. If the lock is lost while CMD runs (renewal failed on a
-majority of the nodes until it expired, or a fixed lease ended), CMD gets
-SIGTERM, then SIGKILL after --grace. SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1
+redlock dies; CMD runs under Mutex.Do. With --lease D the lock lasts D and is
+not renewed: CMD must finish within it. If the lock can no longer be counted
+on while CMD runs (a renewal reached no quorum of the nodes, so the lock ends
+at its validity unless a later renewal succeeds; the lock was lost; or a
+fixed lease ended), CMD gets SIGTERM, then SIGKILL after --grace. SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1
 and SIGUSR2 sent to redlock are passed on to CMD. The lock is released when
 CMD ends. On Linux CMD gets SIGTERM if redlock itself dies.
 
@@ -47,7 +48,7 @@ CMD sees REDLOCK_NAME set to the lock's name.
 Exit codes:
   CMD's own  CMD ran and exited (128+N when a signal N ended it)
   2          bad flags or arguments
-  123        the lock was lost while CMD ran (CMD was stopped)
+  123        the lock was at risk or lost while CMD ran (CMD was stopped)
   124        the lock was held by another owner for the whole --wait
   125        redlock failed: fewer than N/2+1 nodes answered for 2s (or
              the whole --wait, if shorter), or another error
@@ -177,6 +178,31 @@ func execute(cfg execConfig, stdout, stderr io.Writer) int {
 		return code
 	}
 
+	var code int
+	if cfg.lease > 0 {
+		// A fixed lease: CMD stops when it ends.
+		code = supervise(path, cfg, stdout, stderr, sigs, m.Lost(), func() string {
+			return fmt.Sprintf("the %v lease of lock %q ended while %s ran", cfg.lease, cfg.name, cfg.argv[0])
+		}, logf)
+	} else {
+		// Renewed by the watchdog: CMD runs under Do, and stops as soon as
+		// the hold can no longer be counted on (a renewal that reached no
+		// quorum, or the loss), while the lock still protects it.
+		_ = m.Do(context.Background(), func(ctx context.Context) error {
+			code = supervise(path, cfg, stdout, stderr, sigs, ctx.Done(), func() string {
+				return fmt.Sprintf("lock %q at risk while %s ran: %v", cfg.name, cfg.argv[0], context.Cause(ctx))
+			}, logf)
+			return nil
+		})
+	}
+	release(m, cfg, logf) // gives back the hold acquire took; after a loss, deletes what is left of it
+	return code
+}
+
+// supervise runs CMD, passes it the signals redlock gets, and stops it
+// when stop closes (SIGTERM, then SIGKILL after --grace), saying why; it
+// returns the exit code exec ends with.
+func supervise(path string, cfg execConfig, stdout, stderr io.Writer, sigs <-chan os.Signal, stop <-chan struct{}, why func() string, logf func(string, ...any)) int {
 	cmd := exec.Command(path, cfg.argv[1:]...)
 	cmd.Args[0] = cfg.argv[0]
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, stderr
@@ -184,14 +210,12 @@ func execute(cfg execConfig, stdout, stderr io.Writer) int {
 	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {
 		logf("%v", err)
-		release(m, cfg, logf)
 		return exitCannotRun
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 
-	lost := m.Lost()
-	var lostAt time.Time
+	var stoppedAt time.Time
 	var kill <-chan time.Time
 	var waitErr error
 loop:
@@ -199,50 +223,50 @@ loop:
 		select {
 		case s := <-sigs:
 			_ = cmd.Process.Signal(s) // fails only once CMD has exited
-		case <-lost:
-			lost, lostAt = nil, time.Now()
-			if cfg.lease > 0 {
-				logf("the %v lease of lock %q ended while %s ran: sending SIGTERM, SIGKILL in %v", cfg.lease, cfg.name, cfg.argv[0], cfg.grace)
-			} else {
-				logf("lock %q lost: renewal failed on a majority of the nodes: sending SIGTERM to %s, SIGKILL in %v", cfg.name, cfg.argv[0], cfg.grace)
-			}
+		case <-stop:
+			stop, stoppedAt = nil, time.Now()
+			logf("%s: sending SIGTERM to %s, SIGKILL in %v", why(), cfg.argv[0], cfg.grace)
 			_ = cmd.Process.Signal(syscall.SIGTERM)
 			t := time.NewTimer(cfg.grace)
 			defer t.Stop()
 			kill = t.C
 		case <-kill:
 			kill = nil
-			logf("%s still running %v after SIGTERM: sending SIGKILL", cfg.argv[0], time.Since(lostAt).Round(time.Millisecond))
+			logf("%s still running %v after SIGTERM: sending SIGKILL", cfg.argv[0], time.Since(stoppedAt).Round(time.Millisecond))
 			_ = cmd.Process.Kill()
 		case waitErr = <-exited:
 			break loop
 		}
 	}
-	if lost != nil {
+	if stop != nil {
 		// CMD has exited; unless the hold ended before we could tell, it
 		// was valid for the whole of CMD's run.
 		select {
-		case <-lost:
-			lostAt = time.Now()
-			logf("lock %q lost as %s ended", cfg.name, cfg.argv[0])
+		case <-stop:
+			stoppedAt = time.Now()
+			logf("%s, as it ended", why())
 		default:
 		}
 	}
-	release(m, cfg, logf) // after a loss: deletes what is left of the hold
-	if !lostAt.IsZero() {
+	if !stoppedAt.IsZero() {
 		return exitLost
 	}
+	return exitCode(waitErr, logf)
+}
+
+// exitCode is exec's exit code for CMD's exit, err from cmd.Wait.
+func exitCode(err error, logf func(string, ...any)) int {
 	var ee *exec.ExitError
 	switch {
-	case waitErr == nil:
+	case err == nil:
 		return exitOK
-	case errors.As(waitErr, &ee):
+	case errors.As(err, &ee):
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			return 128 + int(ws.Signal())
 		}
 		return ee.ExitCode()
 	default:
-		logf("%v", waitErr)
+		logf("%v", err)
 		return exitFailed
 	}
 }

@@ -126,7 +126,8 @@ func TestExecLostWhenMajorityKilled(t *testing.T) {
 	code, out, stderr := p.wait(t)
 	require.Equal(t, exitLost, code, "stderr: %s", stderr)
 	require.Contains(t, out, "got SIGTERM", "CMD is told to stop")
-	require.Contains(t, stderr, `lock "job" lost`)
+	require.Contains(t, stderr, `lock "job" at risk`)
+	require.Contains(t, stderr, "reached no quorum", "CMD is stopped at the first renewal without a quorum, before the loss")
 }
 
 func TestExecLostKillsAfterGrace(t *testing.T) {

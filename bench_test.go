@@ -173,3 +173,58 @@ func BenchmarkHandoff(b *testing.B) {
 		b.ReportMetric(float64(gaps[len(gaps)/2].Nanoseconds()), "gap-ns/op")
 	}
 }
+
+// BenchmarkRWMutexRead is 32 goroutines of one Client taking and releasing
+// read holds of one RWMutex name, each its own owner: readers share, so
+// they do not wait for each other. ns/op is per read hold (RLock+RUnlock);
+// reads/s is the rate over all goroutines.
+func BenchmarkRWMutexRead(b *testing.B) {
+	cl := redlocktest.Start(b, 5)
+	c, err := redlock.Dial(cl.URLs())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.SetParallelism(16) // 32 goroutines on 2 CPUs
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		rw := c.NewRWMutex("bench-rw")
+		for pb.Next() {
+			if err := rw.RLock(ctx); err != nil {
+				b.Error(err)
+				return
+			}
+			if err := rw.RUnlock(ctx); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "reads/s")
+}
+
+// BenchmarkMultiMutex is BenchmarkLockUnlock for a MultiMutex of three
+// names nobody else wants, new names each time.
+func BenchmarkMultiMutex(b *testing.B) {
+	cl := redlocktest.Start(b, 5)
+	c, err := redlock.Dial(cl.URLs())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		n := strconv.Itoa(i)
+		m := c.NewMultiMutex("bench:a"+n, "bench:b"+n, "bench:c"+n)
+		if err := m.Lock(ctx); err != nil {
+			b.Fatal(err)
+		}
+		if err := m.Unlock(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -33,6 +33,8 @@ var (
 	fenceLua string
 	//go:embed scripts/ping.lua
 	pingLua string
+	//go:embed scripts/slots.lua
+	slotsLua string
 
 	acquireScript  = newScript(3, acquireLua)
 	rollbackScript = newScript(2, markLua+rollbackLua)
@@ -44,9 +46,10 @@ var (
 	repairScript   = newScript(-1, repairLua)
 	fenceScript    = newScript(1, fenceLua)
 	pingScript     = newScript(0, pingLua)
+	slotsScript    = newScript(-1, slotsLua) // the key count is the first argument (a semaphore's permits)
 
 	// scripts lists every script, for loading them all at once.
-	scripts = []*script{&acquireScript, &rollbackScript, &releaseScript, &forceScript, &inspectScript, &viewScript, &renewScript, &repairScript, &fenceScript, &pingScript}
+	scripts = []*script{&acquireScript, &rollbackScript, &releaseScript, &forceScript, &inspectScript, &viewScript, &renewScript, &repairScript, &fenceScript, &pingScript, &slotsScript}
 )
 
 // script is a Lua script: its source, for SCRIPT LOAD and EVAL, its SHA1,

@@ -61,10 +61,11 @@ type Semaphore struct {
 	channel string // where every slot's releases are published
 	scan    call   // slots.lua over every slot, built once
 
-	// mu protects local and room: hints, never trusted for safety.
+	// mu protects local, room and freed: hints, never trusted for safety.
 	mu    sync.Mutex
 	local []slotUse // per slot: what this Semaphore does with it
 	room  bool      // the last scan left a slot free: guess before scanning
+	freed int       // the slot this Semaphore released last, -1: none (guessed first)
 }
 
 // slotUse is what a Semaphore does with one slot.
@@ -102,7 +103,7 @@ func (c *Client) NewSemaphore(name string, permits int) *Semaphore {
 	}
 	s.scan = slotsCall(keys)
 	s.local = make([]slotUse, permits)
-	s.room = true
+	s.room, s.freed = true, -1
 	return s
 }
 
@@ -364,14 +365,19 @@ func (s *Semaphore) try(ctx context.Context, i int, lease time.Duration, renew b
 	return &Permit{s: s, m: m, slot: i}, a
 }
 
-// guess reserves, while the last scan showed room, a slot at random among
-// those this Semaphore neither holds nor is trying; false when it should
-// scan instead.
+// guess reserves, while the last scan showed room, the slot this
+// Semaphore released last, or else a slot at random among those it
+// neither holds nor is trying; false when it should scan instead.
 func (s *Semaphore) guess() (int, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.room {
 		return 0, false
+	}
+	if i := s.freed; i >= 0 && !s.busyLocked(i) {
+		s.freed = -1
+		s.local[i].tries++
+		return i, true
 	}
 	idle := 0
 	for i := range s.local {
@@ -461,7 +467,7 @@ func (s *Semaphore) released(p *Permit) {
 	if s.local[p.slot].m == p.m {
 		s.local[p.slot].m = nil
 	}
-	s.room = true
+	s.room, s.freed = true, p.slot
 }
 
 // slotTally is what a scan found, counted as the nodes answer: per slot,
@@ -483,8 +489,8 @@ type slotTally struct {
 }
 
 // scanSlots reads every slot on every node, and decides as soon as a slot
-// is free on a majority, or none can be. The free slots are in the
-// tally's free.
+// is free on a majority, or none can be. The slots free on a majority
+// are in the tally's freeSet.
 func (s *Semaphore) scanSlots(ctx context.Context) *slotTally {
 	c := s.c
 	n := len(c.peers)

@@ -326,13 +326,18 @@ func TestSemaphoreWatchdogKeepsAPermit(t *testing.T) {
 
 // TestSemaphoreReleaseWakesAWaiter: with 30s leases, both permits held
 // in two clients, a waiter in a third gets the permit a release frees by
-// pub/sub, long before any lease could end.
+// pub/sub, long before any lease could end. (The waiter's Client has an
+// Observer: the observed paths work for permits too.)
 func TestSemaphoreReleaseWakesAWaiter(t *testing.T) {
 	cl := redlocktest.Start(t, 5)
 	ctx := context.Background()
 	var sems []*redlock.Semaphore
 	for i := 0; i < 3; i++ {
-		sems = append(sems, dial(t, cl, redlock.WithLease(30*time.Second)).NewSemaphore("handoff", 2))
+		opts := []redlock.Option{redlock.WithLease(30 * time.Second)}
+		if i == 2 {
+			opts = append(opts, redlock.WithObserver(redlock.NopObserver{}))
+		}
+		sems = append(sems, dial(t, cl, opts...).NewSemaphore("handoff", 2))
 	}
 	a, err := sems[0].Acquire(ctx, 0)
 	require.NoError(t, err)
@@ -603,43 +608,52 @@ func TestSemaphoreNoQuorum(t *testing.T) {
 }
 
 // BenchmarkSemaphore is Acquire (watchdog lease) and Release of a
-// semaphore of 8 permits on 5 nodes, from 2 goroutines per CPU (no wait
-// for a permit) and from 8 per CPU (more goroutines than permits: most
-// wait).
+// semaphore of 8 permits on 5 nodes: from 2 goroutines per CPU of one
+// Client (no wait for a permit); from 8 per CPU (more goroutines than
+// permits: most wait); and from 8 per CPU shared by two Clients (their
+// waiters contend across processes).
 func BenchmarkSemaphore(b *testing.B) {
-	for _, par := range []int{1, 8} {
-		b.Run(fmt.Sprintf("goroutines=%d", par*runtime.GOMAXPROCS(0)), func(b *testing.B) {
-			cl := redlocktest.Start(b, 5)
-			c, err := redlock.Dial(cl.URLs())
+	for _, bc := range []struct{ clients, par int }{{1, 1}, {1, 8}, {2, 8}} {
+		name := fmt.Sprintf("clients=%d/goroutines=%d", bc.clients, bc.par*runtime.GOMAXPROCS(0))
+		b.Run(name, func(b *testing.B) { benchSemaphore(b, bc.clients, bc.par) })
+	}
+}
+
+func benchSemaphore(b *testing.B, clients, par int) {
+	cl := redlocktest.Start(b, 5)
+	ctx := context.Background()
+	sems := make([]*redlock.Semaphore, clients)
+	for i := range sems {
+		c, err := redlock.Dial(cl.URLs())
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		sems[i] = c.NewSemaphore("bench", 8)
+		for k := 0; k < 10; k++ { // connections set up, scripts loaded
+			p, err := sems[i].Acquire(ctx, 0)
 			if err != nil {
 				b.Fatal(err)
 			}
-			defer c.Close()
-			s := c.NewSemaphore("bench", 8)
-			ctx := context.Background()
-			for i := 0; i < 10; i++ {
-				p, err := s.Acquire(ctx, 0)
-				if err != nil {
-					b.Fatal(err)
-				}
-				p.Release(ctx)
-			}
-			b.ReportAllocs()
-			b.SetParallelism(par)
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					p, err := s.Acquire(ctx, 0)
-					if err != nil {
-						b.Error(err)
-						return
-					}
-					if err := p.Release(ctx); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
-		})
+			p.Release(ctx)
+		}
 	}
+	var next atomic.Int32
+	b.ReportAllocs()
+	b.SetParallelism(par)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		s := sems[int(next.Add(1))%clients]
+		for pb.Next() {
+			p, err := s.Acquire(ctx, 0)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			if err := p.Release(ctx); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
 }

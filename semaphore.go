@@ -493,13 +493,7 @@ type slotTally struct {
 // are in the tally's freeSet.
 func (s *Semaphore) scanSlots(ctx context.Context) *slotTally {
 	c := s.c
-	n := len(c.peers)
-	t := &slotTally{
-		s: s, q: c.quorum, open: s.permits,
-		seen: make([]bool, n), nodes: make([]int, 0, n),
-		free: make([]int32, s.permits), taken: make([]int32, s.permits),
-	}
-	t.r = c.launch(s.scan, classifySlots(s.permits), nil)
+	t := newSlotTally(s, c.launch(s.scan, classifySlots(s.permits), nil))
 	t.r.collect(ctx, t.certain)
 	t.certain(&t.r.ballot) // counts the nodes collect gave up on
 	if len(t.nodes) < t.q && t.open > 0 {
@@ -513,6 +507,16 @@ func (s *Semaphore) scanSlots(ctx context.Context) *slotTally {
 		}
 	}
 	return t
+}
+
+// newSlotTally counts the answers of r, a scan of s's slots.
+func newSlotTally(s *Semaphore, r *round) *slotTally {
+	n := len(r.nodes)
+	return &slotTally{
+		s: s, r: r, q: s.c.quorum, open: s.permits,
+		seen: make([]bool, n), nodes: make([]int, 0, n),
+		free: make([]int32, s.permits), taken: make([]int32, s.permits),
+	}
 }
 
 // certain counts the answers that came since it last ran, and reports

@@ -305,17 +305,17 @@ func TestSemaphoreDeadHolderCostsOneLease(t *testing.T) {
 // several leases while held (Lost stays open, Until moves on), and nobody
 // else gets it meanwhile.
 func TestSemaphoreWatchdogKeepsAPermit(t *testing.T) {
-	const lease = 300 * time.Millisecond
+	const lease = 600 * time.Millisecond
 	cl := redlocktest.Start(t, 3)
 	ctx := context.Background()
-	s := dial(t, cl, redlock.WithLease(lease), redlock.WithNodeTimeout(50*time.Millisecond)).NewSemaphore("kept", 1)
+	s := dial(t, cl, redlock.WithLease(lease), redlock.WithNodeTimeout(100*time.Millisecond)).NewSemaphore("kept", 1)
 	other := dial(t, cl).NewSemaphore("kept", 1)
 	p, err := s.Acquire(ctx, 0)
 	require.NoError(t, err)
 	first := p.Until()
-	time.Sleep(4 * lease)
+	time.Sleep(3 * lease)
 	assert.False(t, closed(p.Lost()), "the permit was lost while renewed")
-	assert.True(t, p.Until().After(first.Add(2*lease)), "Until did not move on: %v then %v", first, p.Until())
+	assert.True(t, p.Until().After(first.Add(lease)), "Until did not move on: %v then %v", first, p.Until())
 	q, err := other.TryAcquire(ctx, 0, 0)
 	require.NoError(t, err)
 	assert.Nil(t, q, "another owner got the only permit while it was held")

@@ -49,6 +49,18 @@ func TestUnitSemaphoreArguments(t *testing.T) {
 	}
 }
 
+// unitScanCase is a scan's answers, and what it must decide.
+type unitScanCase struct {
+	name     string
+	nodes    int
+	permits  int // 0: as many as the first answer's PTTLs
+	answers  []unitScanAnswer
+	decided  int           // answers counted when the scan is decided
+	free     []int         // slots free on a majority
+	soonest  time.Duration // when nothing is free: until a slot is
+	noQuorum bool
+}
+
 // unitScanAnswer is one node's answer to a scan: its PTTLs, or an error.
 type unitScanAnswer struct {
 	node  int
@@ -59,16 +71,7 @@ type unitScanAnswer struct {
 func TestUnitSemaphoreScanDecides(t *testing.T) {
 	const lease = time.Second
 	failed := errors.New("unit test: no answer")
-	tests := []struct {
-		name     string
-		nodes    int
-		permits  int // 0: as many as the first answer's PTTLs
-		answers  []unitScanAnswer
-		decided  int           // answers counted when the scan is decided
-		free     []int         // slots free on a majority
-		soonest  time.Duration // when nothing is free: until a slot is
-		noQuorum bool
-	}{
+	tests := []unitScanCase{
 		{name: "free on the first majority", nodes: 3,
 			answers: []unitScanAnswer{{0, []int64{-2, 500, 500}, nil}, {2, []int64{-2, 500, -2}, nil}, {1, []int64{300, 300, 300}, nil}},
 			decided: 2, free: []int{0}},
@@ -94,49 +97,53 @@ func TestUnitSemaphoreScanDecides(t *testing.T) {
 			decided: 2, noQuorum: true},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ns := make([]*Node, tt.nodes)
-			for i := range ns {
-				ns[i] = NewNode(fmt.Sprint("n", i), unitPool(nil))
-			}
-			c, err := New(ns)
-			require.NoError(t, err)
-			defer c.Close()
-			permits := tt.permits
-			if permits == 0 {
-				permits = len(tt.answers[0].pttls)
-			}
-			s := c.NewSemaphore("unit", permits)
-			r := &round{c: c, ballot: newBallot(tt.nodes), nodes: make([]slot, tt.nodes), outcomes: make([]outcome, tt.nodes), classify: classifySlots(permits)}
-			tally := newSlotTally(s, r)
-			counted := 0
-			for _, a := range tt.answers {
-				if tally.certain(&r.ballot) {
-					break
-				}
-				reply := make([]interface{}, len(a.pttls))
-				for j, v := range a.pttls {
-					reply[j] = v
-				}
-				r.outcomes[a.node] = outcome{reply, a.err}
-				if a.err != nil {
-					r.outcomes[a.node].reply = nil
-				}
-				r.record(a.node)
-				counted++
-			}
-			assert.True(t, tally.certain(&r.ballot), "not decided after every answer")
-			assert.Equal(t, tt.decided, counted, "answers counted before the scan was decided")
-			if tt.noQuorum {
-				require.ErrorIs(t, tally.noQuorum(), ErrNoQuorum)
-				assert.Less(t, len(tally.nodes), c.quorum)
-				return
-			}
-			assert.GreaterOrEqual(t, len(tally.nodes), c.quorum)
-			assert.ElementsMatch(t, tt.free, tally.freeSet)
-			if len(tt.free) == 0 {
-				assert.Equal(t, tt.soonest, tally.soonest(lease))
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { unitScan(t, tt, lease) })
+	}
+}
+
+// unitScan feeds tt's answers to a scan's tally, one by one until it is
+// decided, and checks what it decided.
+func unitScan(t *testing.T, tt unitScanCase, lease time.Duration) {
+	ns := make([]*Node, tt.nodes)
+	for i := range ns {
+		ns[i] = NewNode(fmt.Sprint("n", i), unitPool(nil))
+	}
+	c, err := New(ns)
+	require.NoError(t, err)
+	defer c.Close()
+	permits := tt.permits
+	if permits == 0 {
+		permits = len(tt.answers[0].pttls)
+	}
+	s := c.NewSemaphore("unit", permits)
+	r := &round{c: c, ballot: newBallot(tt.nodes), nodes: make([]slot, tt.nodes), outcomes: make([]outcome, tt.nodes), classify: classifySlots(permits)}
+	tally := newSlotTally(s, r)
+	counted := 0
+	for _, a := range tt.answers {
+		if tally.certain(&r.ballot) {
+			break
+		}
+		reply := make([]interface{}, len(a.pttls))
+		for j, v := range a.pttls {
+			reply[j] = v
+		}
+		r.outcomes[a.node] = outcome{reply, a.err}
+		if a.err != nil {
+			r.outcomes[a.node].reply = nil
+		}
+		r.record(a.node)
+		counted++
+	}
+	assert.True(t, tally.certain(&r.ballot), "not decided after every answer")
+	assert.Equal(t, tt.decided, counted, "answers counted before the scan was decided")
+	if tt.noQuorum {
+		require.ErrorIs(t, tally.noQuorum(), ErrNoQuorum)
+		assert.Less(t, len(tally.nodes), c.quorum)
+		return
+	}
+	assert.GreaterOrEqual(t, len(tally.nodes), c.quorum)
+	assert.ElementsMatch(t, tt.free, tally.freeSet)
+	if len(tt.free) == 0 {
+		assert.Equal(t, tt.soonest, tally.soonest(lease))
 	}
 }

@@ -607,6 +607,40 @@ func TestSemaphoreNoQuorum(t *testing.T) {
 	require.ErrorAs(t, err, &ne)
 }
 
+// TestSemaphoreReadmeACLIsEnough: the README's minimal ACL for a lock user
+// (acl_test.go's readmeACL) covers a semaphore too: a guess, a scan, a
+// wait woken by a release, and the release.
+func TestSemaphoreReadmeACLIsEnough(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	urls := make([]string, cl.N())
+	for i := range urls {
+		addUser(t, cl, i, "locker", "pw", readmeACL)
+		urls[i] = userURL(cl, i, "locker", "pw")
+	}
+	c, err := redlock.Dial(urls, redlock.WithNodeTimeout(nodeTimeout))
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s := c.NewSemaphore("acl", 1)
+	p, err := s.Acquire(ctx, 0)
+	require.NoError(t, err)
+	q, err := s.TryAcquire(ctx, 0, 0) // the guess finds no idle slot: a scan
+	require.NoError(t, err)
+	require.Nil(t, q)
+	got := make(chan error, 1)
+	go func() {
+		q, err := s.Acquire(ctx, 0)
+		if err == nil {
+			err = q.Release(ctx)
+		}
+		got <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	require.NoError(t, p.Release(ctx))
+	require.NoError(t, <-got)
+}
+
 // BenchmarkSemaphore is Acquire (watchdog lease) and Release of a
 // semaphore of 8 permits on 5 nodes: from 2 goroutines per CPU of one
 // Client (no wait for a permit); from 8 per CPU (more goroutines than

@@ -172,9 +172,10 @@ func (s *Semaphore) ensureUsable(ctx context.Context) error {
 // it lasts lease, which must exceed the drift allowance (lease*factor +
 // 2ms). Acquire keeps trying through node failures; when ctx ends first it
 // returns an error wrapping ctx.Err() and, if an attempt failed for want
-// of a quorum, that error (ErrNoQuorum with each node's error). After
-// Close it returns ErrClosed; bad arguments return an error wrapping
-// ErrInvalid.
+// of a quorum, that error (ErrNoQuorum with each node's error). When so
+// many nodes refuse the client's credentials that no quorum is left, it
+// returns at once with ErrNoQuorum wrapping ErrAuth. After Close it
+// returns ErrClosed; bad arguments return an error wrapping ErrInvalid.
 func (s *Semaphore) Acquire(ctx context.Context, lease time.Duration) (*Permit, error) {
 	if lease < 0 {
 		return nil, invalid("Acquire: negative lease %v", lease)

@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
@@ -639,6 +640,36 @@ func TestSemaphoreReadmeACLIsEnough(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	require.NoError(t, p.Release(ctx))
 	require.NoError(t, <-got)
+}
+
+// TestSemaphoreWrongPasswordEndsAtOnce: with every node refusing the
+// client's password, Acquire returns at once with ErrNoQuorum wrapping
+// ErrAuth instead of waiting forever, as Lock does (acl_test.go).
+func TestSemaphoreWrongPasswordEndsAtOnce(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	urls := make([]string, cl.N())
+	for i, a := range cl.Addrs() {
+		_, err := cl.Do(i, "CONFIG", "SET", "requirepass", "s3cret")
+		require.NoError(t, err)
+		urls[i] = "redis://:wrong@" + a
+	}
+	c, err := redlock.Dial(urls, redlock.WithNodeTimeout(nodeTimeout))
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	ctx := context.Background()
+	require.Eventually(t, func() bool { return errors.Is(c.Ping(ctx), redlock.ErrAuth) }, 5*time.Second, 20*time.Millisecond)
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.NewSemaphore("auth", 2).Acquire(ctx, 0)
+		done <- err
+	}()
+	select {
+	case err = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Acquire retries forever on a configuration error")
+	}
+	require.ErrorIs(t, err, redlock.ErrNoQuorum)
+	require.ErrorIs(t, err, redlock.ErrAuth)
 }
 
 // BenchmarkSemaphore is Acquire (watchdog lease) and Release of a

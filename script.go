@@ -39,6 +39,8 @@ var (
 	rwWriteLua string
 	//go:embed scripts/rw_withdraw.lua
 	rwWithdrawLua string
+	//go:embed scripts/slots.lua
+	slotsLua string
 
 	// The scripts of one hold take the keys of each of its locks (one for
 	// a Mutex, several for a MultiMutex): the key count is the first
@@ -57,9 +59,10 @@ var (
 	rwReadScript   = newScript(5, rwReadLua)
 	rwWriteScript  = newScript(5, rwWriteLua)
 	rwWithdraw     = newScript(1, rwWithdrawLua)
+	slotsScript    = newScript(-1, slotsLua) // a semaphore's permits
 
 	// scripts lists every script, for loading them all at once.
-	scripts = []*script{&acquireScript, &rollbackScript, &releaseScript, &forceScript, &inspectScript, &viewScript, &renewScript, &repairScript, &fenceScript, &pingScript, &rwReadScript, &rwWriteScript, &rwWithdraw}
+	scripts = []*script{&acquireScript, &rollbackScript, &releaseScript, &forceScript, &inspectScript, &viewScript, &renewScript, &repairScript, &fenceScript, &pingScript, &rwReadScript, &rwWriteScript, &rwWithdraw, &slotsScript}
 )
 
 // script is a Lua script: its source, for SCRIPT LOAD and EVAL, its SHA1,

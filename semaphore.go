@@ -1,0 +1,671 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+	"github.com/hashicorp/go-multierror"
+)
+
+// A semaphore of P permits is P slots, and a permit is a hold of one slot,
+// each slot an ordinary lock (a Mutex) whose keys carry the semaphore's
+// hash tag: PREFIX{NAME}:sem:<slot>:lock, :rollback and :fence, every slot
+// publishing its releases on the one channel PREFIX{NAME}:sem:unlock. Two
+// holders of one slot would need two majorities without a common node, so
+// at most P owners hold permits. A count per node decided by a majority
+// would not do: with three nodes and two permits, holders A, B and C may
+// be counted {A,B} on node 1, {A,C} on node 2 and {B,C} on node 3, each
+// holder on two of three nodes and no node above two, and three permits
+// held (docs/algorithm.md, "Semaphore").
+//
+// An acquisition finds a free slot by a scan (scripts/slots.lua: every
+// slot's PTTL on every node, in one round trip), then makes one
+// acquisition round on a slot free on a majority, chosen at random so that
+// concurrent acquirers spread over the slots. While the last scan showed
+// room, it first guesses a slot this Semaphore neither holds nor is trying,
+// without a scan. A waiter waits as a lock's does (the Client's queue and
+// pub/sub, see queue.go), woken by a release of any slot or at the soonest
+// time a slot is free on a majority.
+
+// MaxPermits is the most permits a Semaphore may have: 1024. A scan reads
+// every slot on every node, one key per permit in one script call, so its
+// cost grows with the permits.
+const MaxPermits = 1024
+
+// maxScanBytes bounds the slot keys one scan sends each node: a name of
+// many bytes leaves room for fewer permits.
+const maxScanBytes = 1 << 20
+
+// maxClaims is how many free slots of one scan an attempt tries, at most,
+// when others took them first.
+const maxClaims = 4
+
+// Semaphore is a distributed counting semaphore: at most Permits owners,
+// in any number of processes, hold a permit of one name at once (see
+// NewSemaphore when clients disagree on the number). Each Permit is
+// independent: it is renewed, lost and released on its own. Methods are
+// safe for concurrent use; goroutines of one process should share one
+// Semaphore, which steers them to different slots.
+type Semaphore struct {
+	c       *Client
+	name    string
+	permits int
+	bad     error  // why every call fails (bad arguments); nil when usable
+	base    string // PREFIX{NAME}:sem:, the slots' keys' prefix
+	channel string // where every slot's releases are published
+	scan    call   // slots.lua over every slot, built once
+
+	// mu protects local, room and freed: hints, never trusted for safety.
+	mu    sync.Mutex
+	local []slotUse // per slot: what this Semaphore does with it
+	room  bool      // the last scan left a slot free: guess before scanning
+	freed int       // the slot this Semaphore released last, -1: none (guessed first)
+}
+
+// slotUse is what a Semaphore does with one slot.
+type slotUse struct {
+	tries int    // its acquisition rounds on the slot in flight
+	m     *Mutex // the owner of its latest win there, until released
+}
+
+// NewSemaphore returns the semaphore called name with permits permits:
+// from 1 to MaxPermits. A name follows a lock's rules (1 to MaxNameLength
+// bytes, not beginning with '}'), and its slots' keys together must fit
+// in 1 MiB (about permits × (len(name)+20) bytes). Bad arguments make
+// every call return an error wrapping ErrInvalid.
+//
+// The number of permits is each client's own: at any moment at most as
+// many owners hold permits as the largest number among the clients using
+// the name. A client with more permits may take the slots above another's
+// at once. A client with fewer never takes a slot at or above its number:
+// when every client lowers it, holders of those slots keep their permits
+// until they release or lose them, and the bound falls to the new number
+// as they do.
+func (c *Client) NewSemaphore(name string, permits int) *Semaphore {
+	s := &Semaphore{c: c, name: name, permits: permits}
+	if c == nil {
+		return s // unusable: every call says why (ensureUsable)
+	}
+	if s.bad = checkSemaphore(name, permits, len(c.opts.prefix)); s.bad != nil {
+		return s
+	}
+	s.base = c.opts.prefix + "{" + name + "}:sem:"
+	s.channel = s.base + "unlock"
+	keys := make([]string, permits)
+	for i := range keys {
+		keys[i] = s.base + strconv.Itoa(i) + ":lock"
+	}
+	s.scan = slotsCall(keys)
+	s.local = make([]slotUse, permits)
+	s.room, s.freed = true, -1
+	return s
+}
+
+// checkSemaphore returns why a semaphore called name with permits cannot
+// be used, nil when it can; prefix is the length of the key prefix.
+func checkSemaphore(name string, permits, prefix int) error {
+	switch {
+	case name == "":
+		return invalid("empty semaphore name")
+	case len(name) > MaxNameLength:
+		return invalid("semaphore name %s is %d bytes; the limit is %d (MaxNameLength)", quoteName(name), len(name), MaxNameLength)
+	case name[0] == '}':
+		return invalid("semaphore name %s begins with '}': the name is its keys' hash tag ({NAME}), and Redis Cluster ignores a tag that is empty", quoteName(name))
+	case permits < 1 || permits > MaxPermits:
+		return invalid("semaphore %s: %d permits; from 1 to %d (MaxPermits)", quoteName(name), permits, MaxPermits)
+	case permits*(prefix+len(name)+len("{}:sem:1024:lock")) > maxScanBytes:
+		return invalid("semaphore %s: %d permits of a %d-byte name: a scan would send more than %d bytes of keys", quoteName(name), permits, len(name), maxScanBytes)
+	}
+	return nil
+}
+
+// slotsCall prepares slots.lua over keys, on the lane of the first slot.
+func slotsCall(keys []string) call {
+	sha := make([]interface{}, 0, 2+len(keys))
+	sha = append(sha, slotsScript.hash, len(keys))
+	for _, k := range keys {
+		sha = append(sha, k)
+	}
+	return call{s: &slotsScript, sha: sha, lane: laneOf(keys[0])}
+}
+
+// Name returns the semaphore's name.
+func (s *Semaphore) Name() string {
+	if s == nil {
+		return ""
+	}
+	return s.name
+}
+
+// Permits returns the number of permits this Semaphore hands out.
+func (s *Semaphore) Permits() int {
+	if s == nil {
+		return 0
+	}
+	return s.permits
+}
+
+// ensureUsable returns an error wrapping ErrInvalid for a nil ctx, a
+// Semaphore that Client.NewSemaphore did not make or made with bad
+// arguments; ErrClosed after Close.
+func (s *Semaphore) ensureUsable(ctx context.Context) error {
+	switch {
+	case s == nil || s.c == nil:
+		return invalid("a nil Semaphore, or one not made by Client.NewSemaphore")
+	case ctx == nil:
+		return invalid("nil context: pass context.Background() or a context with a deadline")
+	case s.bad != nil:
+		return s.bad
+	}
+	return s.c.ensureOpen()
+}
+
+// Acquire waits until it holds a permit, or ctx is done. With lease 0 the
+// permit is renewed by the client's watchdog until Release, and its Lost
+// closes if renewal fails on a quorum before its validity ends; otherwise
+// it lasts lease, which must exceed the drift allowance (lease*factor +
+// 2ms). Acquire keeps trying through node failures; when ctx ends first it
+// returns an error wrapping ctx.Err() and, if an attempt failed for want
+// of a quorum, that error (ErrNoQuorum with each node's error). When so
+// many nodes refuse the client's credentials that no quorum is left, it
+// returns at once with ErrNoQuorum wrapping ErrAuth. After Close it
+// returns ErrClosed; bad arguments return an error wrapping ErrInvalid.
+func (s *Semaphore) Acquire(ctx context.Context, lease time.Duration) (*Permit, error) {
+	if lease < 0 {
+		return nil, invalid("Acquire: negative lease %v", lease)
+	}
+	return s.acquire(ctx, -1, lease)
+}
+
+// TryAcquire tries to take a permit within wait: with wait 0 it makes a
+// single attempt. Lease is as for Acquire (0: renewed by the watchdog). It
+// returns the Permit; (nil, nil) when no permit came free within wait;
+// (nil, err) with errors.Is(err, ErrNoQuorum) when too few nodes answered
+// to decide, an error wrapping ctx.Err() when ctx ended first, ErrClosed
+// after Close. A negative wait or lease returns an error wrapping
+// ErrInvalid.
+func (s *Semaphore) TryAcquire(ctx context.Context, wait, lease time.Duration) (*Permit, error) {
+	if wait < 0 {
+		return nil, invalid("TryAcquire: negative wait %v", wait)
+	}
+	if lease < 0 {
+		return nil, invalid("TryAcquire: negative lease %v", lease)
+	}
+	return s.acquire(ctx, wait, lease)
+}
+
+// acquire takes a permit, waiting at most maxWait (negative: until ctx
+// ends). lease 0 means the watchdog lease with renewal.
+func (s *Semaphore) acquire(ctx context.Context, maxWait, lease time.Duration) (*Permit, error) {
+	if err := s.ensureUsable(ctx); err != nil {
+		return nil, err
+	}
+	if d := drift(lease, s.c.opts.driftFactor); lease != 0 && lease <= d {
+		return nil, invalid("lease %v must exceed the clock drift allowance %v", lease, d)
+	}
+	renew := lease == 0
+	if renew {
+		lease = s.c.opts.lease
+	}
+	var a attempt
+	if queue, _ := s.c.contention(s.channel); maxWait >= 0 || !queue {
+		// An Acquire behind this Client's waiters joins them without a
+		// first attempt: the queue is FIFO.
+		var p *Permit
+		if p, a = s.attempt(ctx, lease, renew); p != nil {
+			return p, nil
+		}
+		switch {
+		case a.err != nil && ctx.Err() != nil:
+			return nil, s.waitEnded(ctx, a)
+		case maxWait == 0 || s.c.authRefused(a.err):
+			return nil, a.err
+		}
+	}
+	return s.await(ctx, maxWait, lease, renew, a)
+}
+
+// await is the waiting part of an acquisition whose first attempt a failed
+// (or that made none): subscribe to the semaphore's channel on every node,
+// join this Client's queue for it, and, when at its head, try as pacing
+// says: at once, after a release of any slot, or when the soonest slot is
+// free on a majority. A head that leaves, with a permit or without, has
+// the next waiter try at once: other permits may be free.
+func (s *Semaphore) await(ctx context.Context, maxWait, lease time.Duration, renew bool, a attempt) (*Permit, error) {
+	c := s.c
+	var expired <-chan time.Time
+	if maxWait > 0 {
+		t := time.NewTimer(maxWait)
+		defer t.Stop()
+		expired = t.C
+	}
+	c.subscribe(ctx, s.channel)
+	defer c.unsubscribe(s.channel)
+	w := c.enqueue(s.channel, nil, a.took)
+	defer c.dequeue(s.channel, w, false, 0)
+
+	p := pacing{timer: time.NewTimer(time.Hour)}
+	p.timer.Stop()
+	defer p.timer.Stop()
+	for {
+		select {
+		case <-w.wake:
+			if n, _ := c.look(s.channel); !p.hear(c, s.channel, n, lease) {
+				continue
+			}
+		case <-p.timer.C:
+		case <-ctx.Done():
+			return nil, s.waitEnded(ctx, a)
+		case <-expired:
+			return nil, a.err
+		case <-c.done:
+			return nil, ErrClosed
+		}
+		c.trying(s.channel) // news that came before this attempt is answered by it
+		permit, next := s.attempt(ctx, lease, renew)
+		switch {
+		case permit != nil:
+			return permit, nil
+		case errors.Is(next.err, ErrClosed):
+			return nil, ErrClosed
+		case c.authRefused(next.err):
+			return nil, next.err // a configuration error: waiting will not mend it
+		}
+		if !next.ended || a.err == nil {
+			a = next // an attempt that only saw ctx end keeps the one before
+		}
+		p.failed(c, a, next)
+	}
+}
+
+// waitEnded is the error of a wait that ctx ended: ctx.Err(), and the last
+// attempt's error when it was something else.
+func (s *Semaphore) waitEnded(ctx context.Context, a attempt) error {
+	if a.err != nil && !a.ended {
+		return fmt.Errorf("redlock: semaphore %s: %w; last attempt: %w", quoteName(s.name), ctx.Err(), a.err)
+	}
+	return fmt.Errorf("redlock: semaphore %s: %w", quoteName(s.name), ctx.Err())
+}
+
+// attempt makes one attempt at a permit: a guess while the last scan
+// showed room, then, unless the guess won or failed for want of a quorum,
+// a scan and a claim of the free slots it found. When it gets no permit,
+// its freeIn is when to try again at the latest: at once when the scan
+// found free slots it did not try, else when the soonest slot is free on
+// a majority.
+func (s *Semaphore) attempt(ctx context.Context, lease time.Duration, renew bool) (*Permit, attempt) {
+	start := now()
+	split := false
+	if i, ok := s.guess(); ok {
+		p, a := s.try(ctx, i, lease, renew)
+		if p != nil || a.err != nil {
+			a.took = since(start)
+			return p, a
+		}
+		split = a.split
+		s.setRoom(false) // another owner has the slot: scan until one is free again
+	}
+	t := s.scanSlots(ctx)
+	if t.err != nil {
+		return nil, attempt{err: t.err, ended: t.ended, took: since(start)}
+	}
+	var p *Permit
+	a := attempt{freeIn: -1}
+	if len(t.freeSet) > 0 {
+		p, a = s.claim(ctx, &t.freeSet, lease, renew)
+	}
+	s.setRoom(len(t.freeSet) > 0)
+	if p == nil && a.err == nil {
+		switch {
+		case len(t.freeSet) > 0:
+			a.freeIn = 0
+		case a.freeIn < 0:
+			a.freeIn = t.soonest(lease)
+		default:
+			a.freeIn = min(a.freeIn, t.soonest(lease))
+		}
+		a.split = a.split || split
+	}
+	a.took = since(start)
+	return p, a
+}
+
+// claim tries the free slots of a scan, chosen at random, until it wins
+// one, a try fails for want of a quorum, or maxClaims tries found their
+// slot taken (another owner was faster). It removes the slots it tried
+// from free. A split vote is remembered in the attempt it returns.
+func (s *Semaphore) claim(ctx context.Context, free *[]int, lease time.Duration, renew bool) (*Permit, attempt) {
+	var a attempt
+	split := false
+	for k := 0; k < maxClaims && len(*free) > 0; k++ {
+		i := s.choose(free)
+		var p *Permit
+		if p, a = s.try(ctx, i, lease, renew); p != nil || a.err != nil {
+			return p, a
+		}
+		split = split || a.split
+	}
+	a.split = split
+	return nil, a
+}
+
+// try makes one acquisition round on slot i, as a new owner of its lock.
+func (s *Semaphore) try(ctx context.Context, i int, lease time.Duration, renew bool) (*Permit, attempt) {
+	m := newMutexAt(s.c, s.name, s.base+strconv.Itoa(i)+":", s.channel)
+	a := m.try(ctx, lease, renew, false, false)
+	s.tried(i, m, a.ok)
+	if !a.ok {
+		return nil, a
+	}
+	return &Permit{s: s, m: m, slot: i}, a
+}
+
+// guess reserves, while the last scan showed room, the slot this
+// Semaphore released last, or else a slot at random among those it
+// neither holds nor is trying; false when it should scan instead.
+func (s *Semaphore) guess() (int, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.room {
+		return 0, false
+	}
+	if i := s.freed; i >= 0 && !s.busyLocked(i) {
+		s.freed = -1
+		s.local[i].tries++
+		return i, true
+	}
+	idle := 0
+	for i := range s.local {
+		if !s.busyLocked(i) {
+			idle++
+		}
+	}
+	if idle == 0 {
+		return 0, false
+	}
+	k := rand.IntN(idle)
+	for i := range s.local {
+		if s.busyLocked(i) {
+			continue
+		}
+		if k == 0 {
+			s.local[i].tries++
+			return i, true
+		}
+		k--
+	}
+	return 0, false // not reached
+}
+
+// choose reserves a slot of free at random, among those this Semaphore is
+// not trying or holding if there are any, and removes it from free.
+func (s *Semaphore) choose(free *[]int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fs := *free
+	idle := 0
+	for _, i := range fs {
+		if !s.busyLocked(i) {
+			idle++
+		}
+	}
+	k := rand.IntN(len(fs))
+	if idle > 0 {
+		k = rand.IntN(idle)
+		for j, i := range fs {
+			if s.busyLocked(i) {
+				continue
+			}
+			if k == 0 {
+				k = j
+				break
+			}
+			k--
+		}
+	}
+	i := fs[k]
+	fs[k] = fs[len(fs)-1]
+	*free = fs[:len(fs)-1]
+	s.local[i].tries++
+	return i
+}
+
+// busyLocked reports whether this Semaphore is trying slot i or holds it.
+// Under s.mu.
+func (s *Semaphore) busyLocked(i int) bool {
+	u := s.local[i]
+	return u.tries > 0 || u.m != nil && u.m.holds()
+}
+
+// tried records the end of a round of m on slot i, which won it or not.
+func (s *Semaphore) tried(i int, m *Mutex, won bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.local[i].tries--
+	if won {
+		s.local[i].m = m
+	}
+}
+
+// setRoom records whether a guess may find a free slot.
+func (s *Semaphore) setRoom(room bool) {
+	s.mu.Lock()
+	s.room = room
+	s.mu.Unlock()
+}
+
+// released records that p was released: its slot is free (as far as this
+// Semaphore knows), and so may be others.
+func (s *Semaphore) released(p *Permit) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.local[p.slot].m == p.m {
+		s.local[p.slot].m = nil
+	}
+	s.room, s.freed = true, p.slot
+}
+
+// slotTally is what a scan found, counted as the nodes answer: per slot,
+// the counted nodes where it is free and where it is taken.
+type slotTally struct {
+	s       *Semaphore
+	r       *round
+	q       int
+	seen    []bool // per node: its answer (or failure) was counted
+	nodes   []int  // the nodes whose answers count, in the order they came
+	out     int    // nodes that failed, or answered but do not count
+	errs    *multierror.Error
+	free    []int32 // per slot: counted nodes where it is free
+	taken   []int32 // per slot: counted nodes where it is taken
+	open    int     // slots neither free nor taken on a majority yet
+	freeSet []int   // the slots free on a majority: free[i] reached q
+	err     error   // not enough nodes counted: ErrNoQuorum, or ctx's error
+	ended   bool    // err is only ctx.Err()
+}
+
+// scanSlots reads every slot on every node, and decides as soon as a slot
+// is free on a majority, or none can be. The slots free on a majority
+// are in the tally's freeSet.
+func (s *Semaphore) scanSlots(ctx context.Context) *slotTally {
+	c := s.c
+	t := newSlotTally(s, c.launch(s.scan, classifySlots(s.permits), nil))
+	t.r.collect(ctx, t.certain)
+	t.certain(&t.r.ballot) // counts the nodes collect gave up on
+	if len(t.nodes) < t.q && t.open > 0 {
+		switch {
+		case ctx.Err() != nil:
+			t.err, t.ended = ctx.Err(), true
+		case c.ensureOpen() != nil:
+			t.err = ErrClosed
+		default:
+			t.err = t.noQuorum()
+		}
+	}
+	return t
+}
+
+// newSlotTally counts the answers of r, a scan of s's slots.
+func newSlotTally(s *Semaphore, r *round) *slotTally {
+	n := len(r.nodes)
+	return &slotTally{
+		s: s, r: r, q: s.c.quorum, open: s.permits,
+		seen: make([]bool, n), nodes: make([]int, 0, n),
+		free: make([]int32, s.permits), taken: make([]int32, s.permits),
+	}
+}
+
+// certain counts the answers that came since it last ran, and reports
+// whether the scan is decided: a slot is free on a majority, every slot
+// is taken on too many nodes to be, too many nodes failed, or all
+// answered.
+func (t *slotTally) certain(b *ballot) bool {
+	for i := range t.r.nodes {
+		if sl := t.r.nodes[i]; sl.got && !t.seen[i] {
+			t.seen[i] = true
+			t.count(i, sl)
+		}
+	}
+	n := len(t.r.nodes)
+	return len(t.freeSet) > 0 || t.open == 0 || t.out > n-t.q || b.done()
+}
+
+// count counts node i, which collect counted as sl.
+func (t *slotTally) count(i int, sl slot) {
+	c, p := t.s.c, t.s.c.peers[i]
+	if sl.vote != voteYes {
+		t.out++
+		return
+	}
+	if qerr := c.quarantined(p, t.s.scan.key()); qerr != nil {
+		t.out++
+		t.errs = appendError(t.errs, p.fail(qerr))
+		return
+	}
+	t.nodes = append(t.nodes, i)
+	vs, _ := redis.Values(t.r.reply(i), nil)
+	n := int32(len(t.r.nodes))
+	for j, v := range vs {
+		if pttl, _ := redis.Int64(v, nil); pttl == -2 {
+			if t.free[j]++; t.free[j] == int32(t.q) {
+				t.open--
+				t.freeSet = append(t.freeSet, j)
+			}
+		} else if t.taken[j]++; t.taken[j] == n-int32(t.q)+1 {
+			t.open--
+		}
+	}
+}
+
+// soonest is how long until the soonest slot not free now is free on a
+// majority, by the PTTLs the counted nodes answered (a key without expiry
+// counts as lease), lease when no slot can tell.
+func (t *slotTally) soonest(lease time.Duration) time.Duration {
+	best := lease
+	n := len(t.r.nodes)
+	ttls := make([]time.Duration, 0, n)
+	pttls := make([][]interface{}, len(t.nodes))
+	for k, i := range t.nodes {
+		pttls[k], _ = redis.Values(t.r.reply(i), nil)
+	}
+	for j := 0; j < t.s.permits; j++ {
+		if t.free[j] >= int32(t.q) {
+			continue // claimed by this attempt, and taken by another owner
+		}
+		ttls = ttls[:0]
+		for _, vs := range pttls {
+			switch pttl, _ := redis.Int64(vs[j], nil); {
+			case pttl == -2:
+				ttls = append(ttls, 0)
+			case pttl < 0:
+				ttls = append(ttls, lease)
+			default:
+				ttls = append(ttls, time.Duration(pttl)*time.Millisecond)
+			}
+		}
+		if d, ok := quorumTTL(ttls, n); ok && d < best {
+			best = d
+		}
+	}
+	return best
+}
+
+// noQuorum is the ErrNoQuorum error of a scan that too few nodes answered
+// usefully.
+func (t *slotTally) noQuorum() error {
+	errs := t.r.nodeErrors()
+	if t.errs != nil {
+		errs = appendError(errs, t.errs)
+	}
+	b := t.r.ballot
+	return &quorumError{
+		op: "scan of semaphore " + quoteName(t.s.name), yes: len(t.nodes), unheard: b.n - b.yes - b.no - b.failed,
+		need: t.q, n: b.n, nodes: errs,
+	}
+}
+
+// classifySlots reads slots.lua's reply of permits PTTLs as a vote: yes
+// when it is one.
+func classifySlots(permits int) func(interface{}) vote {
+	return func(reply interface{}) vote {
+		vs, err := redis.Values(reply, nil)
+		if err != nil || len(vs) != permits {
+			return voteFailed
+		}
+		return voteYes
+	}
+}
+
+// Permit is one permit of a Semaphore, held until Release, the end of its
+// lease, or its loss (Lost). Its methods are safe for concurrent use.
+type Permit struct {
+	s    *Semaphore
+	m    *Mutex // the owner of the permit's slot
+	slot int
+}
+
+// Release gives the permit back: its slot is deleted on every node and
+// the semaphore's waiters are woken. It follows Mutex.Unlock's rules for a
+// last hold: nil when a majority confirmed it; ErrNotHeld when the permit
+// was released before, or lost; ErrNoQuorum (wrapping ctx.Err() when ctx
+// ended) when too few nodes answered: the permit is given up all the same
+// (Lost closes, renewal stops) and the Client sends the release again in
+// the background. A nil Permit or ctx returns an error wrapping
+// ErrInvalid; after Close, ErrClosed (Close released the permit).
+func (p *Permit) Release(ctx context.Context) error {
+	if p == nil || p.m == nil {
+		return invalid("a nil Permit, or one not returned by Acquire or TryAcquire")
+	}
+	err := p.m.Unlock(ctx)
+	if !errors.Is(err, ErrInvalid) {
+		p.s.released(p)
+	}
+	return err
+}
+
+// Lost returns a channel that is closed when the permit ends: when it can
+// no longer be trusted (renewal failed on a quorum until its validity ran
+// out, or a fixed lease reached Until), or when Release gave it up.
+// redlock closes it; the caller only receives from it. For a nil Permit
+// the channel is already closed.
+func (p *Permit) Lost() <-chan struct{} {
+	if p == nil || p.m == nil {
+		return closedChan
+	}
+	return p.m.Lost()
+}
+
+// Until returns the end of the permit's validity by this process's clock,
+// drift already taken off; the watchdog moves it on with each renewal. It
+// returns the zero Time once the permit has ended, and for a nil Permit.
+func (p *Permit) Until() time.Time {
+	if p == nil || p.m == nil {
+		return time.Time{}
+	}
+	return p.m.Until()
+}

@@ -282,3 +282,44 @@ func TestPingAndStatus(t *testing.T) {
 	require.NoError(t, c.Close())
 	require.ErrorIs(t, c.Ping(ctx), redlock.ErrClosed)
 }
+
+// readmeRWACL is what the README adds to readmeACL for an RWMutex: its
+// readers share a hash (HDEL) and a writer lists them (HKEYS).
+const readmeRWACL = " +hdel +hkeys"
+
+// TestReadmeRWACLIsEnough: the README's minimal ACL with its two additions
+// for a read-write lock is enough for every RWMutex call; without them a
+// reader's release fails.
+func TestReadmeRWACLIsEnough(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	urls := cl.URLs()
+	for i := range urls {
+		addUser(t, cl, i, "rw", "pw", readmeACL+readmeRWACL)
+		addUser(t, cl, i, "mutexonly", "pw", readmeACL)
+		urls[i] = userURL(cl, i, "rw", "pw")
+	}
+	c, err := redlock.Dial(urls, redlock.WithNodeTimeout(nodeTimeout), redlock.WithQuarantine(0))
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	ctx := context.Background()
+	rw := c.NewRWMutex("acl-rw")
+	require.NoError(t, rw.RLock(ctx))
+	got, err := c.NewRWMutex("acl-rw").TryLock(ctx, 0, 0)
+	require.NoError(t, err)
+	assert.False(t, got)
+	require.NoError(t, rw.RUnlock(ctx))
+	require.NoError(t, rw.Lock(ctx))
+	require.NoError(t, rw.RLock(ctx))
+	require.NoError(t, rw.Unlock(ctx))
+	require.NoError(t, rw.RUnlock(ctx))
+
+	for i := range urls {
+		urls[i] = userURL(cl, i, "mutexonly", "pw")
+	}
+	m, err := redlock.Dial(urls, redlock.WithNodeTimeout(nodeTimeout), redlock.WithQuarantine(0))
+	require.NoError(t, err)
+	t.Cleanup(func() { m.Close() })
+	r := m.NewRWMutex("acl-rw-2")
+	require.NoError(t, r.RLock(ctx))
+	require.ErrorIs(t, r.RUnlock(ctx), redlock.ErrNoQuorum, "a reader's release needs +hdel")
+}

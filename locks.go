@@ -101,22 +101,30 @@ func (m *Mutex) acquireCall(count int, leaseMs, seq, fencing int64, tell, subscr
 // rollbackCall is rollback.lua's call undoing the attempt seq that
 // followed prev holds; marks live markMs.
 func (m *Mutex) rollbackCall(seq int64, prev int, markMs int64) call {
+	s := &rollbackScript
+	if m.shared {
+		s = &rollbackShared
+	}
 	n := m.locks()
-	sha := rollbackScript.begin(2*n, 4+n)
+	sha := s.begin(2*n, 4+n)
 	sha = m.appendPairs(sha)
 	sha = append(sha, m.field, seq, prev, markMs)
-	return rollbackScript.made(m.appendChannels(sha))
+	return s.made(m.appendChannels(sha))
 }
 
 // releaseCall is release.lua's call setting the count to target with
 // sequence seq; mark says whether a final release marks the sequence,
 // for markMs.
 func (m *Mutex) releaseCall(target int, seq int64, mark int, markMs int64) call {
+	s := &releaseScript
+	if m.shared {
+		s = &releaseShared
+	}
 	n := m.locks()
-	sha := releaseScript.begin(2*n, 5+n)
+	sha := s.begin(2*n, 5+n)
 	sha = m.appendPairs(sha)
 	sha = append(sha, m.field, target, seq, mark, markMs)
-	return releaseScript.made(m.appendChannels(sha))
+	return s.made(m.appendChannels(sha))
 }
 
 // forceCall is force.lua's call, publishing msg; marks live at least

@@ -9,12 +9,17 @@ import (
 // The Lua scripts, one per file in scripts/; each file's header says what it
 // takes and returns. mark.lua is not a script of its own: it defines the
 // function that release.lua, rollback.lua and force.lua share, and is put in front of
-// them.
+// them; likewise drop.lua (or drop_shared.lua) in front of release.lua and
+// rollback.lua.
 var (
 	//go:embed scripts/acquire.lua
 	acquireLua string
 	//go:embed scripts/mark.lua
 	markLua string
+	//go:embed scripts/drop.lua
+	dropLua string
+	//go:embed scripts/drop_shared.lua
+	dropSharedLua string
 	//go:embed scripts/rollback.lua
 	rollbackLua string
 	//go:embed scripts/release.lua
@@ -47,8 +52,8 @@ var (
 	// argument of every call, as it is for the watchdog's scripts, which
 	// take many holds.
 	acquireScript  = newScript(-1, acquireLua)
-	rollbackScript = newScript(-1, markLua+rollbackLua)
-	releaseScript  = newScript(-1, markLua+releaseLua)
+	rollbackScript = newScript(-1, markLua+dropLua+rollbackLua)
+	releaseScript  = newScript(-1, markLua+dropLua+releaseLua)
 	forceScript    = newScript(-1, markLua+forceLua)
 	inspectScript  = newScript(-1, inspectLua)
 	viewScript     = newScript(1, viewLua)
@@ -61,8 +66,13 @@ var (
 	rwWithdraw     = newScript(1, rwWithdrawLua)
 	slotsScript    = newScript(-1, slotsLua) // a semaphore's permits
 
+	// The reader side of a read-write lock releases and rolls back with
+	// drop_shared.lua: its readers share one hash.
+	rollbackShared = newScript(-1, markLua+dropSharedLua+rollbackLua)
+	releaseShared  = newScript(-1, markLua+dropSharedLua+releaseLua)
+
 	// scripts lists every script, for loading them all at once.
-	scripts = []*script{&acquireScript, &rollbackScript, &releaseScript, &forceScript, &inspectScript, &viewScript, &renewScript, &repairScript, &fenceScript, &pingScript, &rwReadScript, &rwWriteScript, &rwWithdraw, &slotsScript}
+	scripts = []*script{&acquireScript, &rollbackScript, &releaseScript, &forceScript, &inspectScript, &viewScript, &renewScript, &repairScript, &fenceScript, &pingScript, &rwReadScript, &rwWriteScript, &rwWithdraw, &slotsScript, &rollbackShared, &releaseShared}
 )
 
 // script is a Lua script: its source, for SCRIPT LOAD and EVAL, its SHA1,

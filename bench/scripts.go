@@ -138,10 +138,10 @@ func readScripts(root string) (redlockScripts, error) {
 	if s.acquire, err = read("acquire.lua"); err != nil {
 		return s, err
 	}
-	if s.release, err = read("mark.lua", "release.lua"); err != nil {
+	if s.release, err = read("mark.lua", "drop.lua", "release.lua"); err != nil {
 		return s, err
 	}
-	if s.rollback, err = read("mark.lua", "rollback.lua"); err != nil {
+	if s.rollback, err = read("mark.lua", "drop.lua", "rollback.lua"); err != nil {
 		return s, err
 	}
 	s.renew, err = read("renew.lua")

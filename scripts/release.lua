@@ -1,6 +1,5 @@
 -- release: set the owner's hold count on every lock it holds here; at zero
--- remove the owner from each lock (deleting its key once no owner is left)
--- and wake its waiters.
+-- drop the owner from each lock (see drop.lua) and wake its waiters.
 -- KEYS     two per lock (one for a Mutex, several for a MultiMutex):
 --          KEYS[2i-1] the lock hash, KEYS[2i] the owners' rollback marks
 --          (see rollback.lua)
@@ -40,10 +39,7 @@ for i = 1, #KEYS / 2 do
     if tonumber(ARGV[2]) > 0 then
       redis.call('hset', lock, ARGV[1], ARGV[2], seqf, ARGV[3])
     else
-      -- The owner's fields go; a lock hash shared by many owners (the
-      -- readers of a read-write lock) goes when the last one does.
-      redis.call('hdel', lock, ARGV[1], seqf)
-      if ARGV[5 + i] ~= '' and redis.call('exists', lock) == 0 then
+      if drop(lock, ARGV[1], seqf) and ARGV[5 + i] ~= '' then
         redis.call('publish', ARGV[5 + i], ARGV[1] .. '/' .. ARGV[3])
       end
     end

@@ -7,8 +7,7 @@
 -- ARGV[3]  hold count before the attempt (0: the owner held nothing)
 -- ARGV[4]  how long to keep a mark, milliseconds (the lease)
 -- ARGV[4+i] lock i's unlock channel ('' for none), published to
---          ("<owner>/<sequence>") when the lock's key goes (its last owner
---          left: a read-write lock's readers share one hash)
+--          ("<owner>/<sequence>") when the lock's key goes (see drop.lua)
 -- Returns  1 when the attempt's write was undone on some lock; 0 when this
 --          node has no write of that attempt: then, for every lock where
 --          no later write of the owner is there either, a mark makes
@@ -22,8 +21,7 @@ for i = 1, #KEYS / 2 do
   local seq = redis.call('hget', lock, seqf)
   if seq == ARGV[2] then
     if tonumber(ARGV[3]) == 0 then
-      redis.call('hdel', lock, ARGV[1], seqf)
-      if ARGV[4 + i] ~= '' and redis.call('exists', lock) == 0 then
+      if drop(lock, ARGV[1], seqf) and ARGV[4 + i] ~= '' then
         redis.call('publish', ARGV[4 + i], ARGV[1] .. '/' .. ARGV[2])
       end
     else

@@ -7,9 +7,12 @@ MODULES := $(sort $(patsubst ./%/go.mod,%,$(shell find . -mindepth 2 -name go.mo
 
 .PHONY: test redis vet fuzz soak bench compat modelcheck
 
+# The other modules' tests run side by side (mostly waiting on their
+# redis-servers), each module's output kept together and shown in order.
 test: redis vet
 	$(GO) test -race -count=1 -timeout 9m ./...
-	@for m in $(MODULES); do echo "== $$m"; (cd $$m && $(GO) test -race -count=1 -timeout 9m ./...) || exit 1; done
+	@dir=$$(mktemp -d); for m in $(MODULES); do f=$$dir/$$(echo $$m | tr / _); (cd $$m && $(GO) test -race -count=1 -timeout 9m ./... > $$f.log 2>&1; echo $$? > $$f.rc) & done; wait; \
+	rc=0; for m in $(MODULES); do f=$$dir/$$(echo $$m | tr / _); echo "== $$m"; cat $$f.log; [ "$$(cat $$f.rc)" = 0 ] || rc=1; done; rm -rf $$dir; exit $$rc
 
 redis:
 	@./.ci/ensure-redis

@@ -1,0 +1,269 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redlock-go/redlock/redlocktest"
+)
+
+// Regression cases of the model's counterexamples (internal/model,
+// docs/model.md): each scenario a counterexample's trace describes, run
+// through the real client on redis-server, with the mechanism the trace
+// turns off, and with it on. The restart quarantine's case is
+// TestRestartWithoutQuarantineGivesTwoHolders and
+// TestRestartQuarantinePreventsTwoHolders (restart_test.go).
+
+// TestModelDriftAllowanceRemoved is the trace "drift allowance removed: a
+// slow holder outlives its keys". The holder's clock runs 8% slow
+// against the nodes' (now, replaced here, is the clock of every validity
+// computation; the nodes keep real time). With no allowance
+// (WithDriftFactor(0): 2 ms are left), it trusts its hold for 998 ms of
+// its clock, 1,085 ms of real time, while its keys expire on the nodes
+// after 1,000 ms: another owner takes the lock in between, two holders.
+// With an allowance of 10% of the lease, above the 8% the clocks differ
+// by, its validity ends after 976 ms of real time, before the keys
+// expire: the other owner cannot get in while it trusts its hold.
+func TestModelDriftAllowanceRemoved(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		factor     float64
+		twoHolders bool
+	}{
+		{"no allowance", 0, true},
+		{"allowance above the drift", 0.1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.twoHolders, slowHolderOutlivesItsKeys(t, tc.factor))
+		})
+	}
+}
+
+// slowHolderOutlivesItsKeys takes a 1s fixed lease with a clock 8% slow
+// and the drift factor given, waits until its keys have expired on every
+// node, lets another owner take the lock and reports whether the first
+// one still trusted its hold when the other got it.
+func slowHolderOutlivesItsKeys(t *testing.T, factor float64) bool {
+	const lease = time.Second
+	cl := redlocktest.Start(t, 3)
+	ctx := context.Background()
+	base := time.Now()
+	now = func() time.Time { return base.Add(time.Duration(float64(time.Since(base)) * 0.92)) }
+	defer func() { now = time.Now }() // after the clients' Close: nothing reads it then
+	dialSlow := func() *Client {
+		c, err := Dial(cl.URLs(), WithDriftFactor(factor))
+		require.NoError(t, err)
+		return c
+	}
+	ca, cb := dialSlow(), dialSlow()
+	defer ca.Close()
+	defer cb.Close()
+
+	a := ca.NewMutex("slow-holder")
+	require.NoError(t, a.LockLease(ctx, lease))
+	until := a.Until()
+	key := ca.opts.prefix + "{slow-holder}:lock"
+	require.Eventually(t, func() bool {
+		for i := 0; i < cl.N(); i++ {
+			if n, err := redis.Int(cl.Do(i, "EXISTS", key)); err != nil || n != 0 {
+				return false
+			}
+		}
+		return true
+	}, 3*lease, time.Millisecond, "the keys expire after the lease")
+	b := cb.NewMutex("slow-holder")
+	ok, err := b.TryLock(ctx, 0, lease)
+	require.NoError(t, err)
+	require.True(t, ok, "the keys have expired: the other owner gets the lock")
+	lost := a.Lost()
+	left := until.Sub(now())
+	trusted := !isClosed(lost) && left > 0
+	t.Logf("drift factor %v: when the other owner got the lock, the holder's validity had %v left by its clock", factor, left.Round(time.Millisecond))
+
+	require.NoError(t, b.Unlock(ctx))
+	assert.Eventually(t, func() bool { return isClosed(lost) }, 2*lease, time.Millisecond, "the holder's Lost closes at its Until")
+	return trusted
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// TestModelRollbackMarksRemoved is the trace "rollback marks removed: a
+// straggler comes back after its rollback". An acquisition fails (another
+// owner holds nodes 1 and 2); its call to node 0 fails as a broken
+// connection's does after the call was written, so the client rolls node
+// 0 back; the rollback lands first, and the acquisition's call lands
+// after it, as a call on a broken connection may. The rollback found
+// nothing there and left a mark: the late call is refused. With the mark
+// gone (marks removed) it writes the lock back on node 0 for a lease: a
+// released, rolled-back attempt holds a node. The late landing is played
+// by strayTransport, since the proxy drops what a broken connection still
+// carried.
+func TestModelRollbackMarksRemoved(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		marks    bool
+		recreate bool
+	}{
+		{"marks removed", false, true},
+		{"marks", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.recreate, stragglerAfterItsRollback(t, tc.marks))
+		})
+	}
+}
+
+// stragglerAfterItsRollback runs one case of TestModelRollbackMarksRemoved
+// and reports whether the late call re-created the lock on node 0.
+func stragglerAfterItsRollback(t *testing.T, marks bool) bool {
+	cl := redlocktest.Start(t, 3)
+	ctx := context.Background()
+	const name = "rolled-back"
+	key, marksKey := "redlock:{"+name+"}:lock", "redlock:{"+name+"}:rollback"
+	for i := 1; i < 3; i++ {
+		_, err := cl.Do(i, "HSET", key, "intruder:1", 1, "intruder:1#", 1)
+		require.NoError(t, err)
+		_, err = cl.Do(i, "PEXPIRE", key, 60000)
+		require.NoError(t, err)
+	}
+	trs := make([]*strayTransport, cl.N())
+	nodes := make([]*Node, cl.N())
+	for i, addr := range cl.Addrs() {
+		conn, err := redis.Dial("tcp", addr)
+		require.NoError(t, err)
+		trs[i] = &strayTransport{addr: addr, conn: conn}
+		nodes[i] = NewTransportNode(addr, trs[i])
+	}
+	c, err := New(nodes, WithNodeTimeout(time.Second))
+	require.NoError(t, err)
+	defer c.Close()
+	trs[0].strand(acquireScript.hash)
+
+	ok, err := c.NewMutex(name).TryLock(ctx, 0, 0)
+	require.NoError(t, err)
+	require.False(t, ok, "nodes 1 and 2 are another owner's")
+	late := trs[0].stranded()
+	require.Len(t, late, 1, "the acquisition's call to node 0")
+	// The rollback runs on node 0: the acquisition is not there, so it
+	// leaves a mark.
+	require.Eventually(t, func() bool {
+		n, err := redis.Int(cl.Do(0, "HEXISTS", marksKey, late[0].Args[0]))
+		return err == nil && n == 1
+	}, 5*time.Second, time.Millisecond, "the rollback's mark on node 0")
+	if !marks {
+		_, err := cl.Do(0, "DEL", marksKey)
+		require.NoError(t, err)
+	}
+	reply, err := trs[0].land(late[0])
+	require.NoError(t, err)
+	t.Logf("marks %v: the late acquisition's reply %v", marks, reply)
+	n, err := redis.Int(cl.Do(0, "EXISTS", key))
+	require.NoError(t, err)
+	if n == 1 {
+		ttl, err := redis.Int64(cl.Do(0, "PTTL", key))
+		require.NoError(t, err)
+		t.Logf("node 0 holds the rolled-back acquisition for %d ms more", ttl)
+	}
+	return n == 1
+}
+
+// strayTransport is a Transport over one redigo connection to one
+// redis-server. It can strand a call: fail it with the error of a
+// connection that broke after the call was written (the client takes the
+// call as astray: it may land later, or never), and keep it, for the test
+// to land on the server later, after the calls that followed it.
+type strayTransport struct {
+	addr string
+
+	mu   sync.Mutex // protects the fields below; one Eval at a time
+	conn redis.Conn
+	next string // the SHA1 of the next call to strand, "" for none
+	kept []Call // the calls stranded
+}
+
+var errBroken = errors.New("strayTransport: the connection broke after the call was written")
+
+// strand makes the transport strand the next call of the script sha1.
+func (s *strayTransport) strand(sha1 string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.next = sha1
+}
+
+// stranded returns the calls stranded so far.
+func (s *strayTransport) stranded() []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Call(nil), s.kept...)
+}
+
+// land runs a stranded call on the server now.
+func (s *strayTransport) land(cl Call) (any, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.evalLocked(context.Background(), cl)
+}
+
+func (s *strayTransport) evalLocked(ctx context.Context, cl Call) (any, error) {
+	args := []any{cl.Source, len(cl.Keys)}
+	for _, k := range cl.Keys {
+		args = append(args, k)
+	}
+	v, err := redis.DoContext(s.conn, ctx, "EVAL", append(args, cl.Args...)...)
+	var re redis.Error
+	if errors.As(err, &re) {
+		return nil, ReplyError(re.Error())
+	}
+	return v, err
+}
+
+func (s *strayTransport) Eval(ctx context.Context, calls []Call, replies []Reply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for j, cl := range calls {
+		if s.next != "" && cl.SHA1 == s.next {
+			s.next, s.kept = "", append(s.kept, cl)
+			replies[j].Err = errBroken
+			continue
+		}
+		replies[j].Value, replies[j].Err = s.evalLocked(ctx, cl)
+	}
+}
+
+func (s *strayTransport) Route(string) Route { return Route{Addr: s.addr, Dials: 1} }
+
+func (s *strayTransport) Info(ctx context.Context, _ string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return redis.String(redis.DoContext(s.conn, ctx, "INFO", "server"))
+}
+
+// Listen gives a pub/sub connection that hears nothing: the tests that use
+// strayTransport never wait for a release.
+func (s *strayTransport) Listen(func(string, []byte), func()) PubSub { return deafPubSub{} }
+
+func (s *strayTransport) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conn.Close()
+}
+
+type deafPubSub struct{}
+
+func (deafPubSub) Subscribe(context.Context, ...string) error   { return nil }
+func (deafPubSub) Unsubscribe(context.Context, ...string) error { return nil }
+func (deafPubSub) Close() error                                 { return nil }

@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -140,18 +141,8 @@ func stragglerAfterItsRollback(t *testing.T, marks bool) bool {
 		_, err = cl.Do(i, "PEXPIRE", key, 60000)
 		require.NoError(t, err)
 	}
-	trs := make([]*strayTransport, cl.N())
-	nodes := make([]*Node, cl.N())
-	for i, addr := range cl.Addrs() {
-		conn, err := redis.Dial("tcp", addr)
-		require.NoError(t, err)
-		trs[i] = &strayTransport{addr: addr, conn: conn}
-		nodes[i] = NewTransportNode(addr, trs[i])
-	}
-	c, err := New(nodes, WithNodeTimeout(time.Second))
-	require.NoError(t, err)
-	defer c.Close()
-	trs[0].strand(acquireScript.hash)
+	trs, c := strayClient(t, cl)
+	trs[0].strand(acquireScript.hash, nil)
 
 	ok, err := c.NewMutex(name).TryLock(ctx, 0, 0)
 	require.NoError(t, err)
@@ -181,6 +172,53 @@ func stragglerAfterItsRollback(t *testing.T, marks bool) bool {
 	return n == 1
 }
 
+// TestModelQueuedReleaseOvertakesABrokenCall is the model's
+// TestQueuedCallOvertakesABrokenOne, a limit of the library, not fixed,
+// through the real client over a Transport: an acquisition decided by
+// nodes 0 and 1 still has its call to node 2 in an Eval; the final
+// release, made meanwhile, waits on the lock's lane behind it and carries
+// no mark (the call in flight on the lane would run first). The Eval then
+// fails as a broken connection's does, the release goes in the next Eval
+// and finds nothing on node 2, and the acquisition's call lands after it:
+// node 2 holds the released lock for a lease. The test asserts the hazard,
+// so that docs/model.md's statement of this limit stays true.
+func TestModelQueuedReleaseOvertakesABrokenCall(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	ctx := context.Background()
+	trs, c := strayClient(t, cl)
+	broken := make(chan struct{})
+	trs[2].strand(acquireScript.hash, broken)
+	m := c.NewMutex("overtaken")
+	require.NoError(t, m.LockLease(ctx, 5*time.Second)) // decided by nodes 0 and 1
+	require.NoError(t, m.Unlock(ctx))                   // by nodes 0 and 1: node 2's release waits on the lane
+	close(broken)
+	require.Eventually(t, func() bool { return trs[2].ran(releaseScript.hash) }, 5*time.Second, time.Millisecond, "the release runs on node 2")
+	late := trs[2].stranded()
+	require.Len(t, late, 1)
+	_, err := trs[2].land(late[0])
+	require.NoError(t, err)
+	n, err := redis.Int(cl.Do(2, "EXISTS", "redlock:{overtaken}:lock"))
+	require.NoError(t, err)
+	assert.Equal(t, 1, n, "the late acquisition wrote the released lock back on node 2 (the limit docs/model.md states)")
+}
+
+// strayClient returns a Client over a strayTransport to each node of cl,
+// closed when the test ends.
+func strayClient(t *testing.T, cl *redlocktest.Cluster) ([]*strayTransport, *Client) {
+	trs := make([]*strayTransport, cl.N())
+	nodes := make([]*Node, cl.N())
+	for i, addr := range cl.Addrs() {
+		conn, err := redis.Dial("tcp", addr)
+		require.NoError(t, err)
+		trs[i] = &strayTransport{addr: addr, conn: conn}
+		nodes[i] = NewTransportNode(addr, trs[i])
+	}
+	c, err := New(nodes, WithNodeTimeout(time.Second))
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	return trs, c
+}
+
 // strayTransport is a Transport over one redigo connection to one
 // redis-server. It can strand a call: fail it with the error of a
 // connection that broke after the call was written (the client takes the
@@ -189,19 +227,22 @@ func stragglerAfterItsRollback(t *testing.T, marks bool) bool {
 type strayTransport struct {
 	addr string
 
-	mu   sync.Mutex // protects the fields below; one Eval at a time
-	conn redis.Conn
-	next string // the SHA1 of the next call to strand, "" for none
-	kept []Call // the calls stranded
+	mu    sync.Mutex // protects the fields below; one command at a time
+	conn  redis.Conn
+	next  string          // the SHA1 of the next call to strand, "" for none
+	until <-chan struct{} // the stranded call's Eval returns once it is closed (nil: at once)
+	kept  []Call          // the calls stranded
+	done  []string        // the SHA1s of the calls run, in order
 }
 
 var errBroken = errors.New("strayTransport: the connection broke after the call was written")
 
-// strand makes the transport strand the next call of the script sha1.
-func (s *strayTransport) strand(sha1 string) {
+// strand makes the transport strand the next call of the script sha1: its
+// Eval fails once until is closed, at once when until is nil.
+func (s *strayTransport) strand(sha1 string, until <-chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.next = sha1
+	s.next, s.until = sha1, until
 }
 
 // stranded returns the calls stranded so far.
@@ -211,14 +252,22 @@ func (s *strayTransport) stranded() []Call {
 	return append([]Call(nil), s.kept...)
 }
 
-// land runs a stranded call on the server now.
-func (s *strayTransport) land(cl Call) (any, error) {
+// ran reports whether a call of the script sha1 ran on the server.
+func (s *strayTransport) ran(sha1 string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.evalLocked(context.Background(), cl)
+	return slices.Contains(s.done, sha1)
 }
 
-func (s *strayTransport) evalLocked(ctx context.Context, cl Call) (any, error) {
+// land runs a stranded call on the server now.
+func (s *strayTransport) land(cl Call) (any, error) {
+	return s.eval(context.Background(), cl)
+}
+
+func (s *strayTransport) eval(ctx context.Context, cl Call) (any, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.done = append(s.done, cl.SHA1)
 	args := []any{cl.Source, len(cl.Keys)}
 	for _, k := range cl.Keys {
 		args = append(args, k)
@@ -231,16 +280,31 @@ func (s *strayTransport) evalLocked(ctx context.Context, cl Call) (any, error) {
 	return v, err
 }
 
-func (s *strayTransport) Eval(ctx context.Context, calls []Call, replies []Reply) {
+// take strands cl if it is the call to strand, and returns when its Eval
+// is to fail.
+func (s *strayTransport) take(cl Call) (strand bool, until <-chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.next == "" || cl.SHA1 != s.next {
+		return false, nil
+	}
+	s.next, s.kept = "", append(s.kept, cl)
+	return true, s.until
+}
+
+func (s *strayTransport) Eval(ctx context.Context, calls []Call, replies []Reply) {
 	for j, cl := range calls {
-		if s.next != "" && cl.SHA1 == s.next {
-			s.next, s.kept = "", append(s.kept, cl)
+		if strand, until := s.take(cl); strand {
+			if until != nil {
+				select {
+				case <-until:
+				case <-ctx.Done():
+				}
+			}
 			replies[j].Err = errBroken
 			continue
 		}
-		replies[j].Value, replies[j].Err = s.evalLocked(ctx, cl)
+		replies[j].Value, replies[j].Err = s.eval(ctx, cl)
 	}
 }
 

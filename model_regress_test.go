@@ -202,6 +202,74 @@ func TestModelQueuedReleaseOvertakesABrokenCall(t *testing.T) {
 	assert.Equal(t, 1, n, "the late acquisition wrote the released lock back on node 2 (the limit docs/model.md states)")
 }
 
+// TestModelStragglerAfterALaterAttemptsRollback is a case the random walks
+// of make modelcheck found (docs/model.md), not fixed: an owner's attempt
+// fails, and its call to node 0 and the rollback of it are both stranded
+// (broken connections). Its next attempt writes node 0 and fails too; the
+// first rollback lands now, finds the later attempt's write and leaves no
+// mark (rollback.lua marks only when no later write of the owner is
+// there); the second rollback deletes the key; then the first attempt's
+// call lands: no mark refuses it, and node 0 holds the lock for a lease,
+// for an owner that has rolled back every attempt, with no call lost. The
+// test asserts the hazard, so that docs/model.md's statement of it stays
+// true.
+func TestModelStragglerAfterALaterAttemptsRollback(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	ctx := context.Background()
+	const name = "superseded"
+	key := "redlock:{" + name + "}:lock"
+	for i := 1; i < 3; i++ {
+		_, err := cl.Do(i, "HSET", key, "intruder:1", 1, "intruder:1#", 1)
+		require.NoError(t, err)
+		_, err = cl.Do(i, "PEXPIRE", key, 60000)
+		require.NoError(t, err)
+	}
+	trs, c := strayClient(t, cl)
+	m := c.NewMutex(name)
+	trs[0].strand(acquireScript.hash, nil)
+	trs[0].strand(rollbackScript.hash, nil)
+	ok, err := m.TryLock(ctx, 0, 5*time.Second)
+	require.NoError(t, err)
+	require.False(t, ok, "nodes 1 and 2 are another owner's")
+	require.Eventually(t, func() bool { return len(trs[0].stranded()) == 2 }, 5*time.Second, time.Millisecond,
+		"the first attempt's call to node 0 and its rollback are stranded")
+	late := trs[0].stranded()
+	require.Equal(t, rollbackScript.hash, late[1].SHA1)
+
+	secondRollback := make(chan struct{})
+	trs[0].delay(rollbackScript.hash, secondRollback)
+	second := make(chan error, 1)
+	go func() {
+		ok, err := m.TryLock(ctx, 0, 5*time.Second)
+		if ok {
+			err = errors.New("the second attempt got the lock")
+		}
+		second <- err
+	}()
+	require.Eventually(t, func() bool { return trs[0].ran(acquireScript.hash) }, 5*time.Second, time.Millisecond,
+		"the second attempt's call runs on node 0")
+	reply, err := trs[0].land(late[1])
+	require.NoError(t, err)
+	assert.EqualValues(t, 0, reply, "the first rollback finds the second attempt's write: no mark")
+	close(secondRollback)
+	select {
+	case err := <-second:
+		require.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		require.FailNow(t, "the second attempt did not end")
+	}
+	n, err := redis.Int(cl.Do(0, "EXISTS", key))
+	require.NoError(t, err)
+	require.Zero(t, n, "the second rollback deleted the key on node 0")
+
+	reply, err = trs[0].land(late[0])
+	require.NoError(t, err)
+	t.Logf("the first attempt's call lands last: %v", reply)
+	n, err = redis.Int(cl.Do(0, "EXISTS", key))
+	require.NoError(t, err)
+	assert.Equal(t, 1, n, "node 0 holds the lock for an owner that rolled back every attempt (the limit docs/model.md states)")
+}
+
 // strayClient returns a Client over a strayTransport to each node of cl,
 // closed when the test ends.
 func strayClient(t *testing.T, cl *redlocktest.Cluster) ([]*strayTransport, *Client) {
@@ -229,10 +297,16 @@ type strayTransport struct {
 
 	mu    sync.Mutex // protects the fields below; one command at a time
 	conn  redis.Conn
-	next  string          // the SHA1 of the next call to strand, "" for none
-	until <-chan struct{} // the stranded call's Eval returns once it is closed (nil: at once)
-	kept  []Call          // the calls stranded
-	done  []string        // the SHA1s of the calls run, in order
+	rules []strayRule // what to do with the next calls of some scripts, in order
+	kept  []Call      // the calls stranded
+	done  []string    // the SHA1s of the calls run, in order
+}
+
+// strayRule is what strayTransport does with the next call of one script.
+type strayRule struct {
+	sha1  string
+	until <-chan struct{} // its Eval waits until this is closed (nil: not at all)
+	run   bool            // then it runs the call; false: it strands it
 }
 
 var errBroken = errors.New("strayTransport: the connection broke after the call was written")
@@ -242,7 +316,15 @@ var errBroken = errors.New("strayTransport: the connection broke after the call 
 func (s *strayTransport) strand(sha1 string, until <-chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.next, s.until = sha1, until
+	s.rules = append(s.rules, strayRule{sha1: sha1, until: until})
+}
+
+// delay makes the transport run the next call of the script sha1 once
+// until is closed.
+func (s *strayTransport) delay(sha1 string, until <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rules = append(s.rules, strayRule{sha1: sha1, until: until, run: true})
 }
 
 // stranded returns the calls stranded so far.
@@ -280,27 +362,33 @@ func (s *strayTransport) eval(ctx context.Context, cl Call) (any, error) {
 	return v, err
 }
 
-// take strands cl if it is the call to strand, and returns when its Eval
-// is to fail.
-func (s *strayTransport) take(cl Call) (strand bool, until <-chan struct{}) {
+// take returns the rule for cl, if one is set, and strands cl if the
+// rule says so.
+func (s *strayTransport) take(cl Call) (strayRule, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.next == "" || cl.SHA1 != s.next {
-		return false, nil
+	for i, r := range s.rules {
+		if r.sha1 == cl.SHA1 {
+			s.rules = slices.Delete(s.rules, i, i+1)
+			if !r.run {
+				s.kept = append(s.kept, cl)
+			}
+			return r, true
+		}
 	}
-	s.next, s.kept = "", append(s.kept, cl)
-	return true, s.until
+	return strayRule{}, false
 }
 
 func (s *strayTransport) Eval(ctx context.Context, calls []Call, replies []Reply) {
 	for j, cl := range calls {
-		if strand, until := s.take(cl); strand {
-			if until != nil {
-				select {
-				case <-until:
-				case <-ctx.Done():
-				}
+		r, ok := s.take(cl)
+		if ok && r.until != nil {
+			select {
+			case <-r.until:
+			case <-ctx.Done():
 			}
+		}
+		if ok && !r.run {
 			replies[j].Err = errBroken
 			continue
 		}

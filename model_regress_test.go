@@ -19,20 +19,25 @@ import (
 // Regression cases of the model's counterexamples (internal/model,
 // docs/model.md): each scenario a counterexample's trace describes, run
 // through the real client on redis-server, with the mechanism the trace
-// turns off, and with it on. The restart quarantine's case is
+// turns off, and with it on; and the cases the model found with every
+// mechanism on that are not fixed, each asserted as it stands, so that
+// the docs' statement of it stays true. The restart quarantine's case is
 // TestRestartWithoutQuarantineGivesTwoHolders and
-// TestRestartQuarantinePreventsTwoHolders (restart_test.go).
+// TestRestartQuarantinePreventsTwoHolders (restart_test.go), and
+// TestRestartHazard (chaos_test.go).
 
 // TestModelDriftAllowanceRemoved is the trace "drift allowance removed: a
-// slow holder outlives its keys". The holder's clock runs 8% slow
+// slow holder outlives its keys". The holder's clock runs 15% slow
 // against the nodes' (now, replaced here, is the clock of every validity
 // computation; the nodes keep real time). With no allowance
 // (WithDriftFactor(0): 2 ms are left), it trusts its hold for 998 ms of
-// its clock, 1,085 ms of real time, while its keys expire on the nodes
+// its clock, 1,174 ms of real time, while its keys expire on the nodes
 // after 1,000 ms: another owner takes the lock in between, two holders.
-// With an allowance of 10% of the lease, above the 8% the clocks differ
-// by, its validity ends after 976 ms of real time, before the keys
-// expire: the other owner cannot get in while it trusts its hold.
+// With an allowance of 20% of the lease, above the 15% the clocks differ
+// by, its validity ends after 939 ms of real time, before the keys
+// expire: the other owner cannot get in while it trusts its hold. (The
+// model's clocks differ by 0.8%; 15% leaves a window of 174 ms, which a
+// test on a busy machine hits every time.)
 func TestModelDriftAllowanceRemoved(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
@@ -40,7 +45,7 @@ func TestModelDriftAllowanceRemoved(t *testing.T) {
 		twoHolders bool
 	}{
 		{"no allowance", 0, true},
-		{"allowance above the drift", 0.1, false},
+		{"allowance above the drift", 0.2, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.twoHolders, slowHolderOutlivesItsKeys(t, tc.factor))
@@ -48,7 +53,7 @@ func TestModelDriftAllowanceRemoved(t *testing.T) {
 	}
 }
 
-// slowHolderOutlivesItsKeys takes a 1s fixed lease with a clock 8% slow
+// slowHolderOutlivesItsKeys takes a 1s fixed lease with a clock 15% slow
 // and the drift factor given, waits until its keys have expired on every
 // node, lets another owner take the lock and reports whether the first
 // one still trusted its hold when the other got it.
@@ -57,7 +62,7 @@ func slowHolderOutlivesItsKeys(t *testing.T, factor float64) bool {
 	cl := redlocktest.Start(t, 3)
 	ctx := context.Background()
 	base := time.Now()
-	now = func() time.Time { return base.Add(time.Duration(float64(time.Since(base)) * 0.92)) }
+	now = func() time.Time { return base.Add(time.Duration(float64(time.Since(base)) * 0.85)) }
 	defer func() { now = time.Now }() // after the clients' Close: nothing reads it then
 	dialSlow := func() *Client {
 		c, err := Dial(cl.URLs(), WithDriftFactor(factor))

@@ -145,7 +145,7 @@ func (r *diffRun) fence(now int64) diffCall {
 	tokens := []int64{0, 1 + r.rng.Int64N(5), l.m.Counter + 1, (now - 60000) * model.FloorPerMs, (now + 60000) * model.FloorPerMs}
 	token := tokens[r.rng.IntN(len(tokens))]
 	got := l.m.FenceTo(now, token, ttl)
-	return diffCall{args: sha(&fenceScript, 1, l.fence, token, ttl), want: []int64{got}, tol: []bool{false}}
+	return diffCall{args: sha(&fenceScript, 1, l.fence, token, ttl), want: []int64{got}, tol: []bool{true}} // the counter before: near the clock floor
 }
 
 func (r *diffRun) ping(int64) diffCall {

@@ -358,11 +358,22 @@ func (c *Client) fenceTTL(lease time.Duration) time.Duration {
 	return max(minFenceTTL, 2*(q+lease))
 }
 
-// fenceToken returns the fencing token of a won acquisition round: the
-// largest counter among the nodes that granted it. Unless a majority already
-// reported exactly that value, it is first raised to at least the token on a
-// majority, so every later holder's token is larger, wherever its majority
-// lies.
+// fenceRounds bounds the write-back rounds of one fencing token: each
+// round after the first follows one that met a larger counter, and tries
+// above it.
+const fenceRounds = 4
+
+// fenceToken returns the fencing token of a won acquisition round, written
+// back on a majority before Lock returns. The token is one above the
+// largest counter among the nodes that granted the round: above every
+// value the acquisition itself wrote. A write-back round raises every
+// node's counter to it and reports what each held before; a majority of
+// nodes below it says that no earlier hold's token reached it (an earlier
+// hold left its token on a majority, and two majorities share a node, even
+// when this round was open through that whole hold and read some nodes
+// before it), and leaves it on a majority for every later holder. A node at
+// or above it sends the token above the largest counter seen, for another
+// round.
 func (m *Mutex) fenceToken(ctx context.Context, r *round) (int64, error) {
 	var token int64
 	for i, sl := range r.nodes {
@@ -373,25 +384,31 @@ func (m *Mutex) fenceToken(ctx context.Context, r *round) (int64, error) {
 			token = a.n
 		}
 	}
-	at, below := 0, 0
-	for i, sl := range r.nodes {
-		if sl.vote != voteYes {
-			continue
+	ttl := m.c.fenceTTL(m.c.opts.lease).Milliseconds()
+	for range fenceRounds {
+		token++
+		var seen int64
+		below := func(reply interface{}) vote {
+			n, err := redis.Int64(reply, nil)
+			switch {
+			case err != nil:
+				return voteFailed
+			case n < token:
+				return voteYes
+			}
+			seen = max(seen, n) // collect runs one answer at a time
+			return voteNo
 		}
-		if a, ok := parseAcquire(r.reply(i)); ok && a.n == token {
-			at++
-		} else {
-			below++
+		wb := m.c.fanout(ctx, m.fenceCall(token, ttl), below, (*ballot).certain, nil)
+		switch {
+		case wb.ballot.won():
+			return token, nil
+		case wb.ballot.no == 0:
+			return 0, wb.noQuorum("fencing token write-back for " + quoteName(m.name))
 		}
+		token = max(token, seen)
 	}
-	if at >= m.c.quorum && below == 0 {
-		return token, nil
-	}
-	wb := m.c.fanout(ctx, m.fenceCall(token, m.c.fenceTTL(m.c.opts.lease).Milliseconds()), classifyOne, (*ballot).certain, nil)
-	if !wb.ballot.won() {
-		return 0, wb.noQuorum("fencing token write-back for " + quoteName(m.name))
-	}
-	return token, nil
+	return 0, fmt.Errorf("redlock: lock %s: the fencing token's write-back met a larger counter %d times in a row: %w", quoteName(m.name), fenceRounds, ErrNoQuorum)
 }
 
 // acquireReply is acquire.lua's reply: {1, counter} or {1, counter,

@@ -1,9 +1,13 @@
--- fence: raise the locks' fencing counters to at least a token.
+-- fence: raise the locks' fencing counters to at least a token, and say
+-- what they were.
 -- KEYS     the fencing counters (one per lock)
 -- ARGV[1]  the token
 -- ARGV[2]  how long the counters live after this write, milliseconds (see
 --          acquire.lua)
--- Returns  1 (every counter is now at least the token).
+-- Returns  the largest counter before the write (0 when none existed):
+--          below the token, every counter is now the token; at or above
+--          it, another hold's token (or a later acquisition) is there.
+local top = 0
 for _, key in ipairs(KEYS) do
   local c = tonumber(redis.call('get', key) or '0')
   if c < tonumber(ARGV[1]) then
@@ -11,5 +15,8 @@ for _, key in ipairs(KEYS) do
   else
     redis.call('pexpire', key, ARGV[2])
   end
+  if c > top then
+    top = c
+  end
 end
-return 1
+return top

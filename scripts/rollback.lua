@@ -9,11 +9,12 @@
 -- ARGV[4+i] lock i's unlock channel ('' for none), published to
 --          ("<owner>/<sequence>") when the lock's key goes (see drop.lua)
 -- Returns  1 when the attempt's write was undone on some lock; 0 when this
---          node has no write of that attempt: then, for every lock where
---          no later write of the owner is there either, a mark makes
---          acquire.lua refuse the attempt should it still arrive (a command
---          delayed on another connection can overtake this one, e.g. on a
---          node that was paused).
+--          node has no write of that attempt: then, for every lock, a mark
+--          makes acquire.lua refuse the attempt should it still arrive (a
+--          command delayed on another connection can overtake this one,
+--          e.g. on a node that was paused), also where a later attempt of
+--          the owner wrote since: that one may be rolled back before this
+--          one lands.
 local seqf = ARGV[1] .. '#'
 local undone = 0
 for i = 1, #KEYS / 2 do
@@ -28,7 +29,10 @@ for i = 1, #KEYS / 2 do
       redis.call('hset', lock, ARGV[1], ARGV[3])
     end
     undone = 1
-  elseif not seq or tonumber(seq) < tonumber(ARGV[2]) then
+  else
+    -- Not here, or overwritten by a later attempt (which may be rolled
+    -- back before this attempt's call lands): mark it either way. A mark
+    -- refuses this attempt and older ones, never a later one.
     mark(KEYS[2 * i], ARGV[1], ARGV[2], ARGV[4])
   end
 end

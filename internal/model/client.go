@@ -67,7 +67,9 @@ func (s *State) land(c *Config, i int) AcquireReply {
 		s.checkZombie(nd, o, m.Seq, before, st.Owners[o])
 		return rep
 	case KRollback:
-		nd.Closed[o] = max(nd.Closed[o], m.Seq)
+		if m.Seq < 64 {
+			nd.RolledBack[o] |= 1 << m.Seq
+		}
 		return AcquireReply{N: st.Rollback(now, o, m.Seq, m.Count, c.Lease)}
 	case KRelease:
 		if m.Count == 0 {
@@ -86,12 +88,13 @@ func (s *State) land(c *Config, i int) AcquireReply {
 }
 
 // checkZombie flags a write of the owner's field, by a call with sequence
-// seq, on a node where a final release or rollback at or above seq has
-// already run: the released lock is back for a lease. Once a call has
+// seq, on a node where a final release at or above seq, or the rollback of
+// seq, has already run: the released lock is back for a lease. Once a call has
 // been lost (a rollback that never landed leaves its attempt's write, by
 // design, until its lease ends), the check is off for the run.
 func (s *State) checkZombie(nd *NodeState, o int, seq int64, before, after Field) {
-	if before != after && seq <= nd.Closed[o] && !s.Ghost.Dropped && s.Ghost.Violation == "" {
+	closed := seq <= nd.Closed[o] || seq < 64 && nd.RolledBack[o]&(1<<seq) != 0
+	if before != after && closed && !s.Ghost.Dropped && s.Ghost.Violation == "" {
 		s.Ghost.Violation = "cleanup: a call landed after its release (or rollback) and wrote the owner's field back"
 	}
 }
@@ -137,7 +140,7 @@ func (s *State) vote(c *Config, m Msg, err bool) (Vote, int64) {
 	ow := &s.Owners[m.Owner]
 	rep, v := m.Reply, No
 	switch {
-	case m.Kind == KAcquire && rep.Yes, m.Kind == KFence && rep.N == 1, m.Kind == KRenew, m.Kind == KRepair:
+	case m.Kind == KAcquire && rep.Yes, m.Kind == KFence && rep.N < m.Count, m.Kind == KRenew, m.Kind == KRepair:
 		v = Yes
 	case m.Kind == KRelease && (rep.N == 1 || ow.Op.Confirm):
 		v = Yes

@@ -42,43 +42,49 @@ func (s *State) decideAcquire(c *Config, o int) {
 		s.grant(c, o, 0)
 		return
 	}
-	token, at, below := int64(0), 0, 0
+	token := int64(0)
 	for n := 0; n < c.Nodes; n++ {
 		if r.Vote[n] == Yes {
 			token = max(token, r.Value[n])
 		}
 	}
-	for n := 0; n < c.Nodes; n++ {
-		if r.Vote[n] == Yes && r.Value[n] == token {
-			at++
-		} else if r.Vote[n] == Yes {
-			below++
-		}
-	}
-	if at >= c.quorum() && below == 0 {
-		s.grant(c, o, token)
-		return
-	}
-	s.writeBack(c, o, token)
+	s.writeBack(c, o, token+1, 1)
 }
 
-// writeBack is Mutex.fenceToken's write-back round: the token raised to at
-// least itself on a majority before Lock returns.
-func (s *State) writeBack(c *Config, o int, token int64) {
+// writeBack is Mutex.fenceToken's write-back round number try: the token
+// raised to at least itself on every node, granted once a majority held
+// less before it.
+func (s *State) writeBack(c *Config, o int, token int64, try int8) {
 	ow := &s.Owners[o]
 	acq := ow.Op
 	r := s.newRound(c, o, Fencing)
-	r.Start, r.Acq, r.Seq, r.Count, r.Renew, r.Token = acq.Start, acq.Acq, acq.Seq, acq.Count, acq.Renew, token
+	r.Start, r.Acq, r.Seq, r.Count, r.Renew, r.Token, r.Tries = acq.Start, acq.Acq, acq.Seq, acq.Count, acq.Renew, token, try
 	ow.Op = r
 	s.fanout(c, Msg{Owner: int8(o), Kind: KFence, Lane: FenceLane, Acq: -1, Gen: r.Gen, Count: token})
 }
 
-// decideFence ends the write-back: granted if it reached a majority and
-// the acquisition is still valid, rolled back otherwise.
+// FenceRounds is Mutex.fenceToken's bound on write-back rounds.
+const FenceRounds = 4
+
+// decideFence ends a write-back round: granted if a majority held less
+// than the token and the acquisition is still valid; when a node held as
+// much or more, another round above the largest counter seen (up to
+// FenceRounds); rolled back otherwise.
 func (s *State) decideFence(c *Config, o int) {
 	r := &s.Owners[o].Op
-	if r.won(c) && s.valid(c, o, r.Start) && !s.lostMeanwhile(c, o) {
+	valid := s.valid(c, o, r.Start) && !s.lostMeanwhile(c, o)
+	if r.won(c) && valid {
 		s.grant(c, o, r.Token)
+		return
+	}
+	if _, no, _, _ := r.tally(c.Nodes); no > 0 && valid && r.Tries < FenceRounds {
+		top := r.Token
+		for n := 0; n < c.Nodes; n++ {
+			if r.Vote[n] == No {
+				top = max(top, r.Value[n])
+			}
+		}
+		s.writeBack(c, o, top+1, r.Tries+1)
 		return
 	}
 	s.settle(c, o)

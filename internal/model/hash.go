@@ -61,7 +61,7 @@ func (s *State) hashNode(c *Config, h *hasher, n int) {
 	}
 	for o := 0; o < c.Owners; o++ {
 		f, m := st.Owners[o], st.Mark[o]
-		h.w(f.Count, f.Seq, b(f.HasCount), b(f.HasSeq), m.Seq, b(m.Set), nd.Closed[o])
+		h.w(f.Count, f.Seq, b(f.HasCount), b(f.HasSeq), m.Seq, b(m.Set), nd.Closed[o], int64(nd.RolledBack[o]))
 	}
 	r := int64(-1)
 	if nd.Restarted != never && s.T-nd.Restarted <= 2*c.quarantine() {

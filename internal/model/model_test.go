@@ -81,11 +81,12 @@ func focused(owners, depth int, rates []Rate, f Faults) Config {
 	return c
 }
 
-// acquireOnly is focused with owners that only acquire, and rounds that
-// wait for every answer: the counterexamples of two holders need no more.
+// acquireOnly is focused with owners that only acquire, without fencing,
+// and rounds that wait for every answer: the counterexamples of two
+// holders need no more (a fenced acquisition is one more round).
 func acquireOnly(rates []Rate, f Faults) Config {
 	c := focused(2, 1, rates, f)
-	c.NoUnlock, c.NoTimeouts = true, true
+	c.NoUnlock, c.NoTimeouts, c.Fencing = true, true, false
 	return c
 }
 
@@ -160,7 +161,7 @@ func TestCounterexamples(t *testing.T) {
 // send the release (docs/model.md).
 func TestQueuedCallOvertakesABrokenOne(t *testing.T) {
 	c := focused(1, 1, []Rate{Nominal}, Faults{Breaks: 1})
-	c.QueuedSurvives = true
+	c.QueuedSurvives, c.Fencing = true, false
 	res, err := Shortest(c, 8)
 	require.NoError(t, err)
 	require.Contains(t, res.Violation, "cleanup")

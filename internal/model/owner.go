@@ -76,6 +76,7 @@ type Round struct {
 	Count   int64           // acquiring: the count it writes; releasing: the target
 	Renew   bool            // acquiring: a watchdog hold
 	Token   int64           // fencing: the token written back
+	Tries   int8            // fencing: which write-back round this is
 	Owed    bool            // releasing: the hold had ended before (an Unlock that cleans up)
 	Confirm bool            // releasing: the retry of a final release that reached no quorum
 	Absent  [MaxNodes]bool  // renewing: the key was absent there

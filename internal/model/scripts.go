@@ -80,7 +80,7 @@ func (s *Store) setFence(now, c, ttl int64) {
 
 // Rollback is rollback.lua: undo the attempt seq of owner, which followed
 // prev holds; 1 when undone, 0 when the node has no write of it (then
-// marked, unless a later write of the owner is there).
+// marked, also when a later write of the owner is there).
 func (s *Store) Rollback(now int64, owner int, seq, prev, markTTL int64) int64 {
 	s.expire(now)
 	f := s.Owners[owner]
@@ -92,9 +92,7 @@ func (s *Store) Rollback(now int64, owner int, seq, prev, markTTL int64) int64 {
 		}
 		return 1
 	}
-	if !f.HasSeq || f.Seq < seq {
-		s.mark(now, owner, seq, markTTL)
-	}
+	s.mark(now, owner, seq, markTTL)
 	return 0
 }
 
@@ -192,15 +190,17 @@ func (s *Store) Repair(now, lease int64, owner int, count, seq int64) int64 {
 }
 
 // FenceTo is fence.lua: raise the counter to at least token; it lives ttl
-// more either way (when it exists).
+// more either way (when it exists). It returns the counter before (0 when
+// it did not exist).
 func (s *Store) FenceTo(now, token, ttl int64) int64 {
 	s.expire(now)
+	before := s.Counter
 	if s.Counter < token {
 		s.setFence(now, token, ttl)
 	} else {
 		pexpire(&s.Fence, now, ttl, false, func() { s.Fence, s.Counter = Key{}, 0 })
 	}
-	return 1
+	return before
 }
 
 // Ping is ping.lua.

@@ -29,10 +29,15 @@ type State struct {
 type NodeState struct {
 	Store     Store
 	Restarted int64 // real time of the last restart; never
-	// Closed is, per owner, the highest sequence of a final release or a
-	// rollback that ran here: a later write of the owner's field by a call
-	// with a sequence at or below it re-creates what was released (ghost).
-	Closed [MaxOwners]int64
+	// Closed is, per owner, the highest sequence of a final release that
+	// ran here, and RolledBack the sequences (below 64) of the attempts
+	// whose rollback ran here: a later write of the owner's field by a
+	// call with a sequence at or below the first, or among the second,
+	// re-creates what was released (ghost). A rollback closes only its
+	// own attempt: an earlier attempt's call that lands after a later
+	// attempt's rollback is undone by its own rollback, when that lands.
+	Closed     [MaxOwners]int64
+	RolledBack [MaxOwners]uint64
 }
 
 // Ghost holds what the properties need beyond the state itself.

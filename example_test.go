@@ -156,6 +156,69 @@ func ExampleMutex_Do() {
 	// done: <nil>
 }
 
+func ExampleClient_NewMultiMutex() {
+	nodes, err := redlocktest.Launch(3)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer nodes.Close()
+	client, err := redlock.Dial(nodes.URLs())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	ctx := context.Background()
+
+	// A transfer needs both accounts: all names or none, and no deadlock
+	// with another transfer that takes them the other way round.
+	transfer := client.NewMultiMutex("account:42", "account:17")
+	if err := transfer.Lock(ctx); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("holding", transfer.Name())
+
+	// Each name is the same lock a Mutex of that name takes.
+	got, err := client.NewMutex("account:17").TryLock(ctx, 0, 0)
+	fmt.Println("account:17 alone:", got, err)
+	fmt.Println("unlock:", transfer.Unlock(ctx))
+	// Output:
+	// holding account:17,account:42
+	// account:17 alone: false <nil>
+	// unlock: <nil>
+}
+
+func ExampleRWMutex() {
+	nodes, err := redlocktest.Launch(3)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer nodes.Close()
+	client, err := redlock.Dial(nodes.URLs())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	ctx := context.Background()
+
+	reader, other := client.NewRWMutex("catalog"), client.NewRWMutex("catalog")
+	if err := reader.RLock(ctx); err != nil {
+		log.Fatal(err)
+	}
+	shared, _ := other.TryRLock(ctx, 0, 0) // readers share
+	exclusive, _ := other.TryLock(ctx, 0, 0)
+	fmt.Println("second reader:", shared, "writer while reading:", exclusive)
+	_ = other.RUnlock(ctx)
+	_ = reader.RUnlock(ctx)
+
+	if err := other.Lock(ctx); err != nil { // now alone: a writer
+		log.Fatal(err)
+	}
+	fmt.Println("writing; unlock:", other.Unlock(ctx))
+	// Output:
+	// second reader: true writer while reading: false
+	// writing; unlock: <nil>
+}
+
 func ExampleClient_Ping() {
 	nodes, err := redlocktest.Launch(3)
 	if err != nil {

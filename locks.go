@@ -40,22 +40,6 @@ func (m *Mutex) lock(i int) *lockKeys {
 	return &m.more[i-1]
 }
 
-// begin starts the EVALSHA arguments of a call of s with keys keys and
-// room for more arguments: the hash and the key count.
-func (s *script) begin(keys, more int) []interface{} {
-	sha := make([]interface{}, 0, 2+keys+more)
-	return append(sha, s.hash, keys)
-}
-
-// made is the call of s whose EVALSHA arguments begin built.
-func (s *script) made(sha []interface{}) call {
-	c := call{s: s, sha: sha}
-	if key := c.key(); key != "" {
-		c.lane = laneOf(key)
-	}
-	return c
-}
-
 // appendChannels appends every lock's unlock channel to sha.
 func (m *Mutex) appendChannels(sha []interface{}) []interface{} {
 	for i := 0; i < m.locks(); i++ {

@@ -107,7 +107,21 @@ func (s *script) call(keysAndArgs ...interface{}) call {
 	if s.keyCount >= 0 {
 		sha = append(sha, s.keyCount)
 	}
-	c := call{s: s, sha: append(sha, keysAndArgs...)}
+	return s.made(append(sha, keysAndArgs...))
+}
+
+// begin starts the EVALSHA arguments of a call of s with keys keys and
+// room for more arguments: the hash and the key count.
+func (s *script) begin(keys, more int) []interface{} {
+	sha := make([]interface{}, 0, 2+keys+more)
+	return append(sha, s.hash, keys)
+}
+
+// made is the call of s with the EVALSHA arguments sha (see call, and
+// begin). A call of one hold's locks goes on the lane of its first key;
+// the watchdog's calls, of many holds, keep no lane.
+func (s *script) made(sha []interface{}) call {
+	c := call{s: s, sha: sha}
 	if _, many := s.layout(); !many {
 		if key := c.key(); key != "" {
 			c.lane = laneOf(key)

@@ -537,40 +537,52 @@ func (m *Mutex) await(ctx context.Context, maxWait, lease time.Duration, renew b
 	defer m.listen(ctx)()
 	w := c.enqueue(m.channel, m, a.took)
 	won := false
-	defer func() { c.dequeue(m.channel, w, won, lease) }()
-
-	p := pacing{timer: time.NewTimer(time.Hour)}
-	p.timer.Stop()
-	defer p.timer.Stop()
-	for {
-		select {
-		case <-w.wake:
-			if n, takeLease := c.look(m.channel); !p.hear(c, m.channel, n, takeLease) {
-				continue
-			}
-		case <-p.timer.C:
-		case <-ctx.Done():
-			return false, m.waitEnded(ctx, a)
-		case <-expired:
-			return false, a.err
-		case <-c.done:
-			return false, ErrClosed
-		}
-		c.trying(m.channel) // news that came before this attempt is answered by it
+	defer func() { c.dequeue(m.channel, w, won && !m.shared, lease) }()
+	won, err := c.waitTurns(ctx, m.channel, w, expired, a, func() attempt {
 		start := now()
 		next := m.try(ctx, lease, renew, true, true)
 		c.timed(m.channel, since(start))
 		if next.ok || next.split {
 			c.tookTurn(m.channel, max(next.subs, 0))
 		}
-		if next.ok {
-			won = true
-			return true, nil
-		}
-		if errors.Is(next.err, ErrClosed) {
+		return next
+	}, m.waitEnded)
+	return won, err
+}
+
+// waitTurns is the loop of a waiter w in the queue of channel in this
+// Client, a is the attempt that decides the wait so far: when at the
+// queue's head, it tries (try) as pacing says: at once, after news of a
+// release, or when the timer fires. It returns true once an attempt
+// succeeds; false with ended(a) when ctx ends, a's error when expired
+// fires (nil: others held it for the whole wait), ErrClosed at Close, or
+// the error of an attempt that waiting will not mend.
+func (c *Client) waitTurns(ctx context.Context, channel string, w *waiter, expired <-chan time.Time, a attempt, try func() attempt, ended func(context.Context, attempt) error) (bool, error) {
+	p := pacing{timer: time.NewTimer(time.Hour)}
+	p.timer.Stop()
+	defer p.timer.Stop()
+	for {
+		select {
+		case <-w.wake:
+			if n, takeLease := c.look(channel); !p.hear(c, channel, n, takeLease) {
+				continue
+			}
+		case <-p.timer.C:
+		case <-ctx.Done():
+			return false, ended(ctx, a)
+		case <-expired:
+			return false, a.err
+		case <-c.done:
 			return false, ErrClosed
 		}
-		if c.authRefused(next.err) {
+		c.trying(channel) // news that came before this attempt is answered by it
+		next := try()
+		switch {
+		case next.ok:
+			return true, nil
+		case errors.Is(next.err, ErrClosed):
+			return false, ErrClosed
+		case c.authRefused(next.err):
 			return false, next.err // a configuration error: waiting will not mend it
 		}
 		if !next.ended || a.err == nil {

@@ -249,39 +249,14 @@ func (s *Semaphore) await(ctx context.Context, maxWait, lease time.Duration, ren
 	defer c.unsubscribe(s.channel)
 	w := c.enqueue(s.channel, nil, a.took)
 	defer c.dequeue(s.channel, w, false, 0)
-
-	p := pacing{timer: time.NewTimer(time.Hour)}
-	p.timer.Stop()
-	defer p.timer.Stop()
-	for {
-		select {
-		case <-w.wake:
-			if n, _ := c.look(s.channel); !p.hear(c, s.channel, n, lease) {
-				continue
-			}
-		case <-p.timer.C:
-		case <-ctx.Done():
-			return nil, s.waitEnded(ctx, a)
-		case <-expired:
-			return nil, a.err
-		case <-c.done:
-			return nil, ErrClosed
-		}
-		c.trying(s.channel) // news that came before this attempt is answered by it
-		permit, next := s.attempt(ctx, lease, renew)
-		switch {
-		case permit != nil:
-			return permit, nil
-		case errors.Is(next.err, ErrClosed):
-			return nil, ErrClosed
-		case c.authRefused(next.err):
-			return nil, next.err // a configuration error: waiting will not mend it
-		}
-		if !next.ended || a.err == nil {
-			a = next // an attempt that only saw ctx end keeps the one before
-		}
-		p.failed(c, a, next)
-	}
+	var permit *Permit
+	_, err := c.waitTurns(ctx, s.channel, w, expired, a, func() attempt {
+		var next attempt
+		permit, next = s.attempt(ctx, lease, renew)
+		next.ok = permit != nil
+		return next
+	}, s.waitEnded)
+	return permit, err
 }
 
 // waitEnded is the error of a wait that ctx ended: ctx.Err(), and the last

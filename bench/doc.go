@@ -384,7 +384,7 @@ func renderDoc(res *results, plots map[string]string) string {
 
 	w("## How to run\n\n")
 	w("```sh\ncd bench\ngo run . -quick   # every scenario, bounded, in under a minute\ngo run .          # full mode: more rounds and longer windows (several minutes)\n```\n\n")
-	w("`make bench` runs the quick mode. Both modes rewrite this file and `docs/img/*.svg`. `-only unc,tput,cont,faults,deadmaj,herd,waiters,restart,scripts,scale,adapters,shards` runs some scenarios (writing then rewrites this whole file, with the other sections \"not run\": write a partial run elsewhere with `-docs DIR`), `-kinds redlock,floor,floorpipe,...` some contenders (`redlock,goredis,rueidis,valkey` in the adapters scenario), `-write=false` only prints the tables. The nodes come from `redlocktest` (redis-server on loopback, persistence off; `WithProxy` for the slow-minority scenario). For benchstat, the root package has `BenchmarkLockUnlock` and `BenchmarkHandoff`:\n\n")
+	w("`make bench` runs the quick mode. Both modes rewrite this file and `docs/img/*.svg`. `-only unc,tput,cont,faults,deadmaj,herd,waiters,restart,scripts,scale,adapters,shards,family` runs some scenarios (writing then rewrites this whole file, with the other sections \"not run\": write a partial run elsewhere with `-docs DIR`, or, for `family`, add `-merge` to replace only its section in this file, which then names its run), `-kinds redlock,floor,floorpipe,...` some contenders (`redlock,goredis,rueidis,valkey` in the adapters scenario), `-write=false` only prints the tables. The nodes come from `redlocktest` (redis-server on loopback, persistence off; `WithProxy` for the slow-minority scenario). For benchstat, the root package has `BenchmarkLockUnlock` and `BenchmarkHandoff`:\n\n")
 	w("```sh\ngo test -run '^$' -bench . -count 10 | tee new.txt && benchstat old.txt new.txt\n```\n\n")
 
 	w("## This run\n\n")
@@ -497,7 +497,7 @@ func renderDoc(res *results, plots map[string]string) string {
 	w("%s\n", restartTable(res.restartNow, res.restartR))
 	w("%s\n\n", restartParagraph(res))
 
-	w("%s%s", adaptersSection(res), shardsSection(res))
+	w("%s%s%s", adaptersSection(res), shardsSection(res), familySection(res))
 
 	if len(res.failures) > 0 {
 		w("## Scenarios that failed to run\n\n")

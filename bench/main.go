@@ -65,6 +65,7 @@ type config struct {
 	waitersPerClient    int
 	adapters            adaptersConfig
 	shards              shardsConfig
+	family              familyConfig
 }
 
 var quickCfg = config{
@@ -83,6 +84,7 @@ var quickCfg = config{
 	waitersRounds: 2, waitersWindow: 800 * time.Millisecond, waitersWarm: 250 * time.Millisecond,
 	adapters: adaptersConfig{uncRounds: 4, uncOps: 200, uncBudget: 400 * time.Millisecond, tputRounds: 3, tputWindow: 300 * time.Millisecond},
 	shards:   shardsConfig{rounds: 3, window: 400 * time.Millisecond, idle: time.Second},
+	family:   familyConfig{rounds: 3, window: 300 * time.Millisecond},
 }
 
 var fullCfg = config{
@@ -104,6 +106,7 @@ var fullCfg = config{
 	waitersRounds: 5, waitersWindow: 3 * time.Second, waitersWarm: time.Second,
 	adapters: adaptersConfig{uncRounds: 15, uncOps: 1000, uncBudget: 2 * time.Second, tputRounds: 7, tputWindow: 2 * time.Second},
 	shards:   shardsConfig{rounds: 7, window: 2 * time.Second, idle: 3 * time.Second},
+	family:   familyConfig{rounds: 7, window: 2 * time.Second},
 }
 
 func (c *config) fill() {
@@ -148,18 +151,27 @@ type results struct {
 	scale                *scaleResult // watchdog holds at scale
 	adapters             *adaptersResult
 	shards               *shardsResult
-	failures             []string // scenarios that could not run, and why
+	family               *familyResult // RWMutex, Semaphore, MultiMutex and Do
+	familyNote           string        // where a merged family section comes from
+	failures             []string      // scenarios that could not run, and why
 }
 
 func main() {
 	quick := flag.Bool("quick", false, "run every scenario briefly (under a minute)")
-	only := flag.String("only", "", "comma-separated scenarios to run (unc,tput,cont,faults,deadmaj,herd,waiters,restart,scripts,scale,adapters,shards); default all")
+	only := flag.String("only", "", "comma-separated scenarios to run (unc,tput,cont,faults,deadmaj,herd,waiters,restart,scripts,scale,adapters,shards,family); default all")
 	root := flag.String("root", "..", "the redlock repository (for scripts/ and docs/)")
 	write := flag.Bool("write", true, "write benchmarks.md and img/*.svg into -docs")
 	docs := flag.String("docs", "", "the docs directory to write (default: -root/docs)")
 	commit := flag.String("commit", "", "how to name the library version measured (default: git describe of -root)")
+	merge := flag.Bool("merge", false, "with -only family: write only that scenario's section into the existing benchmarks.md of -docs, in place of its old one, saying which run it comes from; every other section stays as it is")
 	kindsFlag := flag.String("kinds", "", "comma-separated contenders to run (redlock,redsync,redsyncff,redislock,floor,floorpipe; in the adapters scenario redlock,goredis,rueidis,valkey); default all")
 	flag.Parse()
+	if *merge {
+		if err := checkMerge(*only); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(2)
+		}
+	}
 	if *kindsFlag != "" {
 		allKinds = filterKinds(allKinds, *kindsFlag)
 		adapterKinds = filterKinds(adapterKinds, *kindsFlag)
@@ -261,13 +273,28 @@ func main() {
 		}
 	}
 	runLayers(res, cfg, want, logf, fail)
+	if want("family") {
+		logf("family: RWMutex, Semaphore, MultiMutex, Do")
+		var err error
+		if res.family, err = runFamily(cfg, logf); err != nil {
+			res.family = nil
+			fail("family", err)
+		}
+	}
 	res.elapsed = time.Since(res.started)
 	res.machine.loadEnd = loadAvg()
 	logf("done in %v", res.elapsed.Round(time.Second))
 
 	summary := summaryTable(res)
 	fmt.Println(summary)
-	if *write {
+	if *write && *merge {
+		cmd := strings.TrimSpace("cd bench && go run . " + strings.Join(os.Args[1:], " "))
+		if err := mergeDocs(res, *docs, *only, cmd); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: merging into docs:", err)
+			os.Exit(1)
+		}
+		logf("merged the sections of %s into %s", *only, filepath.Join(*docs, "benchmarks.md"))
+	} else if *write {
 		if err := writeDocs(res, *docs); err != nil {
 			fmt.Fprintln(os.Stderr, "bench: writing docs:", err)
 			os.Exit(1)

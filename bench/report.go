@@ -199,6 +199,7 @@ func summaryTable(res *results) string {
 	b.WriteString("\n### adapters: uncontended\n" + adaptersUncTable(res.adapters))
 	b.WriteString("\n### adapters: throughput (32 goroutines)\n" + layersTputTable(tputOf(res.adapters), adapterLabels, nil))
 	b.WriteString("\n### shards: locks/s (32 goroutines)\n" + shardsTable(res.shards))
+	b.WriteString("\n### family: RWMutex, Semaphore, MultiMutex, Do\n" + familyTable(res.family) + "\n" + familyRatioTable(res.family))
 	if len(res.failures) > 0 {
 		b.WriteString("\n### failures\n")
 		for _, f := range res.failures {

@@ -292,13 +292,13 @@ type renewal struct {
 func (wd *watchdog) renew(ctx context.Context, hs []*hold) {
 	c := wd.c
 	start := now()
-	cl, entries := wd.renewCall(hs)
+	cl := wd.renewCall(hs)
 	res := c.broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return []call{cl} })
 	n := len(c.peers)
 	r := &renewal{hs: hs, counted: make([]bool, n), yes: make([]int32, len(hs)), other: make([]int32, len(hs)), absent: make([]bool, n*len(hs))}
 	for i, res := range res {
 		r.counted[i] = res.counted
-		wd.tally(i, res, hs, entries, func(k int, v int64) {
+		wd.tally(i, res, hs, func(k int, v int64) {
 			switch {
 			case v == 1 && res.counted:
 				r.yes[k]++
@@ -334,11 +334,11 @@ func (wd *watchdog) renew(ctx context.Context, hs []*hold) {
 
 // renewCall is the renew.lua call for hs: the keys, the lease, the owner
 // fields, one entry per lock of each hold (a MultiMutex's holds have
-// several), built in place (script.call would copy them); entries is how
-// many. The boxed keys and field of a hold are made at its first renewal
-// and kept (see renewArgs), so a renewal allocates per chunk, not per
-// hold.
-func (wd *watchdog) renewCall(hs []*hold) (cl call, entries int) {
+// several), built in place (script.call would copy them). The boxed keys
+// and field of a hold are made at its first renewal and kept (see
+// renewArgs), so a renewal allocates per chunk, not per hold.
+func (wd *watchdog) renewCall(hs []*hold) call {
+	entries := 0
 	boxed := make([][]interface{}, len(hs))
 	for k, h := range hs {
 		boxed[k] = h.renewArgs()
@@ -355,7 +355,7 @@ func (wd *watchdog) renewCall(hs []*hold) (cl call, entries int) {
 			args = append(args, b[len(b)-1])
 		}
 	}
-	return call{s: &renewScript, sha: args}, entries
+	return call{s: &renewScript, sha: args}
 }
 
 // renewArgs returns the boxed keys of the hold's locks, then its owner
@@ -429,7 +429,6 @@ func (wd *watchdog) repair(ctx context.Context, r *renewal) {
 	fixes := make([][]int, len(c.peers))
 	calls := make([][]call, len(c.peers))
 	sent := 0
-	entries := make([]int, len(c.peers))
 	for i := range c.peers {
 		keys := []interface{}{0}
 		argv := []interface{}{c.opts.lease.Milliseconds()}
@@ -447,7 +446,6 @@ func (wd *watchdog) repair(ctx context.Context, r *renewal) {
 				keys = append(keys, m.lock(j).key, m.lock(j).marks)
 				argv = append(argv, m.field, count, seq)
 			}
-			entries[i] += m.locks()
 		}
 		if len(fixes[i]) > 0 {
 			keys[0] = len(keys) - 1
@@ -472,7 +470,7 @@ func (wd *watchdog) repair(ctx context.Context, r *renewal) {
 		for j, k := range fixes[i] {
 			fixed[j] = r.hs[k]
 		}
-		wd.tally(i, res, fixed, entries[i], func(j int, v int64) {
+		wd.tally(i, res, fixed, func(j int, v int64) {
 			if v == 1 && r.counted[i] {
 				r.yes[fixes[i][j]]++
 			}
@@ -482,10 +480,14 @@ func (wd *watchdog) repair(ctx context.Context, r *renewal) {
 
 // tally hands each hold of hs its answer from node i to f, by the hold's
 // index in hs: the reply of one script call with one entry per lock of
-// each hold, entries in all. A hold is held (1) where every lock of it is,
-// another owner's (-1) where any is, and absent (0) otherwise. A node that
-// failed, or refused the call, is logged, at most once a period per node.
-func (wd *watchdog) tally(i int, res batchResult, hs []*hold, entries int, f func(k int, v int64)) {
+// each hold. A hold is held (1) where every lock of it is, another owner's
+// (-1) where any is, and absent (0) otherwise. A node that failed, or
+// refused the call, is logged, at most once a period per node.
+func (wd *watchdog) tally(i int, res batchResult, hs []*hold, f func(k int, v int64)) {
+	entries := 0
+	for _, h := range hs {
+		entries += h.m.locks()
+	}
 	err := res.err
 	if err == nil && len(res.replies) == 1 {
 		var vs []interface{}

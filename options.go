@@ -155,9 +155,12 @@ func WithTLSConfig(c *tls.Config) Option { return func(o *options) { o.tls = c }
 // storage system can reject the writes of an owner whose lock expired. It
 // keeps one counter key per lock name on every node, which lives a day after
 // the lock's last fenced acquisition (longer when twice the quarantine and
-// the lease are longer), which is why it is off by default. In a healthy cluster it costs no extra round trip; when
-// the nodes' counters disagree, one more round trip raises them on a majority
-// before Lock returns.
+// the lease are longer), and costs a round trip per new hold, which is why
+// it is off by default: before Lock returns, the token is written back on
+// every node and must find the counter below it on a majority; a node that
+// held as much or more (another hold's token) sends it above that, for one
+// more round trip, up to 4 in all, after which Lock fails with an error
+// wrapping ErrNoQuorum.
 func WithFencing() Option { return func(o *options) { o.fencing = true } }
 
 // WithQuarantine sets how long a node that restarted does not count toward

@@ -257,7 +257,7 @@ func TestModelStragglerAfterALaterAttemptsRollback(t *testing.T) {
 		"the second attempt's call runs on node 0")
 	reply, err := trs[0].land(late[1])
 	require.NoError(t, err)
-	assert.EqualValues(t, 0, reply, "the first rollback finds the second attempt's write: no mark")
+	assert.EqualValues(t, 0, reply, "the first rollback finds the second attempt's write, not its own: it marks")
 	close(secondRollback)
 	select {
 	case err := <-second:

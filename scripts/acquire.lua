@@ -78,7 +78,8 @@ end
 if ARGV[5] == '0' then
   return {1, 0, subs}
 end
--- Each fencing counter grows by one per new hold, and never stays below the
+-- Each fencing counter grows by one here per new hold (its token's
+-- write-back may move it further: fence.lua), and never stays below the
 -- node's clock in milliseconds times 1024: a node that restarted empty (and
 -- lost its counter), or whose counter expired (ARGV[5] after the lock's last
 -- fenced acquisition), starts above every token issued before, as long as

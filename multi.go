@@ -64,7 +64,7 @@ func (c *Client) checkNames(sorted []string) error {
 		return invalid("NewMultiMutex: %d names; the limit is %d", len(sorted), maxMultiNames)
 	}
 	for i, name := range sorted {
-		if err := checkName(name); err != nil {
+		if err := checkName("lock", name); err != nil {
 			return err
 		}
 		if i > 0 && sorted[i-1] == name {

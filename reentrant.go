@@ -94,23 +94,24 @@ func (m *Mutex) ensureUsable(ctx context.Context) error {
 	case m.bad != nil:
 		return m.bad
 	case m.names == nil:
-		if err := checkName(m.name); err != nil {
+		if err := checkName("lock", m.name); err != nil {
 			return err
 		}
 	}
 	return m.c.ensureOpen()
 }
 
-// checkName returns an error wrapping ErrInvalid for a lock name that is
-// empty, too long, or begins with '}'.
-func checkName(name string) error {
+// checkName returns an error wrapping ErrInvalid for the name of a lock
+// (what says which kind: "lock", "semaphore") that is empty, too long, or
+// begins with '}'.
+func checkName(what, name string) error {
 	switch {
 	case name == "":
-		return invalid("empty lock name")
+		return invalid("empty %s name", what)
 	case len(name) > MaxNameLength:
-		return invalid("lock name %s is %d bytes; the limit is %d (MaxNameLength)", quoteName(name), len(name), MaxNameLength)
+		return invalid("%s name %s is %d bytes; the limit is %d (MaxNameLength)", what, quoteName(name), len(name), MaxNameLength)
 	case name[0] == '}':
-		return invalid("lock name %s begins with '}': the name is its keys' hash tag ({NAME}), and Redis Cluster ignores a tag that is empty", quoteName(name))
+		return invalid("%s name %s begins with '}': the name is its keys' hash tag ({NAME}), and Redis Cluster ignores a tag that is empty", what, quoteName(name))
 	}
 	return nil
 }

@@ -37,7 +37,7 @@ type RWMutex struct {
 // Every call of an RWMutex with a name a Mutex would refuse returns an
 // error wrapping ErrInvalid.
 func (c *Client) NewRWMutex(name string) *RWMutex {
-	if c == nil || checkName(name) != nil {
+	if c == nil || checkName("lock", name) != nil {
 		bad := &Mutex{c: c, name: name} // every call says why (ensureUsable)
 		return &RWMutex{name: name, w: bad, r: bad}
 	}

@@ -110,13 +110,10 @@ func (c *Client) NewSemaphore(name string, permits int) *Semaphore {
 // checkSemaphore returns why a semaphore called name with permits cannot
 // be used, nil when it can; prefix is the length of the key prefix.
 func checkSemaphore(name string, permits, prefix int) error {
+	if err := checkName("semaphore", name); err != nil {
+		return err
+	}
 	switch {
-	case name == "":
-		return invalid("empty semaphore name")
-	case len(name) > MaxNameLength:
-		return invalid("semaphore name %s is %d bytes; the limit is %d (MaxNameLength)", quoteName(name), len(name), MaxNameLength)
-	case name[0] == '}':
-		return invalid("semaphore name %s begins with '}': the name is its keys' hash tag ({NAME}), and Redis Cluster ignores a tag that is empty", quoteName(name))
 	case permits < 1 || permits > MaxPermits:
 		return invalid("semaphore %s: %d permits; from 1 to %d (MaxPermits)", quoteName(name), permits, MaxPermits)
 	case permits*(prefix+len(name)+len("{}:sem:1024:lock")) > maxScanBytes:
@@ -127,12 +124,11 @@ func checkSemaphore(name string, permits, prefix int) error {
 
 // slotsCall prepares slots.lua over keys, on the lane of the first slot.
 func slotsCall(keys []string) call {
-	sha := make([]interface{}, 0, 2+len(keys))
-	sha = append(sha, slotsScript.hash, len(keys))
+	sha := slotsScript.begin(len(keys), 0)
 	for _, k := range keys {
 		sha = append(sha, k)
 	}
-	return call{s: &slotsScript, sha: sha, lane: laneOf(keys[0])}
+	return slotsScript.made(sha)
 }
 
 // Name returns the semaphore's name.

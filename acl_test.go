@@ -86,8 +86,10 @@ func TestInfoDeniedNodeDoesNotCount(t *testing.T) {
 	assert.Equal(t, 2, warned, "one warning per blind node")
 }
 
-// TestInfoDeniedWithQuarantineOff: with restart quarantine off, nothing
-// needs INFO, and a user denied it locks as any other.
+// TestInfoDeniedWithQuarantineOff: with restart quarantine off, a user
+// denied INFO locks as any other, but the one check that still needs INFO
+// (one vote per server process) cannot run, and each node says so once,
+// at warning level.
 func TestInfoDeniedWithQuarantineOff(t *testing.T) {
 	cl := redlocktest.Start(t, 3)
 	urls := make([]string, 3)
@@ -95,13 +97,27 @@ func TestInfoDeniedWithQuarantineOff(t *testing.T) {
 		addUser(t, cl, i, "noinfo", "pw", "~* &* +@all -info")
 		urls[i] = userURL(cl, i, "noinfo", "pw")
 	}
-	c, err := redlock.Dial(urls, redlock.WithNodeTimeout(nodeTimeout), redlock.WithQuarantine(0))
+	log := &logSink{}
+	c, err := redlock.Dial(urls, redlock.WithNodeTimeout(nodeTimeout), redlock.WithQuarantine(0), redlock.WithLogger(slog.New(log)))
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
 	ctx := context.Background()
 	m := c.NewMutex("quarantine-off")
 	require.NoError(t, m.Lock(ctx))
 	require.NoError(t, m.Unlock(ctx))
+	warned := func() int {
+		n := 0
+		for _, r := range log.records() {
+			if strings.HasPrefix(r, "WARN ") && strings.Contains(r, "INFO server refused") && strings.Contains(r, "two nodes") {
+				n++
+			}
+		}
+		return n
+	}
+	require.Eventually(t, func() bool { return warned() >= 3 }, 5*time.Second, 10*time.Millisecond)
+	_, err = c.NewMutex("again").IsLocked(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 3, warned(), "one warning per node")
 }
 
 // TestReadmeACLIsEnough: a user with exactly the README's minimal ACL can

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -412,6 +413,7 @@ func (f *foreign) identify(ctx context.Context, key string) error {
 		if first {
 			f.rerouted(route.Addr, at)
 		}
+		f.c.recheckVotes()
 	case errors.As(err, &re):
 		if aerr := authFailure(err); aerr != err {
 			return aerr
@@ -439,6 +441,13 @@ func (f *foreign) process(addr string) *serverProcess {
 		f.procs[addr] = p
 	}
 	return p
+}
+
+// processes returns the records of every server reached, by address.
+func (f *foreign) processes() map[string]*serverProcess {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return maps.Clone(f.procs)
 }
 
 // processOf returns the record of the server that serves key.

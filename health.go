@@ -82,7 +82,11 @@ type NodeStatus struct {
 	// Counted tells whether the node's answers count toward quorums now;
 	// when it answered but does not count, Quarantine says why.
 	Counted    bool
-	Quarantine error // wraps ErrQuarantined: restarted or young, or INFO refused; nil when counted
+	Quarantine error // wraps ErrQuarantined (restarted or young, or INFO refused) or ErrDuplicateNode; nil when counted
+	// DuplicateOf names the node through which this node's server process
+	// already votes (the same run_id: one server listed twice); "" when
+	// none. Such a node does not count (Quarantine says why).
+	DuplicateOf string
 	// QuarantinedUntil is when a node in restart quarantine counts again;
 	// zero when it counts, or when it does not for want of INFO.
 	QuarantinedUntil time.Time
@@ -117,8 +121,11 @@ func (c *Client) Status(ctx context.Context) ([]NodeStatus, error) {
 		}
 		if s.Err == nil {
 			s.Latency = res.took
-			s.Quarantine = c.quarantined(p, "")
+			s.Quarantine = c.excluded(p, "")
 			s.Counted = s.Quarantine == nil
+		}
+		if d := p.processOf("").dup.Load(); d != nil {
+			s.DuplicateOf = d.of.name
 		}
 		var known bool
 		proc := p.processOf("")
@@ -141,11 +148,17 @@ func (c *Client) Status(ctx context.Context) ([]NodeStatus, error) {
 // nil when a quorum of them answered and counts. Otherwise it returns an
 // error wrapping ErrNoQuorum that names every other node and why: refused,
 // timed out, authentication failed (wrapping ErrAuth), or in restart
-// quarantine and until when (wrapping ErrQuarantined). It returns ErrClosed
-// after Close and an error wrapping ErrInvalid for a nil ctx.
+// quarantine and until when (wrapping ErrQuarantined). When two nodes reach
+// one server process (one server listed twice) it returns an error
+// wrapping ErrInvalid and ErrDuplicateNode that names both, whether or not
+// a quorum answered. It returns ErrClosed after Close and an error
+// wrapping ErrInvalid for a nil ctx.
 func (c *Client) Ping(ctx context.Context) error {
 	nodes, err := c.Status(ctx)
 	if err != nil {
+		return err
+	}
+	if err := c.duplicates(); err != nil {
 		return err
 	}
 	ok := 0

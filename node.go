@@ -139,6 +139,7 @@ func newPeer(c *Client, n *Node, i int) *peer {
 			if replaced, _ := p.process.observe(info, at); replaced {
 				p.process.succeed(at, runIDChanged)
 			}
+			c.recheckVotes()
 			c.recheckQuarantine(p, "")
 		},
 		refused: func(err error) {
@@ -156,9 +157,9 @@ func newPeer(c *Client, n *Node, i int) *peer {
 }
 
 // infoRefused records that the node refused INFO server, and logs it the
-// first time: at warning level while restart quarantine is on, since the
-// node does not count then; at debug level when it is off, where only the
-// check of the server's version is lost.
+// first time, at warning level: while restart quarantine is on the node
+// does not count; when it is off, the node still counts, but neither a
+// second listing of its server (votes.go) nor its version can be seen.
 func (p *peer) infoRefused(c *Client, proc *serverProcess, err error) {
 	if !proc.refuse(err) {
 		return
@@ -167,7 +168,7 @@ func (p *peer) infoRefused(c *Client, proc *serverProcess, err error) {
 		c.opts.logger.Warn("redlock: node not counted: INFO server refused, so restart quarantine cannot see its restarts; grant the user +info, or WithQuarantine(0)", "node", p.name, "err", err)
 		return
 	}
-	c.opts.logger.Debug("redlock: INFO server refused; restart quarantine is off, the server's version is not checked", "node", p.name, "err", err)
+	c.opts.logger.Warn("redlock: INFO server refused: one server listed under two nodes cannot be told apart from two (restart quarantine is off, the server's version is not checked); grant the user +info", "node", p.name, "err", err)
 }
 
 // processOf returns the record of the server process that serves key.
@@ -176,6 +177,43 @@ func (p *peer) processOf(key string) *serverProcess {
 		return p.foreign.processOf(key)
 	}
 	return &p.process
+}
+
+// send queues one script call on the node (transport.send), unless the
+// server process that serves its key votes through another node
+// (votes.go): then it fails at once, unsent, so that one server never
+// runs a call twice, once through each node.
+func (p *peer) send(c *Client, cl *call, deadline time.Time, to receiver, i int) {
+	if err := c.duplicated(p, cl.key()); err != nil {
+		to.receive(i, nil, notSent(err))
+		return
+	}
+	p.t.send(cl, deadline, to, i)
+}
+
+// sendBatch queues calls on the node to go in one round trip
+// (transport.sendBatch), unless the server process that serves one of
+// them votes through another node: then every call fails at once, unsent.
+func (p *peer) sendBatch(c *Client, calls []call, deadline time.Time, to receiver) {
+	for j := range calls {
+		if err := c.duplicated(p, calls[j].key()); err != nil {
+			for k := range calls {
+				to.receive(k, nil, notSent(err))
+			}
+			return
+		}
+	}
+	p.t.sendBatch(calls, deadline, to)
+}
+
+// processes returns the record of every server process known behind the
+// node, by address: one for a native node, one per server a Transport
+// reached.
+func (p *peer) processes() map[string]*serverProcess {
+	if p.foreign != nil {
+		return p.foreign.processes()
+	}
+	return map[string]*serverProcess{p.addr: &p.process}
 }
 
 // fail wraps err as this node's error. A network timeout matches

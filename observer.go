@@ -328,7 +328,7 @@ const (
 	AnswerYes         NodeAnswer = iota + 1 // answered yes (granted, released, held by this owner...)
 	AnswerNo                                // answered no (held by another owner, not held...)
 	AnswerFailed                            // no useful answer: an error, a timeout (NodeResult.Err)
-	AnswerQuarantined                       // answered, but in restart quarantine: not counted (NodeResult.Err)
+	AnswerQuarantined                       // answered, but in restart quarantine or a duplicate of another node: not counted (NodeResult.Err)
 	AnswerUnheard                           // not waited for: the outcome was certain before it answered
 )
 
@@ -365,10 +365,12 @@ const (
 	NodeUp          NodeState = iota + 1 // connected: calls reach it
 	NodeDown                             // an attempt to connect failed, or its calls fail: NodeChange.Err says why
 	NodeQuarantined                      // in restart quarantine: it answers but does not count, until NodeChange.Until
-	NodeBack                             // out of restart quarantine: it counts again
+	NodeBack                             // out of restart quarantine, or no longer a duplicate: it counts again
+	NodeDuplicate                        // it reaches the server process of another node (same run_id): it does not count; Err says which
 )
 
-// String returns the state: "up", "down", "quarantined" or "back".
+// String returns the state: "up", "down", "quarantined", "back" or
+// "duplicate".
 func (s NodeState) String() string {
 	switch s {
 	case NodeUp:
@@ -379,6 +381,8 @@ func (s NodeState) String() string {
 		return "quarantined"
 	case NodeBack:
 		return "back"
+	case NodeDuplicate:
+		return "duplicate"
 	}
 	return "unknown"
 }
@@ -392,6 +396,9 @@ func (s NodeState) String() string {
 // uptime), or finds it refusing INFO, and again when Until moves; NodeBack
 // when the client next finds that it counts, which is at its next round
 // after Until: a dashboard should treat a quarantine as over at Until.
+// NodeDuplicate is reported when the client finds that the node reaches
+// the same server process as another node (the same run_id: one server
+// listed twice), and NodeBack when that ends.
 type NodeChange struct {
 	Node  string
 	Addr  string // the server's address: a cluster member's shard, for a quarantine
@@ -561,7 +568,7 @@ func (c *Client) renewalDone(r *renewal, res []batchResult, renewed, taken int, 
 			nodes[i].Answer = AnswerFailed
 		case !b.counted:
 			nodes[i].Answer = AnswerQuarantined
-			nodes[i].Err = c.peers[i].fail(c.quarantined(c.peers[i], r.hs[0].m.key))
+			nodes[i].Err = c.peers[i].fail(c.excluded(c.peers[i], r.hs[0].m.key))
 		}
 	}
 	c.obs.RenewalDone(Renewal{Took: since(start), Holds: len(r.hs), Renewed: renewed, Taken: taken, Nodes: nodes})
@@ -603,6 +610,14 @@ func (c *Client) nodeReached(p *peer, err error) {
 	if changed {
 		c.obs.NodeChanged(NodeChange{Node: p.name, Addr: p.addr, State: state, Err: err})
 	}
+}
+
+// nodeChanged reports e. Nothing is reported once Close has begun.
+func (c *Client) nodeChanged(e NodeChange) {
+	if c.obs == nil || c.ctx.Err() != nil {
+		return
+	}
+	c.obs.NodeChanged(e)
 }
 
 // checkQuarantine reports whether the server that serves key on node p

@@ -171,7 +171,7 @@ func (c *Client) launch(cl call, classify func(interface{}) vote, undo func() ca
 	r.late.inflight.Store(int32(n))
 	deadline := r.start.Add(c.opts.nodeTimeout)
 	for i, p := range c.peers {
-		p.t.send(&r.call, deadline, r, i)
+		p.send(c, &r.call, deadline, r, i)
 	}
 	return r
 }
@@ -256,7 +256,9 @@ func (r *round) record(i int) {
 	var err error
 	if o.err == nil {
 		v = r.classify(o.reply)
-		if r.undo != nil {
+		if derr := r.c.duplicated(p, r.call.key()); derr != nil {
+			v, err = voteFailed, p.fail(derr)
+		} else if r.undo != nil {
 			qerr := r.c.quarantined(p, r.call.key())
 			if qerr != nil {
 				v, err = voteFailed, p.fail(qerr)
@@ -348,7 +350,7 @@ func (r *round) settle(failed bool) error {
 // sendRollback sends node i the round's rollback, due a node timeout from
 // now.
 func (r *round) sendRollback(i int) {
-	r.c.peers[i].t.send(&r.rollback, now().Add(r.c.opts.nodeTimeout), rollbackTo{r}, i)
+	r.c.peers[i].send(r.c, &r.rollback, now().Add(r.c.opts.nodeTimeout), rollbackTo{r}, i)
 }
 
 // rollbackTo receives the outcome of a round's rollbacks.
@@ -497,7 +499,7 @@ func (c *Client) broadcast(ctx context.Context, timeout time.Duration, calls fun
 		pending[i] = true
 		waiting++
 		b := &batchTo{i: i, done: done, left: len(cs), result: batchResult{replies: make([]interface{}, len(cs))}}
-		p.t.sendBatch(cs, deadline, b)
+		p.sendBatch(c, cs, deadline, b)
 	}
 	t := time.NewTimer(timeout)
 	defer t.Stop()
@@ -527,9 +529,13 @@ func (c *Client) broadcast(ctx context.Context, timeout time.Duration, calls fun
 }
 
 // countedFor reports whether node p's answers to calls count toward
-// quorums: no server that serves their keys is in restart quarantine.
+// quorums: no server that serves their keys duplicates another node's or
+// is in restart quarantine.
 func (c *Client) countedFor(p *peer, calls []call) bool {
 	if p.foreign == nil || len(calls) == 0 {
+		if c.duplicated(p, "") != nil {
+			return false
+		}
 		qerr := c.quarantined(p, "")
 		if c.obs != nil {
 			c.checkQuarantine(p, "", qerr)
@@ -544,6 +550,9 @@ func (c *Client) countedFor(p *peer, calls []call) bool {
 				continue
 			}
 			seen = append(seen, addr)
+			if c.duplicated(p, key) != nil {
+				return false
+			}
 			qerr := c.quarantined(p, key)
 			if c.obs != nil {
 				c.checkQuarantine(p, key, qerr)

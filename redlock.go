@@ -48,6 +48,7 @@ type Client struct {
 	owners   atomic.Uint64 // last owner id handed out
 	closed   atomic.Bool
 	maxLease atomic.Int64 // longest lease used, nanoseconds: the default quarantine
+	votes    votes        // which node each server process votes through (votes.go)
 
 	ctx    context.Context // cancelled by Close once holds are released; parent of background work
 	cancel context.CancelFunc
@@ -161,6 +162,8 @@ func newClient(nodes []*Node, o options) (*Client, error) {
 	for i, n := range nodes {
 		c.peers[i] = newPeer(c, n, i)
 	}
+	c.votes.ready.Store(true)
+	c.recheckVotes()
 	c.wd = newWatchdog(c)
 	c.rel = newReleaser(c)
 	return c, nil

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -34,6 +35,9 @@ type serverProcess struct {
 	refused   error      // the node refused INFO server at the latest set-up: nil once it answers
 	unsure    error      // why the process is unknown since a new connection (a Transport's): nil once INFO answers
 	version   string     // redis_version of the process last observed
+	learned   time.Time  // when runID was first read: of two nodes that reach one process, the later one does not vote (votes.go)
+
+	dup atomic.Pointer[duplicate] // the node this process already votes through, nil when none (votes.go)
 }
 
 // observe records what INFO server says of the process, read at time at.
@@ -63,7 +67,7 @@ func (p *serverProcess) observe(info string, at time.Time) (replaced bool, err e
 		return false, nil
 	}
 	replaced = p.runID != ""
-	p.runID = runID
+	p.runID, p.learned = runID, at
 	// Redis computes uptime as the difference of two whole-second clock
 	// readings, so the process may have started up to a second later than
 	// at - uptime: take the latest start it allows (never after at), so the
@@ -168,6 +172,13 @@ func (p *serverProcess) id() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.runID
+}
+
+// identity returns the run_id last observed and when it was first read.
+func (p *serverProcess) identity() (runID string, learned time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.runID, p.learned
 }
 
 // quarantinePeriod is how long a restarted node is kept out of quorums:

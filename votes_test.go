@@ -1,0 +1,163 @@
+package redlock_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/redlocktest"
+)
+
+// One vote per server process (votes.go): a server listed under two URLs
+// counts once, whichever way the second URL reaches it.
+
+// lockedBuffer is a log sink that tests may read while the client writes.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// nodeChanges records the Observer's NodeChanged events.
+type nodeChanges struct {
+	redlock.NopObserver
+	mu     sync.Mutex
+	events []redlock.NodeChange
+}
+
+func (o *nodeChanges) NodeChanged(e redlock.NodeChange) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.events = append(o.events, e)
+}
+
+func (o *nodeChanges) of(state redlock.NodeState) []redlock.NodeChange {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []redlock.NodeChange
+	for _, e := range o.events {
+		if e.State == state {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// aliasURLs is a node list of three in which the first two reach node 0's
+// server process: by host name, or through the cluster's proxy.
+func aliasURLs(cl *redlocktest.Cluster, how string) []string {
+	direct := cl.DirectAddr(0)
+	switch how {
+	case "host name":
+		port := direct[strings.LastIndexByte(direct, ':')+1:]
+		return []string{"redis://" + direct, "redis://localhost:" + port, "redis://" + cl.DirectAddr(1)}
+	case "proxy":
+		return []string{"redis://" + direct, "redis://" + cl.Addrs()[0], "redis://" + cl.DirectAddr(1)}
+	}
+	panic(how)
+}
+
+func TestAliasOfANodeCountsOnce(t *testing.T) {
+	for _, how := range []string{"host name", "proxy"} {
+		t.Run(how, func(t *testing.T) {
+			cl := redlocktest.Start(t, 2, redlocktest.WithProxy())
+			urls := aliasURLs(cl, how)
+			var logs lockedBuffer
+			obs := &nodeChanges{}
+			start := time.Now()
+			c, err := redlock.Dial(urls, redlock.WithNodeTimeout(100*time.Millisecond), redlock.WithObserver(obs),
+				redlock.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+			require.NoError(t, err, "Dial returns at once: it does not wait for the nodes' identities")
+			t.Cleanup(func() { _ = c.Close() })
+			ctx := context.Background()
+
+			// Status names the duplicate once both connections read INFO.
+			var st []redlock.NodeStatus
+			require.Eventually(t, func() bool {
+				st, err = c.Status(ctx)
+				return err == nil && (st[0].DuplicateOf != "" || st[1].DuplicateOf != "")
+			}, 5*time.Second, 5*time.Millisecond)
+			t.Logf("%s: alias excluded %v after Dial", how, time.Since(start).Round(time.Millisecond))
+			dup, first := 1, 0
+			if st[0].DuplicateOf != "" {
+				dup, first = 0, 1
+			}
+			assert.Equal(t, st[first].Node, st[dup].DuplicateOf)
+			assert.False(t, st[dup].Counted)
+			require.ErrorIs(t, st[dup].Quarantine, redlock.ErrDuplicateNode)
+			assert.True(t, st[first].Counted)
+			assert.Empty(t, st[2].DuplicateOf)
+			for _, s := range st {
+				t.Logf("status %s: counted %v, duplicate of %q, %v", s.Node, s.Counted, s.DuplicateOf, s.Quarantine)
+			}
+
+			// Ping says it is a configuration error, naming both URLs.
+			err = c.Ping(ctx)
+			require.ErrorIs(t, err, redlock.ErrInvalid)
+			require.ErrorIs(t, err, redlock.ErrDuplicateNode)
+			assert.Contains(t, err.Error(), st[0].Node)
+			assert.Contains(t, err.Error(), st[1].Node)
+			t.Log(err)
+
+			// One Error line, one Observer event.
+			assert.Equal(t, 1, strings.Count(logs.String(), "level=ERROR"), logs.String())
+			assert.Contains(t, logs.String(), "same server process as another node")
+			require.Len(t, obs.of(redlock.NodeDuplicate), 1)
+			assert.Equal(t, st[dup].Node, obs.of(redlock.NodeDuplicate)[0].Node)
+			t.Logf("log: %s", strings.TrimSpace(logs.String()[strings.Index(logs.String(), "level=ERROR"):]))
+
+			// Both servers up: two processes of three nodes are a majority.
+			m := c.NewMutex("alias")
+			ok, err := m.TryLock(ctx, time.Second, time.Second)
+			require.NoError(t, err)
+			require.True(t, ok)
+			require.NoError(t, m.Unlock(ctx))
+
+			// With the other server dead, one live process is no majority
+			// of three: the alias does not make up for it.
+			require.NoError(t, cl.Kill(1))
+			ok, err = m.TryLock(ctx, 0, time.Second)
+			assert.False(t, ok, "one server counted as two masters")
+			require.ErrorIs(t, err, redlock.ErrNoQuorum)
+			require.ErrorIs(t, err, redlock.ErrDuplicateNode)
+		})
+	}
+}
+
+// A watchdog hold does not live on an alias: its renewal counts the
+// process once, so the hold is lost when the only other server dies.
+func TestAliasDoesNotKeepARenewedHold(t *testing.T) {
+	cl := redlocktest.Start(t, 2)
+	c, err := redlock.Dial(aliasURLs(cl, "host name"), redlock.WithNodeTimeout(100*time.Millisecond), redlock.WithLease(900*time.Millisecond))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	ctx := context.Background()
+	require.Eventually(t, func() bool { return c.Ping(ctx) != nil && strings.Contains(c.Ping(ctx).Error(), "one server process") }, 5*time.Second, 5*time.Millisecond)
+	m := c.NewMutex("renewed")
+	require.NoError(t, m.Lock(ctx))
+	require.NoError(t, cl.Kill(1))
+	select {
+	case <-m.Lost():
+	case <-time.After(3 * time.Second):
+		t.Fatal("the hold stayed renewed on one server counted twice")
+	}
+}

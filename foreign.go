@@ -361,6 +361,7 @@ func (f *foreign) succession(cl *call) {
 	f.mu.Unlock()
 	for _, s := range successors {
 		f.process(s.addr).succeed(at, tookOverSlots)
+		f.c.rereadLeases()
 		f.c.recheckQuarantine(f.p, s.key)
 	}
 }
@@ -384,6 +385,7 @@ func (f *foreign) rerouted(addr string, at time.Time) {
 	f.mu.Unlock()
 	if moved {
 		f.process(addr).succeed(at, tookOverSlots)
+		f.c.rereadLeases()
 	}
 }
 
@@ -409,6 +411,7 @@ func (f *foreign) identify(ctx context.Context, key string) error {
 		}
 		if replaced {
 			p.succeed(at, runIDChanged)
+			f.c.rereadLeases()
 		}
 		if first {
 			f.rerouted(route.Addr, at)

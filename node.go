@@ -138,6 +138,7 @@ func newPeer(c *Client, n *Node, i int) *peer {
 		observe: func(info string, at time.Time) {
 			if replaced, _ := p.process.observe(info, at); replaced {
 				p.process.succeed(at, runIDChanged)
+				c.rereadLeases()
 			}
 			c.recheckVotes()
 			c.recheckQuarantine(p, "")

@@ -49,6 +49,7 @@ type Client struct {
 	closed   atomic.Bool
 	maxLease atomic.Int64 // longest lease used, nanoseconds: the default quarantine
 	votes    votes        // which node each server process votes through (votes.go)
+	leases   leaseShare   // the longest lease in use, published and learned (leases.go)
 
 	ctx    context.Context // cancelled by Close once holds are released; parent of background work
 	cancel context.CancelFunc
@@ -158,6 +159,7 @@ func newClient(nodes []*Node, o options) (*Client, error) {
 		watch:  nodeWatch{reach: make(map[*peer]NodeState), quarantines: make(map[*serverProcess]time.Time)},
 	}
 	c.maxLease.Store(int64(o.lease))
+	c.leases.base = now()
 	c.peers = make([]*peer, len(nodes))
 	for i, n := range nodes {
 		c.peers[i] = newPeer(c, n, i)

@@ -266,6 +266,9 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew, tell, subsc
 	dr := drift(lease, c.opts.driftFactor)
 	start := now()
 	c.useLease(lease)
+	if err := c.shareLease(ctx); err != nil {
+		return attempt{err: err, took: since(start)}
+	}
 	var fencing int64
 	if c.opts.fencing && prev == 0 && !m.shared {
 		fencing = c.fenceTTL(lease).Milliseconds()

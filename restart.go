@@ -182,7 +182,8 @@ func (p *serverProcess) identity() (runID string, learned time.Time) {
 }
 
 // quarantinePeriod is how long a restarted node is kept out of quorums:
-// by default the longest lease used, and its drift allowance. The period
+// by default the longest lease in use, this client's or, as the nodes say,
+// any other client's (leases.go), and its drift allowance. The period
 // is measured by this client's clock, which may run fast by up to the
 // drift factor, while a holder whose clock runs slow trusts its hold for
 // up to its lease less the allowance, by its own clock: one lease alone
@@ -192,7 +193,7 @@ func (c *Client) quarantinePeriod() time.Duration {
 	if c.opts.quarantine >= 0 {
 		return c.opts.quarantine
 	}
-	l := time.Duration(c.maxLease.Load())
+	l := time.Duration(max(c.maxLease.Load(), c.leases.learned.Load()))
 	if l == 0 {
 		return 0
 	}

@@ -46,6 +46,8 @@ var (
 	rwWithdrawLua string
 	//go:embed scripts/slots.lua
 	slotsLua string
+	//go:embed scripts/leases.lua
+	leasesLua string
 
 	// The scripts of one hold take the keys of each of its locks (one for
 	// a Mutex, several for a MultiMutex): the key count is the first
@@ -65,6 +67,7 @@ var (
 	rwWriteScript  = newScript(5, rwWriteLua)
 	rwWithdraw     = newScript(1, rwWithdrawLua)
 	slotsScript    = newScript(-1, slotsLua) // a semaphore's permits
+	leasesScript   = newScript(1, leasesLua) // the longest lease in use (leases.go)
 
 	// The reader side of a read-write lock releases and rolls back with
 	// drop_shared.lua: its readers share one hash.
@@ -72,7 +75,7 @@ var (
 	releaseShared  = newScript(-1, markLua+dropSharedLua+releaseLua)
 
 	// scripts lists every script, for loading them all at once.
-	scripts = []*script{&acquireScript, &rollbackScript, &releaseScript, &forceScript, &inspectScript, &viewScript, &renewScript, &repairScript, &fenceScript, &pingScript, &rwReadScript, &rwWriteScript, &rwWithdraw, &slotsScript, &rollbackShared, &releaseShared}
+	scripts = []*script{&acquireScript, &rollbackScript, &releaseScript, &forceScript, &inspectScript, &viewScript, &renewScript, &repairScript, &fenceScript, &pingScript, &rwReadScript, &rwWriteScript, &rwWithdraw, &slotsScript, &leasesScript, &rollbackShared, &releaseShared}
 )
 
 // script is a Lua script: its source, for SCRIPT LOAD and EVAL, its SHA1,

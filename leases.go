@@ -1,0 +1,133 @@
+package redlock
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+	"github.com/hashicorp/go-multierror"
+)
+
+// The longest lease in use, shared through the nodes. A restarted node
+// must stay out of quorums for as long as any hold it forgot may still be
+// valid: the longest lease of any client of these nodes, not only of this
+// one. So every client publishes its longest lease on every node (a hash
+// per key prefix, scripts/leases.lua) before its first acquisition with
+// it, and again while it uses it; and learns the longest lease in use from
+// every reply, and again from every node as soon as it sees a node
+// restart. The default quarantine period is the longest of both
+// (Client.quarantinePeriod).
+
+// leaseKeep is how long a published lease stays in use on the nodes
+// without being published again: far longer than the lease, so that a
+// client republishes (once half of it has passed) long before any hold it
+// acquired or renewed with the lease can end.
+func leaseKeep(l time.Duration) time.Duration { return max(10*time.Minute, 4*l) }
+
+// leaseShare is what this client published of its leases, and what it
+// learned of the others'.
+type leaseShare struct {
+	mu        sync.Mutex   // serializes publishing
+	published atomic.Int64 // the longest lease published on a quorum, ns
+	due       atomic.Int64 // when it must be published again, ns since base
+	base      time.Time
+	learned   atomic.Int64 // the longest lease in use on the nodes as last read, ns
+	rereading atomic.Bool  // a read after a restart is under way
+	warned    atomic.Bool  // a WithQuarantine below learned was said
+}
+
+// leasesKey is the hash of the longest leases in use with this client's
+// key prefix. It has no hash tag: on a Redis Cluster member it lives on
+// the shard of its own slot.
+func (c *Client) leasesKey() string { return c.opts.prefix + "leases" }
+
+// shareLease makes sure, before an acquisition, that the longest lease
+// this client uses is published on a quorum of nodes and not due to be
+// published again. It costs one atomic comparison but the first time a
+// lease is used and every leaseKeep/2; then one round trip to every node,
+// bounded by the node timeout, which fails with an error wrapping
+// ErrNoQuorum when fewer than a quorum of nodes stored it.
+func (c *Client) shareLease(ctx context.Context) error {
+	s := &c.leases
+	l := c.maxLease.Load()
+	if l <= s.published.Load() && int64(since(s.base)) < s.due.Load() {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l = c.maxLease.Load()
+	if l <= s.published.Load() && int64(since(s.base)) < s.due.Load() {
+		return nil // another acquisition published it meanwhile
+	}
+	start := since(s.base)
+	stored, errs := c.exchangeLeases(ctx, time.Duration(l))
+	if stored < c.quorum {
+		return withCtx(ctx, &quorumError{op: "publishing the longest lease in use", yes: stored, n: len(c.peers), need: c.quorum, nodes: errs})
+	}
+	s.published.Store(l)
+	s.due.Store(int64(start + leaseKeep(time.Duration(l))/2))
+	return nil
+}
+
+// exchangeLeases publishes lease on every node and learns the longest
+// lease in use from their replies. It returns how many nodes stored it,
+// and the errors of the others.
+func (c *Client) exchangeLeases(ctx context.Context, lease time.Duration) (stored int, errs *multierror.Error) {
+	cl := []call{leasesScript.call(c.leasesKey(), lease.Milliseconds(), leaseKeep(lease).Milliseconds())}
+	res := c.broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return cl })
+	for i, r := range res {
+		if r.err != nil {
+			errs = appendError(errs, r.err)
+			continue
+		}
+		ms, err := redis.Int64(r.replies[0], refused(r.replies[0]))
+		if err != nil {
+			errs = appendError(errs, c.peers[i].fail(fmt.Errorf("publishing the longest lease in use: %w", err)))
+			continue
+		}
+		stored++
+		c.learnLease(time.Duration(ms) * time.Millisecond)
+	}
+	return stored, errs
+}
+
+// learnLease records that a node says d is the longest lease in use.
+func (c *Client) learnLease(d time.Duration) {
+	s := &c.leases
+	for {
+		cur := s.learned.Load()
+		if int64(d) <= cur {
+			return
+		}
+		if s.learned.CompareAndSwap(cur, int64(d)) {
+			break
+		}
+	}
+	if q := c.opts.quarantine; q > 0 && q < d+drift(d, c.opts.driftFactor) && s.warned.CompareAndSwap(false, true) {
+		c.opts.logger.Warn(fmt.Sprintf("redlock: WithQuarantine(%v) is shorter than the longest lease another client of these nodes uses (%v, and its drift allowance): a restarted node may count while a hold it forgot is still valid", q, d),
+			"quarantine", q, "longest_lease", d)
+	}
+}
+
+// rereadLeases reads the longest lease in use from every node again, in
+// the background, after this client saw a node restart: a client that
+// began to use a longer lease since this client's last read is then
+// known before the restarted node's quarantine ends. One read at a time.
+func (c *Client) rereadLeases() {
+	s := &c.leases
+	if !s.rereading.CompareAndSwap(false, true) {
+		return
+	}
+	if !c.goAdd(1) {
+		s.rereading.Store(false)
+		return
+	}
+	go func() {
+		defer c.bg.Done()
+		defer s.rereading.Store(false)
+		c.exchangeLeases(c.ctx, time.Duration(c.maxLease.Load()))
+	}()
+}

@@ -505,9 +505,12 @@ func TestRestartHazard(t *testing.T) {
 			why: "B saw the nodes' run_ids change and keeps them out of its quorum"},
 		{name: "quarantine, fresh client", twoHolders: true,
 			why: "B never saw the old run_ids: by default it cannot tell that the nodes restarted"},
-		{name: "quarantine shorter than the holder's lease", warm: true, wait: 2 * time.Second, twoHolders: true,
+		{name: "shorter leases than the holder's, default quarantine", warm: true, wait: 2 * time.Second,
 			optsB: []redlock.Option{redlock.WithLease(time.Second), redlock.WithNodeTimeout(100 * time.Millisecond)},
-			why:   "B's default quarantine is its own 1s lease; A's hold has a 30s lease"},
+			why:   "B's own lease is 1s, but the nodes told it A's 30s lease (leases.go): its default quarantine covers A's hold"},
+		{name: "quarantine set shorter than the holder's lease", warm: true, wait: 2 * time.Second, twoHolders: true,
+			optsB: []redlock.Option{redlock.WithLease(time.Second), redlock.WithQuarantine(time.Second), redlock.WithNodeTimeout(100 * time.Millisecond)},
+			why:   "B's WithQuarantine(1s) is shorter than A's 30s lease (it is warned)"},
 		// The period must cover A's lease to be safe; 1s only shows that
 		// young nodes are kept out (nodes 1 and 2 are older than it).
 		{name: "quarantine of young nodes, fresh client", age: 1500 * time.Millisecond,

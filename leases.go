@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
-	"github.com/hashicorp/go-multierror"
 )
 
 // The longest lease in use, shared through the nodes. A restarted node
@@ -47,9 +46,9 @@ func (c *Client) leasesKey() string { return c.opts.prefix + "leases" }
 // shareLease makes sure, before an acquisition, that the longest lease
 // this client uses is published on a quorum of nodes and not due to be
 // published again. It costs one atomic comparison but the first time a
-// lease is used and every leaseKeep/2; then one round trip to every node,
-// bounded by the node timeout, which fails with an error wrapping
-// ErrNoQuorum when fewer than a quorum of nodes stored it.
+// lease is used and every leaseKeep/2; then one round to every node,
+// decided at the majority as an acquisition is, which fails with an error
+// wrapping ErrNoQuorum when fewer than a quorum of nodes stored it.
 func (c *Client) shareLease(ctx context.Context) error {
 	s := &c.leases
 	l := c.maxLease.Load()
@@ -63,35 +62,28 @@ func (c *Client) shareLease(ctx context.Context) error {
 		return nil // another acquisition published it meanwhile
 	}
 	start := since(s.base)
-	stored, errs := c.exchangeLeases(ctx, time.Duration(l))
-	if stored < c.quorum {
-		return withCtx(ctx, &quorumError{op: "publishing the longest lease in use", yes: stored, n: len(c.peers), need: c.quorum, nodes: errs})
+	r := c.exchangeLeases(ctx, time.Duration(l), (*ballot).certain)
+	if !r.ballot.won() {
+		return withCtx(ctx, r.noQuorum("publishing the longest lease in use"))
 	}
 	s.published.Store(l)
 	s.due.Store(int64(start + leaseKeep(time.Duration(l))/2))
 	return nil
 }
 
-// exchangeLeases publishes lease on every node and learns the longest
-// lease in use from their replies. It returns how many nodes stored it,
-// and the errors of the others.
-func (c *Client) exchangeLeases(ctx context.Context, lease time.Duration) (stored int, errs *multierror.Error) {
-	cl := []call{leasesScript.call(c.leasesKey(), lease.Milliseconds(), leaseKeep(lease).Milliseconds())}
-	res := c.broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return cl })
-	for i, r := range res {
-		if r.err != nil {
-			errs = appendError(errs, r.err)
-			continue
+// exchangeLeases publishes lease on every node, learns the longest lease
+// in use from the replies that came before stop said the round is
+// decided, and returns the round: a node votes yes once it stored it.
+func (c *Client) exchangeLeases(ctx context.Context, lease time.Duration, stop func(*ballot) bool) *round {
+	cl := leasesScript.call(c.leasesKey(), lease.Milliseconds(), leaseKeep(lease).Milliseconds())
+	r := c.fanout(ctx, cl, classifyAnyInt, stop, nil)
+	for i, sl := range r.nodes {
+		if sl.vote == voteYes {
+			ms, _ := redis.Int64(r.reply(i), nil)
+			c.learnLease(time.Duration(ms) * time.Millisecond)
 		}
-		ms, err := redis.Int64(r.replies[0], refused(r.replies[0]))
-		if err != nil {
-			errs = appendError(errs, c.peers[i].fail(fmt.Errorf("publishing the longest lease in use: %w", err)))
-			continue
-		}
-		stored++
-		c.learnLease(time.Duration(ms) * time.Millisecond)
 	}
-	return stored, errs
+	return r
 }
 
 // learnLease records that a node says d is the longest lease in use.
@@ -128,6 +120,6 @@ func (c *Client) rereadLeases() {
 	go func() {
 		defer c.bg.Done()
 		defer s.rereading.Store(false)
-		c.exchangeLeases(c.ctx, time.Duration(c.maxLease.Load()))
+		c.exchangeLeases(c.ctx, time.Duration(c.maxLease.Load()), (*ballot).done)
 	}()
 }

@@ -1,4 +1,5 @@
-// Command redlock runs commands under a distributed lock, inspects a lock on
+// Command redlock runs commands under a distributed lock (or a read hold of a
+// read-write lock, or a permit of a semaphore), inspects a lock on
 // every node, and demonstrates the lock surviving killed Redis masters.
 //
 // Usage:

@@ -69,7 +69,7 @@ type demoConfig struct {
 
 func runDemo(args []string, stdout, stderr io.Writer) int {
 	var cfg demoConfig
-	fs := newFlagSet("demo", "[flags]", demoDescription, stderr)
+	fs := newFlagSet("demo", "[flags]", demoDescription)
 	fs.DurationVar(&cfg.duration, "duration", 20*time.Second, "how long the workers contend")
 	fs.IntVar(&cfg.nodes, "nodes", 5, "number of Redis masters (at least 3); (nodes-1)/2 of them are killed")
 	fs.IntVar(&cfg.clients, "clients", 3, "number of redlock clients, each with its own connections and watchdog")
@@ -79,7 +79,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.backend, "backend", "auto", `what runs the nodes: "auto", "redis" or "miniredis"`)
 	fs.BoolVar(&cfg.plain, "plain", false, "print plain lines even on a terminal")
 	fs.StringVar(&cfg.metrics, "metrics", "", "serve the demo's metrics in the Prometheus text format at http://ADDR/metrics while it runs (ADDR: host:port, or :port)")
-	if code, done := parse(fs, args); done {
+	if code, done := fs.parse(args, stdout, stderr); done {
 		return code
 	}
 	switch {

@@ -90,6 +90,12 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"exec", "--nodes", "redis://127.0.0.1:1", "--name", "x", "--wait", "soon", "--", "true"}, `invalid value "soon" for flag -wait`},
 		{[]string{"exec", "--nodes", "redis://127.0.0.1:1", "--name", "x", "--wait", "-1s", "--", "true"}, "must not be negative"},
 		{[]string{"exec", "--nodes", "redis://127.0.0.1:1", "--name", "x", "--lease", "-1s", "--", "true"}, "-lease must not be negative"},
+		{[]string{"exec", "--nodes", "redis://127.0.0.1:1", "--name", "x", "-w", "0.5x", "--", "true"}, `invalid value "0.5x" for flag -w: want seconds (5, 0.5), a duration (30s, 1m30s) or "forever"`},
+		{[]string{"exec", "--nodes", "redis://127.0.0.1:1", "--name", "x", "-w", "-0.5", "--", "true"}, "must not be negative"},
+		{[]string{"exec", "--nodes", "redis://127.0.0.1:1", "--name", "x", "--shared", "--permits", "2", "--", "true"}, "-shared and -permits exclude each other"},
+		{[]string{"exec", "--nodes", "redis://127.0.0.1:1", "--name", "x", "--fencing", "--shared", "--", "true"}, "-fencing gives exclusive holds a token: not with -shared or -permits"},
+		{[]string{"exec", "--nodes", "redis://127.0.0.1:1", "--name", "x", "--permits", "-1", "--", "true"}, "-permits must be from 1 to 1024, got -1"},
+		{[]string{"exec", "--nodes", "redis://127.0.0.1:1", "--name", "x", "-E", "256", "--", "true"}, "-conflict-exit-code must be from 0 to 255, got 256"},
 		{[]string{"exec", "--nodes", "ftp://127.0.0.1:1", "--name", "x", "--", "true"}, "redlock exec: redlock:"},
 		{[]string{"exec", "--nodes", "redis://127.0.0.1:1", "--name", "x", "--watchdog-lease", "10ms", "--", "true"}, "redlock exec: redlock:"},
 		{[]string{"inspect", "--nodes", "redis://127.0.0.1:1"}, "want exactly one lock NAME"},
@@ -114,14 +120,36 @@ func TestBadFlags(t *testing.T) {
 	}
 }
 
+// TestHelp: -h and --help of every command print to stdout and exit 0, as
+// the binary runs.
 func TestHelp(t *testing.T) {
 	for _, cmd := range []string{"demo", "exec", "inspect"} {
-		code, _, stderr := runCLI(cmd, "-h")
-		require.Equal(t, exitOK, code)
-		require.Contains(t, stderr, "Usage: redlock "+cmd)
-		require.Contains(t, stderr, "Exit codes:")
+		for _, h := range []string{"-h", "--help"} {
+			code, out, stderr := startCLI(t, cmd, h).wait(t)
+			require.Equal(t, exitOK, code, "%s %s: stderr: %s", cmd, h, stderr)
+			require.Empty(t, stderr, "%s %s", cmd, h)
+			require.Contains(t, out, "Usage: redlock "+cmd)
+			require.Contains(t, out, "Exit codes:")
+		}
 	}
 	code, out, _ := runCLI("-h")
 	require.Equal(t, exitOK, code)
 	require.Contains(t, out, "redlock exec --nodes URLS --name NAME -- CMD")
+}
+
+// TestBadFlagOneLine: a bad flag value is said in one line, without the
+// help, and exits 2.
+func TestBadFlagOneLine(t *testing.T) {
+	for _, args := range [][]string{
+		{"exec", "--nodes", "redis://127.0.0.1:1", "--name", "x", "-w", "soon", "--", "true"},
+		{"exec", "--bogus"},
+		{"inspect", "--node-timeout", "soon", "x"},
+		{"demo", "-duration", "soon"},
+	} {
+		code, out, stderr := startCLI(t, args...).wait(t)
+		require.Equal(t, exitUsage, code, "%q: stderr: %s", args, stderr)
+		require.Empty(t, out)
+		require.Equal(t, 1, strings.Count(stderr, "\n"), "%q: one line: %s", args, stderr)
+		require.Regexp(t, `^redlock (exec|inspect|demo): `, stderr)
+	}
 }

@@ -8,9 +8,11 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"math"
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -32,24 +34,38 @@ const (
 const execDescription = `
 Run CMD while holding the lock NAME, like flock(1) for a fleet: at most one
 CMD per lock name runs at a time across every machine using the same nodes.
+With --shared, CMD runs under a read hold of the read-write lock NAME
+(redlock.RWMutex): any number of shared CMDs run together, none beside a
+writer. With --permits N, CMD runs under a permit of the semaphore NAME of N
+permits (redlock.Semaphore): at most N such CMDs run at a time. The three
+kinds use different keys: a lock, a read-write lock and a semaphore of one
+name do not exclude each other.
 
-With --lease 0 (the default) the lock is renewed by a watchdog every
+With --lease 0 (the default) the hold is renewed by a watchdog every
 --watchdog-lease/3 for as long as CMD runs, and expires --watchdog-lease after
-redlock dies; CMD runs under Mutex.Do. With --lease D the lock lasts D and is
-not renewed: CMD must finish within it. If the lock can no longer be counted
-on while CMD runs (a renewal reached no quorum of the nodes, so the lock ends
-at its validity unless a later renewal succeeds; the lock was lost; or a
-fixed lease ended), CMD gets SIGTERM, then SIGKILL after --grace. SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1
-and SIGUSR2 sent to redlock are passed on to CMD. The lock is released when
-CMD ends. On Linux CMD gets SIGTERM if redlock itself dies.
+redlock dies. With --lease D the hold lasts D and is not renewed: CMD must
+finish within it. If the hold can no longer be counted on while CMD runs (a
+renewal reached no quorum of the nodes, so the hold ends at its validity
+unless a later renewal succeeds; the hold was lost; or a fixed lease ended),
+CMD gets SIGTERM, then SIGKILL after --grace. SIGINT, SIGTERM, SIGHUP,
+SIGQUIT, SIGUSR1 and SIGUSR2 sent to redlock are passed on to CMD. The hold is
+released when CMD ends. On Linux CMD gets SIGTERM if redlock itself dies.
 
-CMD sees REDLOCK_NAME set to the lock's name.
+CMD's environment:
+  REDLOCK_NAME   the lock's name
+  REDLOCK_TOKEN  with --fencing: the hold's fencing token, a number that grows
+                 with every new hold of the lock, whoever takes it; pass it to
+                 the storage the lock protects, which rejects a token lower
+                 than one it has seen
+  REDLOCK_UNTIL  with --lease D: when the hold ends, by this machine's clock
+                 (RFC 3339, drift already taken off)
 
 Exit codes:
   CMD's own  CMD ran and exited (128+N when a signal N ended it)
   2          bad flags or arguments
-  123        the lock was at risk or lost while CMD ran (CMD was stopped)
-  124        the lock was held by another owner for the whole --wait
+  123        the hold was at risk or lost while CMD ran (CMD was stopped)
+  124        other owners held the lock for the whole --wait (or the
+             --conflict-exit-code)
   125        redlock failed: fewer than N/2+1 nodes answered for 2s (or
              the whole --wait, if shorter), or another error
   126        CMD could not be started
@@ -57,7 +73,7 @@ Exit codes:
   128+N      redlock got signal N while waiting for the lock (CMD never ran)
 `
 
-// waitFlag is --wait: a duration, or "forever".
+// waitFlag is --wait: seconds, a duration, or "forever".
 type waitFlag struct {
 	d       time.Duration
 	forever bool
@@ -70,20 +86,40 @@ func (w *waitFlag) String() string {
 	return w.d.String()
 }
 
+// Set takes "forever", plain seconds as flock(1) does ("5", "0.5") or a
+// Go duration ("30s", "1m30s").
 func (w *waitFlag) Set(s string) error {
 	if s == "forever" {
 		*w = waitFlag{forever: true}
 		return nil
 	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return errors.New(`want a duration such as 30s, or "forever"`)
+	if secs, err := strconv.ParseFloat(s, 64); err == nil {
+		switch {
+		case secs < 0:
+			return errors.New("must not be negative")
+		case math.IsNaN(secs) || secs*float64(time.Second) >= math.MaxInt64:
+			return errors.New(`want seconds up to 292 years, or "forever"`)
+		}
+		*w = waitFlag{d: time.Duration(secs * float64(time.Second))}
+		return nil
 	}
-	if d < 0 {
+	d, err := time.ParseDuration(s)
+	switch {
+	case err != nil:
+		return errors.New(`want seconds (5, 0.5), a duration (30s, 1m30s) or "forever"`)
+	case d < 0:
 		return errors.New("must not be negative")
 	}
 	*w = waitFlag{d: d}
 	return nil
+}
+
+// max returns the wait as take wants it: -1 for forever.
+func (w waitFlag) max() time.Duration {
+	if w.forever {
+		return -1
+	}
+	return w.d
 }
 
 type execConfig struct {
@@ -96,40 +132,66 @@ type execConfig struct {
 	grace       time.Duration
 	prefix      string
 	verbose     bool
+	fencing     bool
+	shared      bool
+	permits     int // 0: not a semaphore
+	conflict    int // the exit code when other owners held it for the whole wait
 	argv        []string
 }
 
 func runExec(args []string, stdout, stderr io.Writer) int {
 	var cfg execConfig
-	fs := newFlagSet("exec", "--nodes URL,URL,... --name NAME [flags] -- CMD [ARGS...]", execDescription, stderr)
+	fs := newFlagSet("exec", "--nodes URL,URL,... --name NAME [flags] -- CMD [ARGS...]", execDescription)
 	nodes := fs.String("nodes", "", "comma-separated node URLs, one per independent master (default $"+nodesEnv+")")
 	fs.StringVar(&cfg.name, "name", "", "the lock's name (required)")
 	cfg.wait = waitFlag{forever: true}
-	fs.Var(&cfg.wait, "wait", `how long to wait for the lock: a duration, 0 for a single attempt, or "forever"`)
-	fs.DurationVar(&cfg.lease, "lease", 0, "fixed lease: the lock lasts this long, without renewal; 0: renewed by the watchdog while CMD runs")
-	fs.DurationVar(&cfg.watchdog, "watchdog-lease", 30*time.Second, "with --lease 0: how long the lock outlives its last renewal (renewed every third of it)")
+	fs.Var(&cfg.wait, "wait", "how long to wait for the lock: `seconds` (5, 0.5), a duration (30s), 0 for a single attempt, or \"forever\"")
+	fs.Var(&cfg.wait, "w", "short for -wait: `seconds` or a duration")
+	fs.IntVar(&cfg.conflict, "conflict-exit-code", exitNotObtained, "the exit `code` when other owners held the lock for the whole -wait (0-255)")
+	fs.IntVar(&cfg.conflict, "E", exitNotObtained, "short for -conflict-exit-`code`")
+	fs.BoolVar(&cfg.shared, "shared", false, "take a read hold of the read-write lock NAME: shared with other -shared holders, exclusive of its writers")
+	fs.IntVar(&cfg.permits, "permits", 0, "take a permit of the semaphore NAME of `N` permits (1-1024); 0: the lock NAME")
+	fs.BoolVar(&cfg.fencing, "fencing", false, "give CMD the hold's fencing token in $REDLOCK_TOKEN (not with -shared or -permits)")
+	fs.DurationVar(&cfg.lease, "lease", 0, "fixed lease: the hold lasts this long, without renewal; 0: renewed by the watchdog while CMD runs")
+	fs.DurationVar(&cfg.watchdog, "watchdog-lease", 30*time.Second, "with -lease 0: how long the hold outlives its last renewal (renewed every third of it)")
 	fs.DurationVar(&cfg.nodeTimeout, "node-timeout", 250*time.Millisecond, "bound on one round trip to one node")
-	fs.DurationVar(&cfg.grace, "grace", 10*time.Second, "after the lock is lost, how long CMD has between SIGTERM and SIGKILL")
+	fs.DurationVar(&cfg.grace, "grace", 10*time.Second, "after the hold is lost, how long CMD has between SIGTERM and SIGKILL")
 	fs.StringVar(&cfg.prefix, "prefix", "redlock:", "key prefix, as given to redlock.WithKeyPrefix")
-	fs.BoolVar(&cfg.verbose, "v", false, "log renewal failures and other node trouble to stderr")
-	if code, done := parse(fs, args); done {
+	fs.BoolVar(&cfg.verbose, "v", false, "say when it starts waiting (who holds the lock, until when) and when it gets in; log node trouble to stderr")
+	if code, done := fs.parse(args, stdout, stderr); done {
 		return code
 	}
 	cfg.nodes = nodeList(*nodes)
 	cfg.argv = fs.Args()
-	switch {
-	case len(cfg.nodes) == 0:
-		return usageError(stderr, "exec", "no nodes: give --nodes URL,URL,... or set $%s", nodesEnv)
-	case cfg.name == "":
-		return usageError(stderr, "exec", "no lock name: give --name NAME")
-	case len(cfg.argv) == 0:
-		return usageError(stderr, "exec", "no command: give it after the flags, e.g. -- make deploy")
-	case cfg.lease < 0:
-		return usageError(stderr, "exec", "-lease must not be negative, got %v", cfg.lease)
-	case cfg.grace <= 0:
-		return usageError(stderr, "exec", "-grace must be positive, got %v", cfg.grace)
+	if msg := cfg.check(); msg != "" {
+		return usageError(stderr, "exec", "%s", msg)
 	}
 	return execute(cfg, stdout, stderr)
+}
+
+// check says what is wrong with cfg's flags and arguments, "" when nothing.
+func (cfg *execConfig) check() string {
+	switch {
+	case len(cfg.nodes) == 0:
+		return fmt.Sprintf("no nodes: give --nodes URL,URL,... or set $%s", nodesEnv)
+	case cfg.name == "":
+		return "no lock name: give --name NAME"
+	case len(cfg.argv) == 0:
+		return "no command: give it after the flags, e.g. -- make deploy"
+	case cfg.lease < 0:
+		return fmt.Sprintf("-lease must not be negative, got %v", cfg.lease)
+	case cfg.grace <= 0:
+		return fmt.Sprintf("-grace must be positive, got %v", cfg.grace)
+	case cfg.permits < 0 || cfg.permits > redlock.MaxPermits:
+		return fmt.Sprintf("-permits must be from 1 to %d, got %d", redlock.MaxPermits, cfg.permits)
+	case cfg.shared && cfg.permits > 0:
+		return "-shared and -permits exclude each other: a read hold of a lock, or a permit of a semaphore"
+	case cfg.fencing && (cfg.shared || cfg.permits > 0):
+		return "-fencing gives exclusive holds a token: not with -shared or -permits"
+	case cfg.conflict < 0 || cfg.conflict > 255:
+		return fmt.Sprintf("-conflict-exit-code must be from 0 to 255, got %d", cfg.conflict)
+	}
+	return ""
 }
 
 func execute(cfg execConfig, stdout, stderr io.Writer) int {
@@ -144,16 +206,8 @@ func execute(cfg execConfig, stdout, stderr io.Writer) int {
 		}
 		return exitCannotRun
 	}
-
-	opts := []redlock.Option{
-		redlock.WithLease(cfg.watchdog),
-		redlock.WithNodeTimeout(cfg.nodeTimeout),
-		redlock.WithKeyPrefix(cfg.prefix),
-	}
-	if cfg.verbose {
-		opts = append(opts, redlock.WithLogger(slog.New(slog.NewTextHandler(stderr, nil))))
-	}
-	client, err := redlock.Dial(cfg.nodes, opts...)
+	risk := newRiskWatch()
+	client, err := redlock.Dial(cfg.nodes, cfg.options(risk, stderr)...)
 	if err != nil {
 		if errors.Is(err, redlock.ErrInvalid) {
 			return usageError(stderr, "exec", "%v", err)
@@ -166,7 +220,7 @@ func execute(cfg execConfig, stdout, stderr io.Writer) int {
 			logf("closing: %v", err)
 		}
 	}()
-	m := client.NewMutex(cfg.name)
+	h := newHolding(client, cfg)
 
 	// Signals are caught from now on: while waiting they end the wait, while
 	// CMD runs they go to CMD.
@@ -174,39 +228,68 @@ func execute(cfg execConfig, stdout, stderr io.Writer) int {
 	signal.Notify(sigs, forwarded...)
 	defer signal.Stop(sigs)
 
-	if code, ok := acquire(client, m, cfg, sigs, logf); !ok {
+	if code, ok := acquire(client, h, cfg, sigs, logf); !ok {
 		return code
 	}
-
-	var code int
-	if cfg.lease > 0 {
-		// A fixed lease: CMD stops when it ends.
-		code = supervise(path, cfg, stdout, stderr, sigs, m.Lost(), func() string {
-			return fmt.Sprintf("the %v lease of lock %q ended while %s ran", cfg.lease, cfg.name, cfg.argv[0])
-		}, logf)
-	} else {
-		// Renewed by the watchdog: CMD runs under Do, and stops as soon as
-		// the hold can no longer be counted on (a renewal that reached no
-		// quorum, or the loss), while the lock still protects it.
-		_ = m.Do(context.Background(), func(ctx context.Context) error {
-			code = supervise(path, cfg, stdout, stderr, sigs, ctx.Done(), func() string {
-				return fmt.Sprintf("lock %q at risk while %s ran: %v", cfg.name, cfg.argv[0], context.Cause(ctx))
-			}, logf)
-			return nil
-		})
+	// CMD stops as soon as the hold can no longer be counted on, while the
+	// lock still protects it: a fixed lease ends (lost), a renewal reaches
+	// no quorum (risk), or the hold is lost (lost).
+	lost := h.lost()
+	why := func() string {
+		select {
+		case <-lost:
+			if cfg.lease > 0 {
+				return fmt.Sprintf("the %v lease of %s ended while %s ran", cfg.lease, h, cfg.argv[0])
+			}
+			return fmt.Sprintf("%s was lost while %s ran", h, cfg.argv[0])
+		default:
+			return fmt.Sprintf("%s at risk while %s ran: %s; it ends in %v unless a later renewal succeeds",
+				h, cfg.argv[0], risk.why(), round(time.Until(h.until())))
+		}
 	}
-	release(m, cfg, logf) // gives back the hold acquire took; after a loss, deletes what is left of it
+	code := supervise(path, cfg, cmdEnv(h, cfg), stdout, stderr, sigs, lost, risk.risk, why, logf)
+	release(h, cfg, logf) // gives back the hold acquire took; after a loss, deletes what is left of it
 	return code
 }
 
-// supervise runs CMD, passes it the signals redlock gets, and stops it
-// when stop closes (SIGTERM, then SIGKILL after --grace), saying why; it
-// returns the exit code exec ends with.
-func supervise(path string, cfg execConfig, stdout, stderr io.Writer, sigs <-chan os.Signal, stop <-chan struct{}, why func() string, logf func(string, ...any)) int {
+// options are the Client's options for cfg; risk watches its renewals.
+func (cfg *execConfig) options(risk *riskWatch, stderr io.Writer) []redlock.Option {
+	opts := []redlock.Option{
+		redlock.WithLease(cfg.watchdog),
+		redlock.WithNodeTimeout(cfg.nodeTimeout),
+		redlock.WithKeyPrefix(cfg.prefix),
+		redlock.WithObserver(risk),
+	}
+	if cfg.fencing {
+		opts = append(opts, redlock.WithFencing())
+	}
+	if cfg.verbose {
+		opts = append(opts, redlock.WithLogger(slog.New(slog.NewTextHandler(stderr, nil))))
+	}
+	return opts
+}
+
+// cmdEnv is CMD's environment: redlock's, with REDLOCK_NAME, REDLOCK_TOKEN
+// (-fencing) and REDLOCK_UNTIL (a fixed lease) of the hold h.
+func cmdEnv(h holding, cfg execConfig) []string {
+	env := append(os.Environ(), "REDLOCK_NAME="+cfg.name)
+	if cfg.fencing {
+		env = append(env, "REDLOCK_TOKEN="+strconv.FormatInt(h.token(), 10))
+	}
+	if cfg.lease > 0 {
+		env = append(env, "REDLOCK_UNTIL="+h.until().Format(time.RFC3339Nano))
+	}
+	return env
+}
+
+// supervise runs CMD with env, passes it the signals redlock gets, and
+// stops it when lost or risk closes (SIGTERM, then SIGKILL after --grace),
+// saying why; it returns the exit code exec ends with.
+func supervise(path string, cfg execConfig, env []string, stdout, stderr io.Writer, sigs <-chan os.Signal, lost, risk <-chan struct{}, why func() string, logf func(string, ...any)) int {
 	cmd := exec.Command(path, cfg.argv[1:]...)
 	cmd.Args[0] = cfg.argv[0]
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, stderr
-	cmd.Env = append(os.Environ(), "REDLOCK_NAME="+cfg.name)
+	cmd.Env = env
 	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {
 		logf("%v", err)
@@ -216,42 +299,50 @@ func supervise(path string, cfg execConfig, stdout, stderr io.Writer, sigs <-cha
 	go func() { exited <- cmd.Wait() }()
 
 	var stoppedAt time.Time
-	var kill <-chan time.Time
+	var kill *time.Timer
+	defer func() {
+		if kill != nil {
+			kill.Stop()
+		}
+	}()
+	terminate := func() <-chan time.Time {
+		lost, risk, stoppedAt = nil, nil, time.Now()
+		logf("%s: sending SIGTERM to %s, SIGKILL in %v", why(), cfg.argv[0], cfg.grace)
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		kill = time.NewTimer(cfg.grace)
+		return kill.C
+	}
+	var killed <-chan time.Time
 	var waitErr error
 loop:
 	for {
 		select {
 		case s := <-sigs:
 			_ = cmd.Process.Signal(s) // fails only once CMD has exited
-		case <-stop:
-			stop, stoppedAt = nil, time.Now()
-			logf("%s: sending SIGTERM to %s, SIGKILL in %v", why(), cfg.argv[0], cfg.grace)
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			t := time.NewTimer(cfg.grace)
-			defer t.Stop()
-			kill = t.C
-		case <-kill:
-			kill = nil
+		case <-lost:
+			killed = terminate()
+		case <-risk:
+			killed = terminate()
+		case <-killed:
+			killed = nil
 			logf("%s still running %v after SIGTERM: sending SIGKILL", cfg.argv[0], time.Since(stoppedAt).Round(time.Millisecond))
 			_ = cmd.Process.Kill()
 		case waitErr = <-exited:
 			break loop
 		}
 	}
-	if stop != nil {
+	if stoppedAt.IsZero() {
 		// CMD has exited; unless the hold ended before we could tell, it
 		// was valid for the whole of CMD's run.
 		select {
-		case <-stop:
-			stoppedAt = time.Now()
-			logf("%s, as it ended", why())
+		case <-lost:
+		case <-risk:
 		default:
+			return exitCode(waitErr, logf)
 		}
+		logf("%s, as it ended", why())
 	}
-	if !stoppedAt.IsZero() {
-		return exitLost
-	}
-	return exitCode(waitErr, logf)
+	return exitLost
 }
 
 // exitCode is exec's exit code for CMD's exit, err from cmd.Wait.
@@ -275,18 +366,24 @@ func exitCode(err error, logf func(string, ...any)) int {
 // before it gives up with exitFailed (bounded by --wait).
 const unreachableAfter = 2 * time.Second
 
-// acquire takes the lock as cfg says with m, a Mutex of client. It returns
-// ok false with the exit code when CMD must not run.
-func acquire(client *redlock.Client, m *redlock.Mutex, cfg execConfig, sigs <-chan os.Signal, logf func(string, ...any)) (code int, ok bool) {
+// acquire takes the hold h of client as cfg says. It returns ok false
+// with the exit code when CMD must not run.
+func acquire(client *redlock.Client, h holding, cfg execConfig, sigs <-chan os.Signal, logf func(string, ...any)) (code int, ok bool) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	type result struct {
 		held bool
 		err  error
 	}
+	start := time.Now()
+	waiting := func() {
+		if cfg.verbose {
+			logf("waiting for %s: %s", h, holderOf(ctx, client, h))
+		}
+	}
 	done := make(chan result, 1)
 	go func() {
-		held, err := take(ctx, m, cfg)
+		held, err := take(ctx, h, cfg, waiting)
 		done <- result{held, err}
 	}()
 	var r result
@@ -296,41 +393,80 @@ func acquire(client *redlock.Client, m *redlock.Mutex, cfg execConfig, sigs <-ch
 		cancel()
 		r = <-done
 		if r.held {
-			release(m, cfg, logf)
+			release(h, cfg, logf)
 		}
-		logf("%v while waiting for lock %q", s, cfg.name)
+		logf("%v while waiting for %s", s, h)
 		return 128 + int(s.(syscall.Signal)), false
 	}
 	switch {
 	case r.held:
+		if cfg.verbose {
+			logf("got %s after %v%s", h, round(time.Since(start)), holdDetails(h, cfg))
+		}
 		return 0, true
 	case r.err == nil:
 		if cfg.wait.d == 0 {
-			logf("lock %q is held by another owner", cfg.name)
+			logf("%s is %s", h, h.busy())
 		} else {
-			logf("lock %q was held by another owner for the whole wait of %v", cfg.name, cfg.wait.d)
+			logf("%s was %s for the whole wait of %v", h, h.busy(), cfg.wait.d)
 		}
-		return exitNotObtained, false
+		return cfg.conflict, false
 	case errors.Is(r.err, redlock.ErrNoQuorum):
-		logf("cannot take lock %q: too few nodes answered (%v)\n%s", cfg.name, r.err, nodeReport(client, cfg.name))
+		logf("cannot take %s: too few nodes answered (%v)\n%s", h, r.err, nodeReport(client, cfg.name))
 		return exitFailed, false
 	default:
-		logf("cannot take lock %q: %v", cfg.name, r.err)
+		logf("cannot take %s: %v", h, r.err)
 		return exitFailed, false
 	}
 }
 
-// take makes acquire's attempts on ctx and reports whether m holds the
-// lock. First, single attempts tell an unreachable quorum from a lock held
-// elsewhere before any waiting: it gives up after unreachableAfter (or the
-// wait, if shorter) without a quorum, returning ErrNoQuorum. Then, unless
-// --wait 0 asked for one attempt, it waits for the lock as cfg says.
-func take(ctx context.Context, m *redlock.Mutex, cfg execConfig) (bool, error) {
+// holdDetails is what -v says of the hold h once exec got it.
+func holdDetails(h holding, cfg execConfig) string {
+	var b strings.Builder
+	if cfg.fencing {
+		fmt.Fprintf(&b, ", token %d", h.token())
+	}
+	if cfg.lease > 0 {
+		fmt.Fprintf(&b, ", until %s", h.until().Format(clockTime))
+	} else {
+		fmt.Fprintf(&b, ", renewed by the watchdog every %v", round(cfg.watchdog/3))
+	}
+	return b.String()
+}
+
+// clockTime is how -v writes a time of day.
+const clockTime = "15:04:05.000"
+
+// holderOf says who holds what h waits for, as inspect's verdict says it,
+// with the time its hold ends; for a read hold or a permit, which inspect
+// does not read, only why it waits.
+func holderOf(ctx context.Context, client *redlock.Client, h holding) string {
+	mh, ok := h.(*mutexHold)
+	if !ok {
+		return h.busy()
+	}
+	states, err := client.Inspect(ctx, mh.m.Name())
+	if err != nil {
+		return fmt.Sprintf("%s (not read: %v)", h.busy(), err)
+	}
+	v := decide(states)
+	if v.kind != verdictHeld {
+		return verdictLine(v)
+	}
+	return fmt.Sprintf("%s, until %s", verdictLine(v), time.Now().Add(v.expires).Format(clockTime))
+}
+
+// take makes acquire's attempts on ctx and reports whether h holds. First,
+// single attempts tell an unreachable quorum from a lock held elsewhere
+// before any waiting: it gives up after unreachableAfter (or the wait, if
+// shorter) without a quorum, returning ErrNoQuorum. Then, unless --wait 0
+// asked for one attempt, it calls waiting and waits as cfg says.
+func take(ctx context.Context, h holding, cfg execConfig, waiting func()) (bool, error) {
 	giveUp := time.Now().Add(unreachableAfter)
 	if !cfg.wait.forever && cfg.wait.d < unreachableAfter {
 		giveUp = time.Now().Add(cfg.wait.d)
 	}
-	held, err := m.TryLock(ctx, 0, cfg.lease)
+	held, err := h.take(ctx, 0, cfg.lease)
 	for errors.Is(err, redlock.ErrNoQuorum) && time.Now().Before(giveUp) {
 		select {
 		case <-ctx.Done():
@@ -339,20 +475,13 @@ func take(ctx context.Context, m *redlock.Mutex, cfg execConfig) (bool, error) {
 		if ctx.Err() != nil {
 			break
 		}
-		held, err = m.TryLock(ctx, 0, cfg.lease)
+		held, err = h.take(ctx, 0, cfg.lease)
 	}
-	if held || err != nil || (!cfg.wait.forever && cfg.wait.d == 0) {
+	if held || err != nil || cfg.wait.max() == 0 {
 		return held, err
 	}
-	switch {
-	case !cfg.wait.forever:
-		return m.TryLock(ctx, cfg.wait.d, cfg.lease)
-	case cfg.lease > 0:
-		err = m.LockLease(ctx, cfg.lease)
-	default:
-		err = m.Lock(ctx)
-	}
-	return err == nil, err
+	waiting()
+	return h.take(ctx, cfg.wait.max(), cfg.lease)
 }
 
 // nodeReport says which nodes answer, one line each, as client.Inspect
@@ -375,19 +504,19 @@ func nodeReport(client *redlock.Client, name string) string {
 	return b.String()
 }
 
-// release gives the lock back, bounded in time, and reports whether the
+// release gives the hold back, bounded in time, and reports whether the
 // release was clean. A lost hold answers ErrNotHeld, which is not logged.
-func release(m *redlock.Mutex, cfg execConfig, logf func(string, ...any)) bool {
+func release(h holding, cfg execConfig, logf func(string, ...any)) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*cfg.nodeTimeout+time.Second)
 	defer cancel()
-	err := m.Unlock(ctx)
+	err := h.release(ctx)
 	switch {
 	case err == nil:
 		return true
 	case errors.Is(err, redlock.ErrNotHeld):
 		return false
 	default:
-		logf("releasing lock %q: %v (sent once more at exit; otherwise the lock ends with its lease)", cfg.name, err)
+		logf("releasing %s: %v (sent once more at exit; otherwise the hold ends with its lease)", h, err)
 		return false
 	}
 }

@@ -193,3 +193,19 @@ func closedPorts(t *testing.T, n int) []string {
 	}
 	return urls
 }
+
+// TestExecHoldCountIsOne: one exec is one hold, whatever its lease, as
+// "redlock inspect" sees it.
+func TestExecHoldCountIsOne(t *testing.T) {
+	c := redlocktest.Start(t, 3)
+	for _, flags := range [][]string{nil, {"--lease", "10s"}} {
+		p := startCLI(t, execArgs(t, c, "job", flags, "wait-term")...)
+		p.waitLine(t, "ready")
+		code, out, stderr := runCLI("inspect", "--nodes", strings.Join(c.URLs(), ","), "job")
+		require.Equal(t, exitOK, code, "stderr: %s", stderr)
+		require.Contains(t, out, "hold count 1,", "exec %v: one hold", flags)
+		require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+		code, _, stderr = p.wait(t)
+		require.Equal(t, 42, code, "stderr: %s", stderr)
+	}
+}

@@ -42,11 +42,11 @@ Exit codes:
 // runInspect is "redlock inspect": it prints what every node holds of one
 // lock and the quorum's verdict, and returns the exit code.
 func runInspect(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("inspect", "--nodes URL,URL,... [flags] NAME", inspectDescription, stderr)
+	fs := newFlagSet("inspect", "--nodes URL,URL,... [flags] NAME", inspectDescription)
 	nodes := fs.String("nodes", "", "comma-separated node URLs, one per independent master (default $"+nodesEnv+")")
 	prefix := fs.String("prefix", "redlock:", "key prefix, as given to redlock.WithKeyPrefix")
 	timeout := fs.Duration("node-timeout", time.Second, "bound on reading one node, as given to redlock.WithNodeTimeout (below a third of its default 30s lease)")
-	if code, done := parse(fs, args); done {
+	if code, done := fs.parse(args, stdout, stderr); done {
 		return code
 	}
 	if fs.NArg() != 1 || fs.Arg(0) == "" {
@@ -252,19 +252,24 @@ func printInspect(w io.Writer, name string, states []redlock.NodeLock, v verdict
 		}
 	}
 	fmt.Fprintln(w)
+	fmt.Fprintln(w, "verdict: "+verdictLine(v))
+}
+
+// verdictLine says the verdict v in one line: HELD by whom, on how many
+// nodes, with which count and quorum PTTL; FREE; or UNDECIDED.
+func verdictLine(v verdict) string {
 	switch v.kind {
 	case verdictHeld:
-		fmt.Fprintf(w, "verdict: HELD by %s on %d of %d nodes (quorum %d), hold count %d, quorum PTTL %s\n",
+		return fmt.Sprintf("HELD by %s on %d of %d nodes (quorum %d), hold count %d, quorum PTTL %s",
 			v.holder, v.nodes, v.n, v.quorum, v.count, round(v.expires))
 	case verdictFree:
-		fmt.Fprintf(w, "verdict: FREE: no owner holds it on a quorum (%d of %d nodes); %d nodes answered", v.quorum, v.n, v.reachable)
+		line := fmt.Sprintf("FREE: no owner holds it on a quorum (%d of %d nodes); %d nodes answered", v.quorum, v.n, v.reachable)
 		if v.partial > 0 {
-			fmt.Fprintf(w, "; %d partial hold(s) will expire", v.partial)
+			line += fmt.Sprintf("; %d partial hold(s) will expire", v.partial)
 		}
-		fmt.Fprintln(w)
-	default:
-		fmt.Fprintf(w, "verdict: UNDECIDED: %d of %d nodes answered, %d needed to tell\n", v.reachable, v.n, v.quorum)
+		return line
 	}
+	return fmt.Sprintf("UNDECIDED: %d of %d nodes answered, %d needed to tell", v.reachable, v.n, v.quorum)
 }
 
 // ttlString renders a node's time to live of the lock's key.

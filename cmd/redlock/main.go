@@ -1,4 +1,5 @@
-// Command redlock runs commands under a distributed lock, inspects a lock on
+// Command redlock runs commands under a distributed lock (or a read hold of a
+// read-write lock, or a permit of a semaphore), inspects a lock on
 // every node, and demonstrates the lock surviving killed Redis masters.
 //
 // Usage:
@@ -6,6 +7,7 @@
 //	redlock demo [flags]
 //	redlock exec --nodes URL,URL,... --name NAME [flags] -- CMD [ARGS...]
 //	redlock inspect --nodes URL,URL,... [flags] NAME
+//	redlock version
 //
 // Nodes are independent Redis masters given as redis://[user:pass@]host:port[/db],
 // rediss://... or unix:///path URLs, in --nodes or $REDLOCK_NODES (comma
@@ -19,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 )
@@ -42,6 +45,7 @@ Usage:
   redlock demo [flags]                          watch the lock survive killed masters
   redlock exec --nodes URLS --name NAME -- CMD  run CMD while holding the lock (flock for a fleet)
   redlock inspect --nodes URLS NAME             show the lock's state on every node
+  redlock version                               print redlock's module version
 
 Nodes: comma-separated redis://[user:pass@]host:port[/db], rediss://... or
 unix:///path URLs, one per independent master, in --nodes or $REDLOCK_NODES.
@@ -62,6 +66,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runExec(args[1:], stdout, stderr)
 	case "inspect":
 		return runInspect(args[1:], stdout, stderr)
+	case "version", "-version", "--version":
+		fmt.Fprintln(stdout, version(debug.ReadBuildInfo()))
+		return exitOK
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
@@ -71,32 +78,66 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 }
 
-// newFlagSet returns a FlagSet for a subcommand whose -h prints synopsis,
-// description and flags to w. Errors are returned, not acted on: parse
-// decides the exit code.
-func newFlagSet(name, synopsis, description string, w io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("redlock "+name, flag.ContinueOnError)
-	fs.SetOutput(w)
-	fs.Usage = func() {
-		fmt.Fprintf(w, "Usage: redlock %s %s\n\n%s\nFlags:\n", name, synopsis, strings.TrimLeft(description, "\n"))
-		fs.PrintDefaults()
-	}
-	return fs
+// flagSet is a subcommand's flags, with what its -h prints.
+type flagSet struct {
+	*flag.FlagSet
+	name, synopsis, description string
 }
 
-// parse parses args with fs. It returns done=true with the exit code when
-// the command must stop: 0 after -h, exitUsage after a bad flag (the flag
-// package has already printed the error and the usage).
-func parse(fs *flag.FlagSet, args []string) (code int, done bool) {
+// newFlagSet returns the flags of subcommand name, whose -h prints
+// synopsis, description and the flags. The flag package prints nothing
+// itself: parse says what went wrong, in one line.
+func newFlagSet(name, synopsis, description string) *flagSet {
+	fs := flag.NewFlagSet("redlock "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return &flagSet{FlagSet: fs, name: name, synopsis: synopsis, description: description}
+}
+
+// parse parses args. It returns done=true with the exit code when the
+// command must stop: exitOK after -h or --help, whose help went to stdout;
+// exitUsage after a bad flag, whose error went to stderr in one line.
+func (fs *flagSet) parse(args []string, stdout, stderr io.Writer) (code int, done bool) {
 	err := fs.Parse(args)
 	switch {
 	case err == nil:
 		return 0, false
 	case errors.Is(err, flag.ErrHelp):
+		fs.help(stdout)
 		return exitOK, true
 	default:
+		fmt.Fprintf(stderr, "redlock %s: %v\n", fs.name, err)
 		return exitUsage, true
 	}
+}
+
+// help writes the command's synopsis, description and flags to w.
+func (fs *flagSet) help(w io.Writer) {
+	fmt.Fprintf(w, "Usage: redlock %s %s\n\n%s\nFlags:\n", fs.name, fs.synopsis, strings.TrimLeft(fs.description, "\n"))
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+}
+
+// version is what "redlock version" prints, from the build information
+// of the binary (ok false: none): the main module's version, which is
+// "(devel)" when redlock was not built from a module download (the go
+// command's own word), then the module's path and the Go release, as
+// "go version -m" lists them.
+func version(info *debug.BuildInfo, ok bool) string {
+	if !ok || info == nil {
+		return "redlock (devel)"
+	}
+	line := []string{"redlock", info.Main.Version}
+	if line[1] == "" {
+		line[1] = "(devel)"
+	}
+	for _, s := range []string{info.Main.Path, info.GoVersion} {
+		if s != "" {
+			line = append(line, s)
+		}
+	}
+	return strings.Join(line, " ")
 }
 
 // usageError prints a usage error for the command and returns exitUsage.

@@ -38,8 +38,18 @@ func TestMain(m *testing.M) {
 //	sleep D N     print "ran", sleep D, exit N
 //	wait-term     print "ready PID", exit 42 on SIGTERM (printing "got SIGTERM")
 //	ignore-term   print "ready PID", ignore SIGTERM, sleep until killed
+//	env VAR...    print "VAR=value" for each VAR ("VAR unset" when it is), exit 0
 func helperCmd(args []string) int {
 	switch {
+	case len(args) > 0 && args[0] == "env":
+		for _, k := range args[1:] {
+			if v, ok := os.LookupEnv(k); ok {
+				fmt.Printf("%s=%s\n", k, v)
+			} else {
+				fmt.Printf("%s unset\n", k)
+			}
+		}
+		return 0
 	case len(args) == 2 && args[0] == "exit":
 		fmt.Println("ran", os.Getenv("REDLOCK_NAME"))
 		n, _ := strconv.Atoi(args[1])

@@ -1,7 +1,11 @@
 package redlock
 
 import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
+	"io"
 	"net"
 	"net/netip"
 	"net/url"
@@ -9,9 +13,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/redlock-go/redlock/redlocktest"
 )
 
 // Node URLs (url.go): what parseURL accepts and what it rejects, as Dial
@@ -415,6 +422,64 @@ func TestUnitParseURLNoSchemeHint(t *testing.T) {
 			_, err := parseURL(raw)
 			require.ErrorIs(t, err, ErrInvalid)
 			assert.NotContains(t, err.Error(), "did you mean")
+		})
+	}
+}
+
+// TestTLSHandshakeWithPlainServer: a rediss:// URL pointed at a plain-text
+// redis-server says, in the errors of Ping and of a lock call, that the TLS
+// handshake failed and asks whether the port serves TLS (issue 24, point
+// 5), where Ping said only "no reply within 250ms". The handshake is bound
+// by the set-up timeout and ended by Close: redigo's own handshake waited
+// 10s, and Close with it.
+func TestTLSHandshakeWithPlainServer(t *testing.T) {
+	cl := redlocktest.Start(t, 1)
+	addr := cl.Addrs()[0]
+	c, err := Dial([]string{"rediss://" + addr}) // default set-up timeout: 2s
+	require.NoError(t, err)
+	defer c.Close()
+	want := "TLS handshake with " + addr + " failed: is the server serving TLS on this port?"
+	ctx := context.Background()
+	var last error
+	if !assert.Eventually(t, func() bool {
+		last = c.Ping(ctx)
+		return last != nil && strings.Contains(last.Error(), want)
+	}, 6*time.Second, 50*time.Millisecond) {
+		t.Logf("Ping said: %v", last)
+	}
+	require.ErrorIs(t, last, ErrNoQuorum)
+	_, err = c.NewMutex("tls").TryLock(ctx, 0, 0)
+	require.ErrorIs(t, err, ErrNoQuorum)
+	assert.Contains(t, err.Error(), want)
+
+	start := time.Now()
+	require.NoError(t, c.Close()) // with a handshake most likely under way
+	assert.Less(t, time.Since(start), time.Second, "Close waited for a TLS handshake")
+}
+
+// TestUnitTLSHandshakeError: a failed handshake asks whether the port
+// serves TLS, but not when a certificate was refused, which says that it
+// does; the cause stays visible to errors.Is and errors.As.
+func TestUnitTLSHandshakeError(t *testing.T) {
+	const addr = "cache.example:6380"
+	cert := &tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}
+	tests := []struct {
+		name string
+		err  error
+		ask  bool
+	}{
+		{"timeout", context.DeadlineExceeded, true},
+		{"no TLS record", tls.RecordHeaderError{Msg: "first record does not look like a TLS handshake"}, true},
+		{"closed", io.EOF, true},
+		{"certificate refused", cert, false},
+		{"refused by the server", tls.AlertError(42), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := handshakeError(addr, tt.err)
+			assert.ErrorIs(t, err, tt.err)
+			assert.True(t, strings.HasPrefix(err.Error(), "TLS handshake with "+addr+" failed: "), err.Error())
+			assert.Equal(t, tt.ask, strings.Contains(err.Error(), "is the server serving TLS on this port?"), err.Error())
 		})
 	}
 }

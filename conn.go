@@ -2,10 +2,12 @@ package redlock
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -273,6 +275,45 @@ func (t *native) connect() (redis.Conn, error) {
 		return nil, authFailure(err)
 	}
 	return conn, nil
+}
+
+// dialTLS returns, for redis.DialContextFunc, a dial function that opens a
+// TLS connection with cfg: the TCP dial and the handshake are both bounded
+// by the dial's ctx, so that connect's set-up timeout and Close end them
+// (redigo's own TLS handshake ignores ctx and waits 10s). An empty
+// cfg.ServerName is the address's host, for SNI.
+func dialTLS(cfg *tls.Config) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		var d net.Dialer
+		raw, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		c := cfg
+		if c.ServerName == "" {
+			c = cfg.Clone()
+			c.ServerName, _, _ = net.SplitHostPort(addr)
+		}
+		conn := tls.Client(raw, c)
+		if err := conn.HandshakeContext(ctx); err != nil {
+			raw.Close()
+			return nil, handshakeError(addr, err)
+		}
+		return conn, nil
+	}
+}
+
+// handshakeError is a failed TLS handshake with addr. A certificate that
+// either side refused is said as it is; anything else (no answer in time,
+// an answer that is no TLS record, a closed connection) is what a
+// plain-text server on the port does, and the error asks about it.
+func handshakeError(addr string, err error) error {
+	var cert *tls.CertificateVerificationError
+	var alert tls.AlertError
+	if errors.As(err, &cert) || errors.As(err, &alert) {
+		return fmt.Errorf("TLS handshake with %s failed: %w", addr, err)
+	}
+	return fmt.Errorf("TLS handshake with %s failed: is the server serving TLS on this port? (%w)", addr, err)
 }
 
 // prepare is connect's set-up of a new connection.

@@ -5,6 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
 	"time"
 
 	"github.com/redlock-go/redlock"
@@ -27,7 +31,17 @@ func ExampleMutex_Lock() {
 	}
 	defer client.Close()
 
-	ctx := context.Background()
+	// Give every call a deadline: while too few masters answer, Lock keeps
+	// trying until its context ends, then says why.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	// Dial connects in the background; Ping says now whether a quorum of
+	// the masters answers (a wrong address or password shows here).
+	if err := client.Ping(ctx); err != nil {
+		log.Fatal(err)
+	}
+
 	m := client.NewMutex("nightly-report")
 	if err := m.Lock(ctx); err != nil { // waits; renewed by the watchdog while held
 		log.Fatal(err)
@@ -255,4 +269,42 @@ func ExampleClient_Ping() {
 	// false false
 	// false false
 	// true true
+}
+
+// TestExampleInReadme: the README's first code example is ExampleMutex_Lock
+// from its Dial on (the README dials literal URLs, the example redlocktest's
+// nodes), so that it runs as written; and it shows what a new user should
+// write (issue 24, point 6): a context with a deadline, and Ping after Dial.
+func TestExampleInReadme(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := regexp.MustCompile("(?s)```go\n(.*?)```").FindSubmatch(readme)
+	if block == nil {
+		t.Fatal("README.md has no Go code block")
+	}
+	first := string(block[1])
+	_, afterDial, ok := strings.Cut(first, "\n})\n") // the end of the Dial call and its URLs
+	if !ok {
+		t.Fatalf("the README's first example does not begin with a Dial call:\n%s", first)
+	}
+	source, err := os.ReadFile("example_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body, _ := strings.Cut(string(source), "func ExampleMutex_Lock() {\n")
+	body, _, _ = strings.Cut(body, "\n}\n")
+	body = regexp.MustCompile("(?m)^\t").ReplaceAllString(body, "")
+	if !strings.Contains(body, afterDial) {
+		t.Errorf("the README's first example, after Dial, is not ExampleMutex_Lock's code:\n%s", afterDial)
+	}
+	for _, want := range []string{"context.WithTimeout(", "defer cancel()", "client.Ping(ctx)"} {
+		if !strings.Contains(afterDial, want) {
+			t.Errorf("the README's first example lacks %s", want)
+		}
+	}
+	if strings.Contains(afterDial, "context.Background()") && !strings.Contains(afterDial, "context.WithTimeout(context.Background()") {
+		t.Error("the README's first example calls with context.Background(): no deadline")
+	}
 }

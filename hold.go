@@ -455,6 +455,9 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 // channel is already closed. redlock closes it; the caller only receives
 // from it.
 func (m *Mutex) Lost() <-chan struct{} {
+	if m == nil {
+		return closedChan
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.h == nil {
@@ -467,6 +470,9 @@ func (m *Mutex) Lost() <-chan struct{} {
 // clock, drift already taken off; the watchdog moves it on with each
 // renewal. It returns the zero Time when the Mutex holds nothing.
 func (m *Mutex) Until() time.Time {
+	if m == nil {
+		return time.Time{}
+	}
 	_, until, _ := m.holding()
 	return until
 }
@@ -477,6 +483,9 @@ func (m *Mutex) Until() time.Time {
 // the token of the outermost one. Pass it to the storage the lock protects
 // and have the storage reject a token lower than one it has seen.
 func (m *Mutex) Token() int64 {
+	if m == nil {
+		return 0
+	}
 	_, _, token := m.holding()
 	return token
 }

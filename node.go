@@ -68,7 +68,7 @@ func dialNode(ep endpoint, o options) *Node {
 			cfg = cfg.Clone()
 			cfg.ServerName = ep.host
 		}
-		dopts = append(dopts, redis.DialUseTLS(true), redis.DialTLSConfig(cfg))
+		dopts = append(dopts, redis.DialContextFunc(dialTLS(cfg)))
 	}
 	return &Node{name: ep.name, addr: ep.addr, dial: func(ctx context.Context) (redis.Conn, error) {
 		return redis.DialContext(ctx, ep.network, ep.addr, dopts...)

@@ -283,15 +283,20 @@ func (r *round) reply(i int) interface{} { return r.outcomes[i].reply }
 func (r *round) abandon(err error) {
 	for i, p := range r.c.peers {
 		if !r.nodes[i].got {
-			nerr := err
-			if why := p.t.unreachable(); why != nil {
-				nerr = fmt.Errorf("%w; not connected: %w", err, why)
-			}
-			r.nodes[i].err = p.fail(nerr)
+			r.nodes[i].err = p.fail(p.unanswered(err))
 			r.nodes[i].got = true
 			r.ballot.add(voteFailed)
 		}
 	}
+}
+
+// unanswered is err, the reason a call to p got no answer, with why p is
+// not connected, if it is not (a TLS handshake that failed, say).
+func (p *peer) unanswered(err error) error {
+	if why := p.t.unreachable(); why != nil {
+		return fmt.Errorf("%w; not connected: %w", err, why)
+	}
+	return err
 }
 
 // mayHaveApplied reports whether a node's call may have changed its state:
@@ -518,7 +523,7 @@ func (c *Client) broadcast(ctx context.Context, timeout time.Duration, calls fun
 	}
 	for i, p := range c.peers {
 		if pending[i] {
-			out[i] = batchResult{err: gone}
+			out[i] = batchResult{err: p.unanswered(gone)}
 		}
 		if out[i].err != nil {
 			out[i].err = p.fail(out[i].err)

@@ -73,8 +73,13 @@ func newMutexAt(c *Client, name, base, channel string) *Mutex {
 	return &Mutex{c: c, name: name, lockKeys: keysAt(base, channel), field: c.newField()}
 }
 
-// Name returns the lock's name.
-func (m *Mutex) Name() string { return m.name }
+// Name returns the lock's name; "" for a nil Mutex.
+func (m *Mutex) Name() string {
+	if m == nil {
+		return ""
+	}
+	return m.name
+}
 
 // MaxNameLength is the longest lock name, in bytes: 64 KiB. A longer name
 // makes every call of its Mutex return an error wrapping ErrInvalid at once,

@@ -56,8 +56,22 @@ func (c *Client) NewRWMutex(name string) *RWMutex {
 	return rw
 }
 
-// Name returns the lock's name.
-func (rw *RWMutex) Name() string { return rw.name }
+// Name returns the lock's name; "" for a nil RWMutex.
+func (rw *RWMutex) Name() string {
+	if rw == nil {
+		return ""
+	}
+	return rw.name
+}
+
+// ensureMade returns an error wrapping ErrInvalid for a nil RWMutex, or one
+// that Client.NewRWMutex did not make (its zero value).
+func (rw *RWMutex) ensureMade() error {
+	if rw == nil || rw.w == nil || rw.r == nil {
+		return invalid("a nil RWMutex, or one not made by Client.NewRWMutex")
+	}
+	return nil
+}
 
 // readCall is rw_read.lua's call for an attempt of the reader side.
 func (rw *RWMutex) readCall(count int, leaseMs, seq, _ int64) call {
@@ -74,23 +88,39 @@ func (rw *RWMutex) writeCall(count int, leaseMs, seq, fencing int64) call {
 
 // RLock waits until this owner holds the lock for reading, or ctx ends;
 // the hold is renewed by the watchdog until RUnlock. Errors as Mutex.Lock.
-func (rw *RWMutex) RLock(ctx context.Context) error { return rw.r.Lock(ctx) }
+func (rw *RWMutex) RLock(ctx context.Context) error {
+	if err := rw.ensureMade(); err != nil {
+		return err
+	}
+	return rw.r.Lock(ctx)
+}
 
 // TryRLock tries to take a read hold within wait, as Mutex.TryLock: wait 0
 // makes one attempt, lease 0 is the watchdog's lease with renewal.
 func (rw *RWMutex) TryRLock(ctx context.Context, wait, lease time.Duration) (bool, error) {
+	if err := rw.ensureMade(); err != nil {
+		return false, err
+	}
 	return rw.r.TryLock(ctx, wait, lease)
 }
 
 // RUnlock releases one read hold, as Mutex.Unlock does: ErrNotHeld when
 // this owner holds none.
-func (rw *RWMutex) RUnlock(ctx context.Context) error { return rw.r.Unlock(ctx) }
+func (rw *RWMutex) RUnlock(ctx context.Context) error {
+	if err := rw.ensureMade(); err != nil {
+		return err
+	}
+	return rw.r.Unlock(ctx)
+}
 
 // Lock waits until this owner holds the lock for writing, or ctx ends: no
 // other owner holds it, for reading or writing. Errors as Mutex.Lock; an
 // owner that holds read holds and no write hold gets an error wrapping
 // ErrInvalid at once (it would wait for itself).
 func (rw *RWMutex) Lock(ctx context.Context) error {
+	if err := rw.ensureMade(); err != nil {
+		return err
+	}
 	_, err := rw.lockWrite(ctx, func() (bool, error) {
 		err := rw.w.Lock(ctx)
 		return err == nil, err
@@ -101,6 +131,9 @@ func (rw *RWMutex) Lock(ctx context.Context) error {
 // TryLock tries to take the write hold within wait, as Mutex.TryLock, with
 // Lock's rule for an owner that holds read holds.
 func (rw *RWMutex) TryLock(ctx context.Context, wait, lease time.Duration) (bool, error) {
+	if err := rw.ensureMade(); err != nil {
+		return false, err
+	}
 	return rw.lockWrite(ctx, func() (bool, error) { return rw.w.TryLock(ctx, wait, lease) })
 }
 
@@ -127,20 +160,32 @@ func (rw *RWMutex) withdraw(ctx context.Context) {
 
 // Unlock releases one write hold, as Mutex.Unlock does: ErrNotHeld when
 // this owner holds none. Read holds taken while writing stay.
-func (rw *RWMutex) Unlock(ctx context.Context) error { return rw.w.Unlock(ctx) }
+func (rw *RWMutex) Unlock(ctx context.Context) error {
+	if err := rw.ensureMade(); err != nil {
+		return err
+	}
+	return rw.w.Unlock(ctx)
+}
 
 // Lost returns a channel closed when this owner's current hold ends: its
 // write hold while it has one, else its read hold (see Mutex.Lost); closed
-// already when it holds neither.
+// already when it holds neither, and for a nil or zero RWMutex.
 func (rw *RWMutex) Lost() <-chan struct{} {
+	if rw.ensureMade() != nil {
+		return closedChan
+	}
 	if rw.w.holds() {
 		return rw.w.Lost()
 	}
 	return rw.r.Lost()
 }
 
-// Until returns the end of validity of the hold Lost watches.
+// Until returns the end of validity of the hold Lost watches; the zero
+// Time when it holds nothing.
 func (rw *RWMutex) Until() time.Time {
+	if rw.ensureMade() != nil {
+		return time.Time{}
+	}
 	if rw.w.holds() {
 		return rw.w.Until()
 	}
@@ -149,4 +194,9 @@ func (rw *RWMutex) Until() time.Time {
 
 // Token returns the fencing token of the current write hold (WithFencing),
 // 0 without one.
-func (rw *RWMutex) Token() int64 { return rw.w.Token() }
+func (rw *RWMutex) Token() int64 {
+	if rw.ensureMade() != nil {
+		return 0
+	}
+	return rw.w.Token()
+}

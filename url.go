@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -24,12 +25,17 @@ type endpoint struct {
 // key identifies the server: two databases of one server are one master.
 func (e endpoint) key() string { return e.network + "|" + e.addr }
 
-// parseURL parses one node URL; errors wrap ErrInvalid and never echo a password.
+// parseURL parses one node URL, leading and trailing space trimmed; errors
+// wrap ErrInvalid and never echo a password, in the userinfo or in a query
+// parameter.
 func parseURL(raw string) (endpoint, error) {
+	raw = strings.TrimSpace(raw)
+	if raw == "" {
+		return endpoint{}, invalid("empty node URL (want redis://host:port, rediss://host:port or unix:///path)")
+	}
 	if !strings.Contains(raw, "://") {
-		if _, port, err := net.SplitHostPort(raw); err == nil && port != "" {
-			// "localhost:6379", "10.0.0.1:6379": an address, not a URL.
-			return endpoint{}, invalid("node URL %q: an address, not a URL (did you mean %q?)", redact(raw), "redis://"+redact(raw))
+		if err := schemeHint(raw); err != nil {
+			return endpoint{}, err
 		}
 	}
 	u, err := url.Parse(raw)
@@ -63,6 +69,38 @@ func parseURL(raw string) (endpoint, error) {
 	}
 	return ep, nil
 }
+
+// schemeHint returns an error with the URL raw probably meant when raw,
+// which has no "://", is an address ("localhost:6379", "[::1]:6379") or
+// one of our schemes with a malformed separator ("redis//host:6379",
+// "redis:/host:6379", "unix:/tmp/redis.sock"); nil otherwise, for parseURL
+// to say what is wrong.
+func schemeHint(raw string) error {
+	if host, port, err := net.SplitHostPort(raw); err == nil && port != "" && !strings.Contains(port, "/") {
+		if at := strings.LastIndex(host, "@"); at >= 0 {
+			host = host[at+1:] // "alice@localhost:6379": the user is not the host
+		}
+		if validHost(host) {
+			return invalid("node URL %q: an address, not a URL (did you mean %q?)", redact(raw), "redis://"+redact(raw))
+		}
+	}
+	m := schemeTypo.FindStringSubmatch(raw)
+	if m == nil {
+		return nil
+	}
+	scheme, rest := strings.ToLower(m[1]), m[2]
+	meant := scheme + "://" + rest
+	if scheme == "unix" {
+		meant = "unix:///" + rest
+	}
+	return invalid("node URL %q: %s is not followed by \"://\" (did you mean %q?)", redact(raw), scheme, redact(meant))
+}
+
+// schemeTypo matches one of our schemes followed by a separator other than
+// "://" (a string that has "://" never gets here): a colon and fewer or
+// more slashes, or slashes without the colon. It captures the scheme and
+// the rest, leading slashes removed.
+var schemeTypo = regexp.MustCompile(`^(?i)(rediss?|unix)(?::/*|/+)([^/].*)$`)
 
 // parseTCP reads the host, port and database of a redis:// or rediss:// URL.
 func (ep *endpoint) parseTCP(u *url.URL) error {
@@ -99,9 +137,19 @@ func (ep *endpoint) parseTCP(u *url.URL) error {
 	return nil
 }
 
-// parseQuery reads the query parameters: db is the only one.
+// parseQuery reads the query parameters: db is the only one. It reads
+// them in the order of their names, so that one URL always gets one error.
 func (ep *endpoint) parseQuery(q url.Values) error {
-	for k, v := range q {
+	names := make([]string, 0, len(q))
+	for k := range q {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		v := q[k]
+		if secretParam(k) {
+			return invalid("node URL %q: parameter %q: a password goes in the URL's userinfo (redis://user:password@host:port)", ep.name, k)
+		}
 		if k != "db" {
 			return invalid("node URL %q: unknown parameter %q", ep.name, k)
 		}
@@ -114,10 +162,16 @@ func (ep *endpoint) parseQuery(q url.Values) error {
 	return nil
 }
 
-// redact hides the password of a URL for messages. When the URL does not
-// parse into a user and password, everything before the last "@" (after a
-// leading scheme) is hidden, whatever it is.
+// redact hides the password of a URL for messages, and the value of every
+// query parameter that may hold a secret (see secretParam). When the URL
+// does not parse into a user and password, everything before the last "@"
+// (after a leading scheme) is hidden, whatever it is.
 func redact(raw string) string {
+	return redactQuery(redactUser(raw))
+}
+
+// redactUser hides the userinfo's password of a URL, as redact says.
+func redactUser(raw string) string {
 	if u, err := url.Parse(raw); err == nil && u.User != nil && u.Scheme != "" && u.Opaque == "" {
 		if _, has := u.User.Password(); has {
 			u.User = url.UserPassword(u.User.Username(), "xxxxx")
@@ -133,6 +187,48 @@ func redact(raw string) string {
 		prefix = m
 	}
 	return prefix + "xxxxx" + raw[at:]
+}
+
+// redactQuery hides, in what follows the first "?" of a URL, the value of
+// each parameter whose name may hold a secret. It reads the parameters as
+// text, so that a query that does not parse is hidden as well; a value runs
+// to the next "&" or ";", a fragment included.
+func redactQuery(raw string) string {
+	q := strings.IndexByte(raw, '?')
+	if q < 0 {
+		return raw
+	}
+	params := strings.FieldsFunc(raw[q+1:], func(r rune) bool { return r == '&' || r == ';' })
+	var b strings.Builder
+	b.WriteString(raw[:q+1])
+	rest := raw[q+1:]
+	for _, p := range params {
+		i := strings.Index(rest, p) // rest begins with separators, then p
+		b.WriteString(rest[:i])
+		rest = rest[i+len(p):]
+		if k, _, hasValue := strings.Cut(p, "="); hasValue && secretParam(k) {
+			p = k + "=xxxxx"
+		}
+		b.WriteString(p)
+	}
+	b.WriteString(rest)
+	return b.String()
+}
+
+// secretParam reports whether a query parameter named name (escaped or
+// not, in any case) may hold a secret: password, pass, pwd, secret, token
+// or auth in its name.
+func secretParam(name string) bool {
+	if k, err := url.QueryUnescape(name); err == nil {
+		name = k
+	}
+	name = strings.ToLower(name)
+	for _, s := range []string{"pass", "pwd", "secret", "token", "auth"} {
+		if strings.Contains(name, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // urlSchemePrefix matches a URL scheme and "//" at the start of a string.

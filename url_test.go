@@ -1,7 +1,11 @@
 package redlock
 
 import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
+	"io"
 	"net"
 	"net/netip"
 	"net/url"
@@ -9,9 +13,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/redlock-go/redlock/redlocktest"
 )
 
 // Node URLs (url.go): what parseURL accepts and what it rejects, as Dial
@@ -44,6 +51,10 @@ func TestUnitParseURL(t *testing.T) {
 			name: "rediss://u:xxxxx@cache.example"}},
 		{"unix:///tmp/redis.sock", endpoint{network: "unix", addr: "/tmp/redis.sock", name: "unix:///tmp/redis.sock"}},
 		{"unix:///tmp/redis.sock?db=3", endpoint{network: "unix", addr: "/tmp/redis.sock", db: 3, name: "unix:///tmp/redis.sock?db=3"}},
+		// Leading and trailing space is trimmed (issue 24, point 5), as the CLI does.
+		{" redis://localhost:6379", endpoint{network: "tcp", addr: "localhost:6379", host: "localhost", name: "redis://localhost:6379"}},
+		{"redis://localhost:6379/1 ", endpoint{network: "tcp", addr: "localhost:6379", host: "localhost", db: 1, name: "redis://localhost:6379/1"}},
+		{"\t unix:///tmp/redis.sock\n", endpoint{network: "unix", addr: "/tmp/redis.sock", name: "unix:///tmp/redis.sock"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.raw, func(t *testing.T) {
@@ -101,6 +112,23 @@ func TestUnitParseURLInvalid(t *testing.T) {
 		{"password, garbage", "redis://alice:" + secret + "@[::1"},
 		{"password, unix host", "unix://alice:" + secret + "@host/tmp/redis.sock"},
 		{"password with @, bad port", "redis://alice:p@" + secret + "@localhost:abc"},
+		// A password as a query parameter (issue 24, point 5): refused, and hidden.
+		{"password parameter", "redis://localhost:6379?password=" + secret},
+		{"password parameter, any case", "redis://localhost:6379?db=1&PassWord=" + secret},
+		{"password parameter, escaped name", "redis://localhost:6379?pass%77ord=" + secret},
+		{"password parameter, after another", "redis://localhost:6379?timeout=1s&password=" + secret},
+		{"password parameter, bad escape", "redis://localhost:6379?x=1&password=" + secret + "%zz"},
+		{"password parameter, bad port", "redis://localhost:0?password=" + secret},
+		{"password parameter, fragment", "redis://localhost:6379?password=" + secret + "#f"},
+		{"password parameter, unix", "unix:///tmp/redis.sock?password=" + secret},
+		{"password parameter, garbage", "redis://[::1?password=" + secret},
+		{"password parameter, no scheme", "localhost:6379?password=" + secret},
+		{"password parameter, scheme typo", "redis//localhost:6379?password=" + secret},
+		{"token parameter", "rediss://localhost:6379?token=" + secret},
+		{"password twice", "redis://alice:" + secret + "@localhost:6379?password=" + secret},
+		{"space only", " \t\n"},
+		{"scheme typo", "redis//localhost:6379"},
+		{"scheme typo, password", "redis//alice:" + secret + "@localhost:6379"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -123,6 +151,15 @@ func TestUnitRedact(t *testing.T) {
 		{"redis://alice:s3cret@[::1", "redis://xxxxx@[::1"}, // unparsable
 		{"", ""},
 		{"localhost:6379", "localhost:6379"},
+		{"redis://h:1?password=s3cret", "redis://h:1?password=xxxxx"},
+		{"redis://h:1?db=2&password=s3cret&x=y", "redis://h:1?db=2&password=xxxxx&x=y"},
+		{"redis://h:1?;Password=s3cret;;db=2", "redis://h:1?;Password=xxxxx;;db=2"},
+		{"redis://h:1?auth_token=s3cret", "redis://h:1?auth_token=xxxxx"},
+		{"redis://h:1?password=s3cret#frag", "redis://h:1?password=xxxxx"},
+		{"redis://h:1?password", "redis://h:1?password"},
+		{"redis://h:1?db=2", "redis://h:1?db=2"},
+		{"redis://alice:s3cret@h:1?password=s3cret", "redis://alice:xxxxx@h:1?password=xxxxx"},
+		{"redis://alice:s3cret@[::1?password=s3cret", "redis://xxxxx@[::1?password=xxxxx"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.raw, func(t *testing.T) {
@@ -213,11 +250,23 @@ func FuzzParseURL(f *testing.F) {
 		if password == "" {
 			return
 		}
-		// The same URL with a password of the fuzzer's choosing.
+		// The same URL with a password of the fuzzer's choosing, in the
+		// userinfo and as a query parameter.
 		withIt := withPassword(*u, user, password)
 		checkParseURL(t, withIt)
 		checkSecret(t, withIt, password, withPassword(*u, user, "N3utr4l"))
+		inQuery := withParam(*u, password)
+		checkParseURL(t, inQuery)
+		checkSecret(t, inQuery, password, withParam(*u, "N3utr4l"))
 	})
+}
+
+// withParam is u with a password parameter added to its query.
+func withParam(u url.URL, password string) string {
+	q := u.Query()
+	q.Add("password", password)
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 func withPassword(u url.URL, user, password string) string {
@@ -327,6 +376,19 @@ func TestUnitParseURLSuggestsScheme(t *testing.T) {
 		{"127.0.0.1:6380", `did you mean "redis://127.0.0.1:6380"?`},
 		{"[::1]:6379", `did you mean "redis://[::1]:6379"?`},
 		{"alice@localhost:6379", `did you mean "redis://xxxxx@localhost:6379"?`},
+		{"redis:6379", `did you mean "redis://redis:6379"?`}, // a host called redis
+		{" localhost:6379 ", `did you mean "redis://localhost:6379"?`},
+		// A scheme with a malformed separator (issue 24, point 5): the
+		// hint mends the separator, never puts a second scheme in front.
+		{"redis//localhost:6379", `node URL "redis//localhost:6379": redis is not followed by "://" (did you mean "redis://localhost:6379"?)`},
+		{"redis:/localhost:6379/2", `did you mean "redis://localhost:6379/2"?`},
+		{"redis:localhost:6379", `did you mean "redis://localhost:6379"?`},
+		{"redis/localhost:6379", `did you mean "redis://localhost:6379"?`},
+		{"Rediss//cache.example:6380", `did you mean "rediss://cache.example:6380"?`},
+		{"unix:/tmp/redis.sock", `did you mean "unix:///tmp/redis.sock"?`},
+		{"unix//tmp/redis.sock", `did you mean "unix:///tmp/redis.sock"?`},
+		{"redis//alice:s3cret@localhost:6379", `did you mean "redis://alice:xxxxx@localhost:6379"?`},
+		{"redis//localhost:6379?password=s3cret", `did you mean "redis://localhost:6379?password=xxxxx"?`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.raw, func(t *testing.T) {
@@ -334,6 +396,90 @@ func TestUnitParseURLSuggestsScheme(t *testing.T) {
 			require.ErrorIs(t, err, ErrInvalid)
 			assert.Contains(t, err.Error(), tt.want)
 			assert.NotContains(t, err.Error(), "unknown scheme")
+			assert.NotContains(t, err.Error(), "s3cret")
+			assert.Equal(t, 1, strings.Count(err.Error(), "did you mean"), "one hint")
+			assert.NotRegexp(t, `"(redis|rediss|unix)://(redis|rediss|unix)(:\D|/)`, err.Error(), "a doubled scheme")
+		})
+	}
+}
+
+// TestUnitParseURLNoSchemeHint: a URL whose scheme is there, or that is no
+// address, gets no "did you mean" (issue 24, point 5): the hint is for a
+// missing or malformed scheme only.
+func TestUnitParseURLNoSchemeHint(t *testing.T) {
+	for _, raw := range []string{
+		"http://localhost:6379",
+		"redis:///0",
+		"redis://localhost:abc",
+		"redis://localhost:6379?timeout=1s",
+		"redis//",
+		"localhost",
+		"http//localhost:6379",
+		"",
+		"   ",
+	} {
+		t.Run(raw, func(t *testing.T) {
+			_, err := parseURL(raw)
+			require.ErrorIs(t, err, ErrInvalid)
+			assert.NotContains(t, err.Error(), "did you mean")
+		})
+	}
+}
+
+// TestTLSHandshakeWithPlainServer: a rediss:// URL pointed at a plain-text
+// redis-server says, in the errors of Ping and of a lock call, that the TLS
+// handshake failed and asks whether the port serves TLS (issue 24, point
+// 5), where Ping said only "no reply within 250ms". The handshake is bound
+// by the set-up timeout and ended by Close: redigo's own handshake waited
+// 10s, and Close with it.
+func TestTLSHandshakeWithPlainServer(t *testing.T) {
+	cl := redlocktest.Start(t, 1)
+	addr := cl.Addrs()[0]
+	c, err := Dial([]string{"rediss://" + addr}) // default set-up timeout: 2s
+	require.NoError(t, err)
+	defer c.Close()
+	want := "TLS handshake with " + addr + " failed: is the server serving TLS on this port?"
+	ctx := context.Background()
+	var last error
+	if !assert.Eventually(t, func() bool {
+		last = c.Ping(ctx)
+		return last != nil && strings.Contains(last.Error(), want)
+	}, 6*time.Second, 50*time.Millisecond) {
+		t.Logf("Ping said: %v", last)
+	}
+	require.ErrorIs(t, last, ErrNoQuorum)
+	_, err = c.NewMutex("tls").TryLock(ctx, 0, 0)
+	require.ErrorIs(t, err, ErrNoQuorum)
+	assert.Contains(t, err.Error(), want)
+
+	start := time.Now()
+	require.NoError(t, c.Close()) // with a handshake most likely under way
+	assert.Less(t, time.Since(start), time.Second, "Close waited for a TLS handshake")
+}
+
+// TestUnitTLSHandshakeError: a failed handshake asks whether the port
+// serves TLS, but not when a certificate was refused, which says that it
+// does; the cause stays visible to errors.Is and errors.As.
+func TestUnitTLSHandshakeError(t *testing.T) {
+	const addr = "cache.example:6380"
+	cert := &tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}
+	tests := []struct {
+		name string
+		err  error
+		ask  bool
+	}{
+		{"timeout", context.DeadlineExceeded, true},
+		{"no TLS record", tls.RecordHeaderError{Msg: "first record does not look like a TLS handshake"}, true},
+		{"closed", io.EOF, true},
+		{"certificate refused", cert, false},
+		{"refused by the server", tls.AlertError(42), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := handshakeError(addr, tt.err)
+			assert.ErrorIs(t, err, tt.err)
+			assert.True(t, strings.HasPrefix(err.Error(), "TLS handshake with "+addr+" failed: "), err.Error())
+			assert.Equal(t, tt.ask, strings.Contains(err.Error(), "is the server serving TLS on this port?"), err.Error())
 		})
 	}
 }

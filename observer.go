@@ -32,9 +32,9 @@ import (
 // A Lock, LockLease, TryLock, Unlock or ForceUnlock that passes its
 // argument checks makes one call of OpStarted, then, on the same
 // goroutine and with the context that OpStarted returned, the events of
-// the call (AttemptDone, WaitStarted) and exactly one end: AcquireDone
-// (Lock, LockLease, TryLock), ReleaseDone (Unlock) or ForceDone
-// (ForceUnlock). A call rejected before (ErrInvalid, ErrClosed) makes
+// the call (AttemptDone, WaitStarted, WaitStalled) and exactly one end:
+// AcquireDone (Lock, LockLease, TryLock), ReleaseDone (Unlock) or
+// ForceDone (ForceUnlock). A call rejected before (ErrInvalid, ErrClosed) makes
 // none.
 type Observer interface {
 	// OpStarted begins a call of a Mutex and returns the context for its
@@ -45,6 +45,13 @@ type Observer interface {
 	// WaitStarted reports that an acquisition waits for the lock: it
 	// subscribed and joined its Client's queue for the name.
 	WaitStarted(ctx context.Context, e Wait)
+	// WaitStalled reports that an acquisition has waited while its
+	// attempts reached no quorum because nodes failed, for the duration
+	// of WithStallWarning, and again at most once a minute while that
+	// lasts; the Client logs the same at Warn. A wait behind another
+	// owner's hold never stalls. A Semaphore's Acquire and TryAcquire
+	// report it too, with their caller's ctx.
+	WaitStalled(ctx context.Context, e WaitStall)
 	// AcquireDone ends a Lock, LockLease or TryLock.
 	AcquireDone(ctx context.Context, e Acquire)
 	// ReleaseDone ends an Unlock.
@@ -80,6 +87,9 @@ func (NopObserver) AttemptDone(context.Context, Attempt) {}
 
 // WaitStarted does nothing.
 func (NopObserver) WaitStarted(context.Context, Wait) {}
+
+// WaitStalled does nothing.
+func (NopObserver) WaitStalled(context.Context, WaitStall) {}
 
 // AcquireDone does nothing.
 func (NopObserver) AcquireDone(context.Context, Acquire) {}
@@ -194,6 +204,23 @@ type Attempt struct {
 type Wait struct {
 	Op   Op
 	Lock string
+}
+
+// WaitStall is an acquisition whose attempts have reached no quorum
+// because nodes fail, for at least the duration of WithStallWarning.
+type WaitStall struct {
+	Lock    string        // the lock's name (a Semaphore's; a MultiMutex's names joined by ",")
+	Waited  time.Duration // since the call began
+	Stalled time.Duration // since the first of the attempts that reached no quorum because nodes failed
+	// Nodes are the nodes that kept the last attempt from a quorum, in the
+	// Client's order: those that failed in it (AnswerFailed,
+	// AnswerQuarantined, each with a *NodeError that says why), and those
+	// it did not wait for (an attempt is decided once too many nodes have
+	// failed) with why they are not connected (AnswerFailed), or else
+	// their latest failure in the stall, or AnswerUnheard. Nodes that
+	// answered are not in it.
+	Nodes []NodeResult
+	Err   error // the last attempt's error, wrapping ErrNoQuorum and each node's error
 }
 
 // Acquire is the end of a Lock, LockLease or TryLock.

@@ -28,6 +28,7 @@ type options struct {
 	setupSet      bool          // WithSetupTimeout was given (else the default)
 	observer      Observer      // nil: none (the default)
 	observerSet   bool          // WithObserver was given
+	stall         time.Duration // WithStallWarning's: a wait that node failures stall this long is said at Warn
 }
 
 func defaultOptions() options {
@@ -39,6 +40,7 @@ func defaultOptions() options {
 		logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
 		quarantine:  -1,
 		conns:       1,
+		stall:       5 * time.Second,
 	}
 }
 
@@ -78,6 +80,9 @@ func (o *options) validate() error {
 	}
 	if o.observerSet && o.observer == nil {
 		return invalid("WithObserver(nil): pass an Observer, or leave the option out")
+	}
+	if o.stall <= 0 {
+		return invalid("WithStallWarning(%v): the duration must be positive", o.stall)
 	}
 	if o.youngNodes && o.quarantine == 0 {
 		return invalid("WithQuarantineYoungNodes with WithQuarantine(0): quarantine is off")
@@ -144,6 +149,19 @@ func WithKeyPrefix(p string) Option { return func(o *options) { o.prefix = p } }
 // failed on some nodes, background rollbacks, pub/sub reconnects. Default: no
 // logging. Losing a lock is never only a log line: see Mutex.Lost.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithStallWarning sets how long an acquisition may wait while its
+// attempts reach no quorum because nodes fail before the client says so:
+// one warning in the log naming the lock and each failing node with why
+// (refused, timed out, in restart quarantine...), and the Observer's
+// WaitStalled, then again at most once a minute while it lasts. It applies
+// to every call that waits: Lock, LockLease and TryLock with a wait of a
+// Mutex, a MultiMutex or an RWMutex (RLock, TryRLock too), and a
+// Semaphore's Acquire and TryAcquire with a wait. The time counts from the
+// start of the first of those attempts (for an acquisition that finds
+// every node down, from its call). Waiting behind another owner's hold is
+// not a stall and is never warned of. Default 5s; it must be positive.
+func WithStallWarning(d time.Duration) Option { return func(o *options) { o.stall = d } }
 
 // WithTLSConfig sets the TLS configuration for rediss:// URLs given to Dial
 // (a private CA, client certificates, or InsecureSkipVerify in tests).

@@ -81,7 +81,8 @@ type Client struct {
 // unix:///path/to/socket[?db=N]. It starts connecting to every node in the
 // background and returns at once; a call made before a node's connection is
 // ready waits for it within the call's own node timeout. Bad URLs and
-// options return an error wrapping ErrInvalid.
+// options return an error wrapping ErrInvalid. Fewer than 3 nodes are
+// accepted with a warning in the log: 1 or 2 nodes tolerate no failure.
 func Dial(urls []string, opts ...Option) (*Client, error) {
 	o, err := buildOptions(opts)
 	if err != nil {
@@ -110,7 +111,8 @@ func Dial(urls []string, opts ...Option) (*Client, error) {
 // owns (the Client dials its own connections with them and Close leaves
 // them open), or with NewTransportNode, whose Transports Close closes.
 // Every node must be a different master. Bad nodes and options return an
-// error wrapping ErrInvalid.
+// error wrapping ErrInvalid. Fewer than 3 nodes are accepted with a
+// warning in the log, as by Dial.
 func New(nodes []*Node, opts ...Option) (*Client, error) {
 	o, err := buildOptions(opts)
 	if err != nil {
@@ -168,7 +170,21 @@ func newClient(nodes []*Node, o options) (*Client, error) {
 	c.recheckVotes()
 	c.wd = newWatchdog(c)
 	c.rel = newReleaser(c)
+	warnFewNodes(o, len(nodes))
 	return c, nil
+}
+
+// warnFewNodes says at Warn what a client of fewer than three nodes gives
+// up: with one, any failure of it stops every lock; with two, a majority
+// is both, so one node down stops every lock. Either is accepted (a
+// development setup, say), and said once, here.
+func warnFewNodes(o options, n int) {
+	switch n {
+	case 1:
+		o.logger.Warn("redlock: a single node: no fault tolerance; while it is down or restarting no lock can be taken or renewed; use 3 or more independent masters (5 tolerate 2 failures)", "nodes", n, "quorum", quorum(n))
+	case 2:
+		o.logger.Warn("redlock: 2 nodes: a majority of 2 is 2, so no failure is tolerated; one node down or restarting stops every lock; use 3 or more independent masters (5 tolerate 2 failures)", "nodes", n, "quorum", quorum(n))
+	}
 }
 
 // NewMutex returns a new owner of the lock called name. Two Mutex values for

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -200,6 +201,7 @@ type attempt struct {
 	subs   int           // ok or split, and told its take: the clients subscribed (acquire.lua); -1: not told
 	took   time.Duration // how long the attempt took
 	ended  bool          // err is only ctx.Err(): it tells nothing of the nodes
+	nodes  []NodeResult  // failed for want of a quorum: what each node did (see stall); nil otherwise
 }
 
 // acquire takes the lock, waiting at most maxWait (negative: until ctx
@@ -323,7 +325,7 @@ func (m *Mutex) failedAttempt(ctx context.Context, r *round, lease, elapsed time
 	case r.ballot.won():
 		a.err = fmt.Errorf("redlock: lock %s: acquired too late: %v elapsed of a %v lease", quoteName(m.name), elapsed.Round(time.Microsecond), lease)
 	case !r.ballot.denied():
-		a.err = r.noQuorum("lock " + quoteName(m.name))
+		a.err, a.nodes = r.noQuorum("lock "+quoteName(m.name)), r.nodeResults()
 	}
 	if undoErr != nil {
 		a.err = joinRollback(quoteName(m.name), a.err, undoErr)
@@ -547,7 +549,7 @@ func (m *Mutex) await(ctx context.Context, maxWait, lease time.Duration, renew b
 	w := c.enqueue(m.channel, m, a.took)
 	won := false
 	defer func() { c.dequeue(m.channel, w, won && !m.shared, lease) }()
-	won, err := c.waitTurns(ctx, m.channel, w, expired, a, func() attempt {
+	won, err := c.waitTurns(ctx, m.channel, w, expired, a, stall{what: "lock", name: m.name}, func() attempt {
 		start := now()
 		next := m.try(ctx, lease, renew, true, true)
 		c.timed(m.channel, since(start))
@@ -565,11 +567,15 @@ func (m *Mutex) await(ctx context.Context, maxWait, lease time.Duration, renew b
 // release, or when the timer fires. It returns true once an attempt
 // succeeds; false with ended(a) when ctx ends, a's error when expired
 // fires (nil: others held it for the whole wait), ErrClosed at Close, or
-// the error of an attempt that waiting will not mend.
-func (c *Client) waitTurns(ctx context.Context, channel string, w *waiter, expired <-chan time.Time, a attempt, try func() attempt, ended func(context.Context, attempt) error) (bool, error) {
+// the error of an attempt that waiting will not mend. st, which names the
+// lock, watches the attempts for a stall (see stall); a, when it was made,
+// was the call's first.
+func (c *Client) waitTurns(ctx context.Context, channel string, w *waiter, expired <-chan time.Time, a attempt, st stall, try func() attempt, ended func(context.Context, attempt) error) (bool, error) {
 	p := pacing{timer: time.NewTimer(time.Hour)}
 	p.timer.Stop()
 	defer p.timer.Stop()
+	st.begin = now().Add(-a.took)
+	st.saw(ctx, c, a)
 	for {
 		select {
 		case <-w.wake:
@@ -597,8 +603,137 @@ func (c *Client) waitTurns(ctx context.Context, channel string, w *waiter, expir
 		if !next.ended || a.err == nil {
 			a = next // an attempt that only saw ctx end keeps the one before
 		}
+		st.saw(ctx, c, next)
 		p.failed(c, a, next)
 	}
+}
+
+// stallRepeat is how often a stall that goes on is said again, at most.
+const stallRepeat = time.Minute
+
+// stall watches the attempts of one wait for a stall: a run of attempts
+// that reach no quorum because nodes fail (not because another owner
+// holds the lock). Once the run has lasted WithStallWarning's duration,
+// counted from its first attempt's start, it says so at Warn and to the
+// Observer, then again at most every stallRepeat for as long as the wait
+// lasts: a new run after one that ended does not shorten that. It costs
+// no goroutine and no timer: a waiter whose attempts fail tries again
+// within 100 ms (see retryAfterError), an attempt lasts a node timeout at
+// most, and each failed attempt is a look at the clock.
+type stall struct {
+	what, name string       // "lock" or "semaphore", and its name
+	begin      time.Time    // when the call began
+	since      time.Time    // the start of the run's first attempt; zero: no run
+	warned     time.Time    // the last warning; zero: none yet
+	failed     []NodeResult // per node, in the Client's order: its latest failure in the run (Answer 0: none)
+}
+
+// saw takes note of a, an attempt of the wait that did not take the lock,
+// and warns when the run it belongs to has lasted long enough.
+func (s *stall) saw(ctx context.Context, c *Client, a attempt) {
+	if a.ended {
+		return // it saw ctx end, nothing of the nodes
+	}
+	failing := failingNodes(a.err)
+	if len(failing) == 0 {
+		s.since, s.failed = time.Time{}, nil // a quorum decided: another owner holds it; or no attempt yet
+		return
+	}
+	t := now()
+	if s.since.IsZero() {
+		s.since, s.failed = t.Add(-a.took), make([]NodeResult, len(c.peers))
+	}
+	nodes := s.note(c, a, failing)
+	if t.Sub(s.since) < c.opts.stall || !s.warned.IsZero() && t.Sub(s.warned) < stallRepeat {
+		return
+	}
+	s.warned = t
+	e := WaitStall{Lock: s.name, Waited: t.Sub(s.begin), Stalled: t.Sub(s.since), Nodes: nodes, Err: a.err}
+	why := make([]any, len(nodes))
+	down := 0
+	for i, n := range nodes {
+		var ne *NodeError
+		if n.Answer == AnswerUnheard || !errors.As(n.Err, &ne) {
+			why[i] = slog.String(n.Node, "not waited for: the attempt was decided without it")
+			continue
+		}
+		why[i] = slog.String(n.Node, ne.Err.Error())
+		down++
+	}
+	c.opts.logger.Warn("redlock: waiting while attempts reach no quorum because nodes fail",
+		s.what, logName(s.name), "waited", e.Waited.Round(time.Millisecond), "stalled", e.Stalled.Round(time.Millisecond),
+		"failed", fmt.Sprintf("%d of %d nodes; %d needed", down, len(c.peers), c.quorum),
+		slog.Group("nodes", why...))
+	if c.obs != nil {
+		c.obs.WaitStalled(ctx, e)
+	}
+}
+
+// note records the nodes that failed in a (failing, from its error), and
+// returns the nodes to name, in the Client's order: those that failed in
+// a, and those that a did not wait for (an attempt is decided once too
+// many nodes failed) with why their connection is down, or else their
+// latest failure in the run, if any. A node that answered in a is
+// forgotten.
+func (s *stall) note(c *Client, a attempt, failing []NodeResult) []NodeResult {
+	seen := a.nodes
+	if len(seen) != len(c.peers) {
+		seen = make([]NodeResult, len(c.peers)) // no round told: only failing is known
+	}
+	for _, f := range failing {
+		for i, p := range c.peers {
+			if p.name == f.Node {
+				seen[i] = f
+			}
+		}
+	}
+	var out []NodeResult
+	for i, n := range seen {
+		switch n.Answer {
+		case AnswerFailed, AnswerQuarantined:
+			s.failed[i] = n
+		case AnswerUnheard:
+			switch why := c.peers[i].t.unreachable(); {
+			case why != nil:
+				out = append(out, NodeResult{Node: c.peers[i].name, Answer: AnswerFailed, Err: c.peers[i].fail(fmt.Errorf("not waited for; not connected: %w", why))})
+				continue
+			case s.failed[i].Answer == 0:
+				out = append(out, NodeResult{Node: c.peers[i].name, Answer: AnswerUnheard})
+				continue
+			}
+		case 0:
+			continue // not told
+		default:
+			s.failed[i] = NodeResult{} // it answered
+			continue
+		}
+		out = append(out, s.failed[i])
+	}
+	return out
+}
+
+// failingNodes are the nodes whose failure kept an attempt whose error is
+// err from a quorum: every node named in its ErrNoQuorum error, failed or
+// in restart quarantine. None when err is not ErrNoQuorum, or names no
+// node (the attempt gave up on nodes it did not wait for).
+func failingNodes(err error) []NodeResult {
+	var qe *quorumError
+	if !errors.As(err, &qe) || qe.nodes == nil {
+		return nil
+	}
+	var out []NodeResult
+	for _, e := range qe.nodes.Errors {
+		var ne *NodeError
+		if !errors.As(e, &ne) {
+			continue
+		}
+		answer := AnswerFailed
+		if errors.Is(ne, ErrQuarantined) {
+			answer = AnswerQuarantined
+		}
+		out = append(out, NodeResult{Node: ne.Node, Answer: answer, Err: ne})
+	}
+	return out
 }
 
 // waitEnded is the error of a wait that ctx ended: ctx.Err(), and the last

@@ -246,7 +246,7 @@ func (s *Semaphore) await(ctx context.Context, maxWait, lease time.Duration, ren
 	w := c.enqueue(s.channel, nil, a.took)
 	defer c.dequeue(s.channel, w, false, 0)
 	var permit *Permit
-	_, err := c.waitTurns(ctx, s.channel, w, expired, a, func() attempt {
+	_, err := c.waitTurns(ctx, s.channel, w, expired, a, stall{what: "semaphore", name: s.name}, func() attempt {
 		var next attempt
 		permit, next = s.attempt(ctx, lease, renew)
 		next.ok = permit != nil
@@ -284,7 +284,7 @@ func (s *Semaphore) attempt(ctx context.Context, lease time.Duration, renew bool
 	}
 	t := s.scanSlots(ctx)
 	if t.err != nil {
-		return nil, attempt{err: t.err, ended: t.ended, took: since(start)}
+		return nil, attempt{err: t.err, ended: t.ended, took: since(start), nodes: t.r.nodeResults()}
 	}
 	var p *Permit
 	a := attempt{freeIn: -1}

@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"crypto/tls"
-	"io"
 	"log/slog"
 	"strings"
 	"time"
@@ -37,7 +36,7 @@ func defaultOptions() options {
 		driftFactor: 0.01,
 		nodeTimeout: 250 * time.Millisecond,
 		prefix:      "redlock:",
-		logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
+		logger:      slog.Default(),
 		quarantine:  -1,
 		conns:       1,
 		stall:       5 * time.Second,
@@ -67,7 +66,7 @@ func (o *options) validate() error {
 		return invalid("WithKeyPrefix(%q): the prefix may not contain '{' or '}' (the lock's name is its keys' hash tag)", o.prefix)
 	}
 	if o.logger == nil {
-		return invalid("WithLogger(nil): pass a logger, or leave the option out to discard logs")
+		return invalid("WithLogger(nil): pass a logger, or leave the option out to log to slog.Default()")
 	}
 	if o.quarantineSet && o.quarantine < 0 {
 		return invalid("WithQuarantine(%v): the period must not be negative", o.quarantine)
@@ -146,8 +145,11 @@ func WithSetupTimeout(d time.Duration) Option {
 func WithKeyPrefix(p string) Option { return func(o *options) { o.prefix = p } }
 
 // WithLogger sets where the client logs what it cannot return: renewals that
-// failed on some nodes, background rollbacks, pub/sub reconnects. Default: no
-// logging. Losing a lock is never only a log line: see Mutex.Lost.
+// failed on some nodes, a wait that no quorum can end, a node listed twice,
+// background rollbacks, pub/sub reconnects. Default: slog.Default() as it
+// is at Dial or New (Info and above, to the standard logger's output); to
+// discard every line, pass slog.New(slog.NewTextHandler(io.Discard, nil)).
+// Losing a lock is never only a log line: see Mutex.Lost.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
 
 // WithStallWarning sets how long an acquisition may wait while its

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"os/signal"
@@ -191,7 +192,10 @@ func demo(ctx context.Context, cfg demoConfig, stdout, stderr io.Writer) int {
 // dial makes the demo's clients, each observed into metrics when it is
 // not nil (client="c1", "c2", ...).
 func (d *demoRun) dial(metrics *registry) ([]*redlock.Client, error) {
-	opts := []redlock.Option{redlock.WithLease(d.cfg.lease), redlock.WithNodeTimeout(d.cfg.nodeTimeout), redlock.WithFencing()}
+	// The demo shows what happens on its own screen; the clients' logs
+	// (renewal failures while nodes are down) would break it up.
+	quiet := redlock.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	opts := []redlock.Option{redlock.WithLease(d.cfg.lease), redlock.WithNodeTimeout(d.cfg.nodeTimeout), redlock.WithFencing(), quiet}
 	if _, mini := d.nodes.(*miniNodes); mini {
 		// miniredis answers no INFO server (run_id, uptime), which the
 		// restart quarantine needs; the demo's delayed restart (after at

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"sort"
 	"text/tabwriter"
 	"time"
@@ -85,7 +86,10 @@ func runInspect(args []string, stdout, stderr io.Writer) int {
 // redlock.ErrInvalid; a node that could not be read has its error in its
 // NodeLock and its NodeStatus.
 func readNodes(urls []string, prefix, name string, timeout time.Duration, stderr io.Writer) ([]redlock.NodeLock, []redlock.NodeStatus, error) {
-	client, err := redlock.Dial(urls, redlock.WithKeyPrefix(prefix), redlock.WithNodeTimeout(timeout))
+	// inspect reports every node's state itself: the client's own log
+	// lines (a node list under 3, a node down) would say it twice.
+	quiet := redlock.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	client, err := redlock.Dial(urls, redlock.WithKeyPrefix(prefix), redlock.WithNodeTimeout(timeout), quiet)
 	if err != nil {
 		return nil, nil, err
 	}

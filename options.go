@@ -192,9 +192,12 @@ func WithFencing() Option { return func(o *options) { o.fencing = true } }
 // restart is a change of the node's run_id this client observed: every
 // connection reads it (INFO server) when it is set up, before it serves a
 // command, and a restart always breaks the connections. Default: the
-// longest lease this client has used, plus its drift allowance (this
-// client's clock may run fast while a holder's runs slow); 0 turns
-// quarantine off. Negative is invalid.
+// longest lease in use, this client's or any other client's of these nodes
+// (each client publishes its longest lease on the nodes and learns the
+// others'), plus its drift allowance (this client's clock may run fast
+// while a holder's runs slow); 0 turns quarantine off. A period shorter
+// than another client's lease is obeyed, with one warning. Negative is
+// invalid.
 func WithQuarantine(d time.Duration) Option {
 	return func(o *options) { o.quarantine, o.quarantineSet = d, true }
 }

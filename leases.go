@@ -47,9 +47,9 @@ func (c *Client) leasesKey() string { return c.opts.prefix + "leases" }
 // this client uses is published on a quorum of nodes and not due to be
 // published again. It costs one atomic comparison but the first time a
 // lease is used and every leaseKeep/2; then one round to every node,
-// decided at the majority as an acquisition is, which fails with an error
-// wrapping ErrNoQuorum when fewer than a quorum of nodes stored it.
-func (c *Client) shareLease(ctx context.Context) error {
+// decided at the majority as an acquisition is. It returns that round
+// when fewer than a quorum of nodes stored the lease, nil otherwise.
+func (c *Client) shareLease(ctx context.Context) *round {
 	s := &c.leases
 	l := c.maxLease.Load()
 	if l <= s.published.Load() && int64(since(s.base)) < s.due.Load() {
@@ -64,7 +64,7 @@ func (c *Client) shareLease(ctx context.Context) error {
 	start := since(s.base)
 	r := c.exchangeLeases(ctx, time.Duration(l), (*ballot).certain)
 	if !r.ballot.won() {
-		return withCtx(ctx, r.noQuorum("publishing the longest lease in use"))
+		return r
 	}
 	s.published.Store(l)
 	s.due.Store(int64(start + leaseKeep(time.Duration(l))/2))

@@ -273,8 +273,14 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew, tell, subsc
 	dr := drift(lease, c.opts.driftFactor)
 	start := now()
 	c.useLease(lease)
-	if err := c.shareLease(ctx); err != nil {
-		return attempt{err: err, took: since(start)}
+	if r := c.shareLease(ctx); r != nil {
+		a := attempt{took: since(start)}
+		if ctx.Err() != nil {
+			a.err, a.ended = ctx.Err(), true
+		} else {
+			a.err, a.nodes = r.noQuorum("lock "+quoteName(m.name)+" (publishing the longest lease in use)"), r.nodeResults()
+		}
+		return a
 	}
 	var fencing int64
 	if c.opts.fencing && prev == 0 && !m.shared {

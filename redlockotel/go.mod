@@ -1,10 +1,10 @@
-module github.com/redlock-go/redlock/otel
+module github.com/redlock-go/redlock/redlockotel
 
 go 1.26.0
 
 require (
 	github.com/prometheus/client_golang v1.25.0
-	github.com/redlock-go/redlock v0.0.0
+	github.com/redlock-go/redlock v0.1.0
 	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/exporters/prometheus v0.69.0
@@ -61,5 +61,3 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/yaml.v2 v2.4.0 // indirect
 )
-
-replace github.com/redlock-go/redlock => ../

@@ -2,14 +2,19 @@
 # real redis-server nodes, the fuzz seeds). make fuzz / make soak run longer.
 GO ?= go
 FUZZTIME ?= 30s
-# Every other Go module in the repository (bench/, and adapters to come).
+# Every other Go module in the repository: the adapters (goredis, rueidis,
+# valkey), redlockotel, bench and releasetest (the consumer's build). go.work
+# makes them one workspace: each module requires its siblings at their last
+# release, and go.work's replace lines map that version onto the directories.
 MODULES := $(sort $(patsubst ./%/go.mod,%,$(shell find . -mindepth 2 -name go.mod -not -path './.git/*')))
 
-.PHONY: test redis vet fuzz soak bench compat modelcheck
+.PHONY: test redis vet apicheck fuzz soak bench compat modelcheck release tidy
 
 # The other modules' tests run side by side (mostly waiting on their
 # redis-servers), each module's output kept together and shown in order.
-test: redis vet
+# releasetest's TestConsumerBuild releases a clone of HEAD into a module
+# proxy directory and builds and runs a consumer's program from it.
+test: redis vet apicheck
 	$(GO) test -race -count=1 -timeout 9m ./...
 	@dir=$$(mktemp -d); for m in $(MODULES); do f=$$dir/$$(echo $$m | tr / _); (cd $$m && $(GO) test -race -count=1 -timeout 9m ./... > $$f.log 2>&1; echo $$? > $$f.rc) & done; wait; \
 	rc=0; for m in $(MODULES); do f=$$dir/$$(echo $$m | tr / _); echo "== $$m"; cat $$f.log; [ "$$(cat $$f.rc)" = 0 ] || rc=1; done; rm -rf $$dir; exit $$rc
@@ -41,12 +46,47 @@ fuzz:
 soak: redis
 	REDLOCK_SOAK=$${REDLOCK_SOAK:-20} $(GO) test -race -count=1 -timeout 60m -run '^TestChaos' -v .
 
-# The oldest Go the go.mod allows: vet and the unit tests (no Redis needed)
-# with that toolchain, which the go command fetches from the module proxy.
+# Each released module at the oldest Go its go.mod allows (README, Install):
+# vet and the unit tests (no Redis needed) with that toolchain, which the go
+# command fetches from the module proxy. Outside the workspace (go.work says
+# the newest go line of all), with the siblings replaced by their
+# directories in a temporary copy of the go.mod (-modfile).
 COMPAT_GO ?= go1.22.12
+COMPAT_GO_ADAPTERS ?= goredis:go1.26.0 rueidis:go1.25.0 valkey:go1.25.0 redlockotel:go1.26.0
 compat:
-	GOTOOLCHAIN=$(COMPAT_GO) $(GO) vet . ./redlocktest ./cmd/...
-	GOTOOLCHAIN=$(COMPAT_GO) $(GO) test -count=1 -run '^TestUnit' .
+	GOWORK=off GOTOOLCHAIN=$(COMPAT_GO) $(GO) vet . ./redlocktest ./cmd/...
+	GOWORK=off GOTOOLCHAIN=$(COMPAT_GO) $(GO) test -count=1 -run '^TestUnit' .
+	@set -e; for mt in $(COMPAT_GO_ADAPTERS); do m=$${mt%%:*}; tc=$${mt#*:}; \
+	  echo "== $$m with $$tc"; tmp=$$(mktemp -d); cp $$m/go.mod $$tmp/go.mod; cp $$m/go.sum $$tmp/go.sum; \
+	  (cd $$m && $(GO) mod edit -replace=github.com/redlock-go/redlock=$(CURDIR) $$tmp/go.mod && \
+	   GOWORK=off GOTOOLCHAIN=$$tc GOFLAGS="$$GOFLAGS -modfile=$$tmp/go.mod" $(GO) vet ./... && \
+	   GOWORK=off GOTOOLCHAIN=$$tc GOFLAGS="$$GOFLAGS -modfile=$$tmp/go.mod" $(GO) test -count=1 -run '^TestUnit' ./...) || { rm -rf $$tmp; exit 1; }; \
+	  rm -rf $$tmp; done
+
+# The API check against each module's last release tag (.ci/apicheck): an
+# incompatible change needs a "Changed (breaking)" entry in CHANGELOG.md's
+# Unreleased section. Says so and passes while no release exists.
+apicheck:
+	@./.ci/apicheck
+
+# make release VERSION=vX.Y.Z: checks, makes the siblings require vX.Y.Z,
+# tags every module, prints what to push; never pushes (.ci/release).
+release:
+	@test -n "$(VERSION)" || { echo "usage: make release VERSION=vX.Y.Z"; exit 1; }
+	./.ci/release $(VERSION)
+
+# go mod tidy in every module. In a workspace, go mod tidy ignores go.work and
+# would fetch the siblings' required version from the module proxy (not
+# there before it is pushed): tidy each module with the siblings replaced by
+# their directories, then drop the replace lines again.
+tidy:
+	$(GO) mod tidy
+	@set -e; for m in $(MODULES); do (cd $$m && \
+	  for s in $$(awk '$$3 == "=>" && $$1 ~ /^github.com\/redlock-go\/redlock/ { print $$1 "=" $$4 }' $(CURDIR)/go.work); do \
+	    $(GO) mod edit -replace=$${s%%=*}=$(CURDIR)/$${s#*=}; done; \
+	  status=0; GOWORK=off $(GO) mod tidy || status=$$?; \
+	  for s in $$(awk '$$3 == "=>" && $$1 ~ /^github.com\/redlock-go\/redlock/ { print $$1 }' $(CURDIR)/go.work); do \
+	    $(GO) mod edit -dropreplace=$$s; done; exit $$status); done
 
 bench:
 	@./.ci/ensure-redis

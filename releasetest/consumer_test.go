@@ -39,8 +39,7 @@ func TestConsumerBuild(t *testing.T) {
 		require.NoError(t, err, "TestConsumerBuild needs %s on PATH", tool)
 	}
 	work := t.TempDir()
-	clone := releasedClone(t, work)
-	version := strings.TrimSpace(run(t, clone, nil, "git", "describe", "--tags", "--exact-match", "HEAD"))
+	clone, version := releasedClone(t, work)
 
 	proxy := filepath.Join(work, "proxy")
 	for _, dir := range released {
@@ -63,6 +62,7 @@ func TestConsumerBuild(t *testing.T) {
 
 	nodes := redlocktest.Start(t, 3)
 	out := run(t, consumer, env, filepath.Join(consumer, "consumer"), nodes.Addrs()...)
+	t.Logf("the consumer's program, built from %s:\n%s", version, out)
 	for _, way := range []string{"redlockotel", "goredis", "rueidis", "valkey"} {
 		require.Contains(t, out, way+": locked and unlocked")
 	}
@@ -71,18 +71,18 @@ func TestConsumerBuild(t *testing.T) {
 // releasedClone clones the repository at HEAD into work/clone, adds a
 // CHANGELOG section for a test version above the last release tag (the
 // Unreleased entries move under it, as at a real release) and runs the
-// release script there. It returns the clone's directory.
-func releasedClone(t *testing.T, work string) string {
+// release script there. It returns the clone's directory and the version.
+func releasedClone(t *testing.T, work string) (clone, version string) {
 	top := strings.TrimSpace(run(t, ".", nil, "git", "rev-parse", "--show-toplevel"))
 	head := strings.TrimSpace(run(t, top, nil, "git", "rev-parse", "HEAD"))
 	t.Logf("releasing a clone of HEAD %s (the committed tree)", head)
-	clone := filepath.Join(work, "clone")
+	clone = filepath.Join(work, "clone")
 	run(t, work, nil, "git", "clone", "--quiet", "--no-local", "--no-checkout", top, clone)
 	run(t, clone, nil, "git", "checkout", "--quiet", "--detach", head)
 	run(t, clone, nil, "git", "config", "user.name", "releasetest")
 	run(t, clone, nil, "git", "config", "user.email", "releasetest@example.com")
 
-	version := testVersion(run(t, clone, nil, "git", "tag", "--list", "v*"))
+	version = testVersion(run(t, clone, nil, "git", "tag", "--list", "v*"))
 	changelog := filepath.Join(clone, "CHANGELOG.md")
 	text, err := os.ReadFile(changelog)
 	require.NoError(t, err)
@@ -95,7 +95,7 @@ func releasedClone(t *testing.T, work string) string {
 	run(t, clone, nil, "git", "commit", "--quiet", "-am", "CHANGELOG: "+version)
 
 	t.Log(run(t, clone, nil, filepath.Join(clone, ".ci", "release"), version))
-	return clone
+	return clone, version
 }
 
 // testVersion is a pre-release of the patch after the highest release tag

@@ -24,9 +24,10 @@ var released = []string{".", "goredis", "rueidis", "valkey", "redlockotel"}
 // TestConsumerBuild is a user's build of the committed tree (HEAD of the
 // checkout the test runs in; uncommitted changes are not in it): a clone
 // released by .ci/release at a test version, the tagged modules served from
-// a file:// module proxy, and a program outside the repository that gets
-// the root and every adapter at that version, builds, and takes the lock
-// through each of them on real redis-servers. Third-party modules come from
+// a file:// module proxy; outside the repository, go get of each module
+// alone in a fresh module, then a program that gets the root and every
+// adapter at that version, builds, and takes the lock through each of them
+// on real redis-servers. Third-party modules come from
 // the machine's GOPROXY after the file:// one (and first from the local
 // module cache's download directory); the checksum database is not asked
 // about ours (GONOSUMDB).
@@ -46,17 +47,26 @@ func TestConsumerBuild(t *testing.T) {
 		serveModule(t, proxy, clone, dir, version)
 	}
 
+	// Each module alone, in a module of its own, as the README says to get
+	// it: the modules it requires (the root, for an adapter) come from its
+	// go.mod, so a sibling required at a version never released fails here.
+	env := consumerEnv(t, proxy, work)
+	get := []string{"get"}
+	for _, dir := range released {
+		path := modulePath(t, filepath.Join(clone, dir))
+		alone := filepath.Join(work, "get-"+filepath.Base(path))
+		require.NoError(t, os.MkdirAll(alone, 0o755))
+		run(t, alone, env, "go", "mod", "init", "example.com/consumer")
+		run(t, alone, env, "go", "get", path+"@"+version)
+		get = append(get, path+"@"+version)
+	}
+
 	consumer := filepath.Join(work, "consumer")
 	require.NoError(t, os.MkdirAll(consumer, 0o755))
 	program, err := os.ReadFile(filepath.Join("testdata", "consumer", "main.go.txt"))
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(consumer, "main.go"), program, 0o644))
-	env := consumerEnv(t, proxy, work)
 	run(t, consumer, env, "go", "mod", "init", "example.com/consumer")
-	get := []string{"get"}
-	for _, dir := range released {
-		get = append(get, modulePath(t, filepath.Join(clone, dir))+"@"+version)
-	}
 	run(t, consumer, env, "go", get...)
 	run(t, consumer, env, "go", "build", "-o", "consumer", ".")
 

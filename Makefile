@@ -2,14 +2,19 @@
 # real redis-server nodes, the fuzz seeds). make fuzz / make soak run longer.
 GO ?= go
 FUZZTIME ?= 30s
-# Every other Go module in the repository (bench/, and adapters to come).
+# Every other Go module in the repository: the adapters (goredis, rueidis,
+# valkey), redlockotel, bench and releasetest (the consumer's build). go.work
+# makes them one workspace: each module requires its siblings at their last
+# release, and go.work's replace lines map that version onto the directories.
 MODULES := $(sort $(patsubst ./%/go.mod,%,$(shell find . -mindepth 2 -name go.mod -not -path './.git/*')))
 
-.PHONY: test redis vet fuzz soak bench compat modelcheck stress
+.PHONY: test redis vet apicheck fuzz soak bench compat modelcheck release tidy stress
 
 # The other modules' tests run side by side (mostly waiting on their
 # redis-servers), each module's output kept together and shown in order.
-test: redis vet
+# releasetest's TestConsumerBuild releases a clone of HEAD into a module
+# proxy directory and builds and runs a consumer's program from it.
+test: redis vet apicheck
 	$(GO) test -race -count=1 -timeout 9m ./...
 	@dir=$$(mktemp -d); for m in $(MODULES); do f=$$dir/$$(echo $$m | tr / _); (cd $$m && $(GO) test -race -count=1 -timeout 9m ./... > $$f.log 2>&1; echo $$? > $$f.rc) & done; wait; \
 	rc=0; for m in $(MODULES); do f=$$dir/$$(echo $$m | tr / _); echo "== $$m"; cat $$f.log; [ "$$(cat $$f.rc)" = 0 ] || rc=1; done; rm -rf $$dir; exit $$rc
@@ -45,12 +50,12 @@ soak: redis
 # GOMAXPROCS=2, beside two busy loops that it starts and stops on every
 # exit, to catch the tests that fail only on a loaded machine. The suites:
 # the root module's and every other module's but bench's (its tests check
-# report text, not timing). Prints each run and a summary, keeps the
+# report text, not timing) and releasetest's (a consumer's build, no timing). Prints each run and a summary, keeps the
 # failing runs' output in a file whose path it prints, and fails if any run
 # failed. Narrow it with STRESS_MODULES (directories; . is the root) and
 # STRESS_RUN (a -run pattern, taken as written, a $ included).
 STRESS_COUNT ?= 5
-STRESS_MODULES ?= . $(filter-out bench,$(MODULES))
+STRESS_MODULES ?= . $(filter-out bench releasetest,$(MODULES))
 STRESS_RUN ?=
 STRESS_TIMEOUT ?= 20m
 stress: redis
@@ -70,12 +75,48 @@ stress: redis
 	if [ -z "$$failed" ]; then echo "stress: all $$runs runs passed"; exit 0; fi; \
 	echo "stress: $$(echo $$failed | wc -w) of $$runs runs failed:$$failed; their output: $$log"; exit 1
 
-# The oldest Go the go.mod allows: vet and the unit tests (no Redis needed)
-# with that toolchain, which the go command fetches from the module proxy.
+# Each released module at the oldest Go its go.mod allows (README, Install):
+# vet and the unit tests (no Redis needed) with that toolchain, which the go
+# command fetches from the module proxy. Outside the workspace (go.work says
+# the newest go line of all), an adapter with the root replaced by this
+# directory in a temporary copy of its go.mod (-modfile).
 COMPAT_GO ?= go1.22.12
+compat_module = @echo "== $(1) with $(2)"; tmp=$$(mktemp -d); cp $(1)/go.mod $(1)/go.sum $$tmp/ && \
+	$(GO) mod edit -replace=github.com/redlock-go/redlock=$(CURDIR) $$tmp/go.mod && \
+	(cd $(1) && export GOWORK=off GOTOOLCHAIN=$(2) GOFLAGS="$$GOFLAGS -modfile=$$tmp/go.mod" && \
+	 $(GO) vet ./... && $(GO) test -count=1 -run '$(3)' ./...); rc=$$?; rm -rf $$tmp; exit $$rc
 compat:
-	GOTOOLCHAIN=$(COMPAT_GO) $(GO) vet . ./redlocktest ./cmd/...
-	GOTOOLCHAIN=$(COMPAT_GO) $(GO) test -count=1 -run '^TestUnit' .
+	GOWORK=off GOTOOLCHAIN=$(COMPAT_GO) $(GO) vet . ./redlocktest ./cmd/...
+	GOWORK=off GOTOOLCHAIN=$(COMPAT_GO) $(GO) test -count=1 -run '^TestUnit' .
+	$(call compat_module,goredis,go1.26.0,^(TestNewNodeRefusesWhatCannotWork|TestSlot)$$)
+	$(call compat_module,rueidis,go1.25.0,^TestNewNodeRejects$$)
+	$(call compat_module,valkey,go1.25.0,^TestNewNodeRejects$$)
+	$(call compat_module,redlockotel,go1.26.0,^TestErrorType$$)
+
+# The API check against each module's last release tag (.ci/apicheck): an
+# incompatible change needs a "Changed (breaking)" entry in CHANGELOG.md's
+# Unreleased section. Says so and passes while no release exists.
+apicheck:
+	@./.ci/apicheck
+
+# make release VERSION=vX.Y.Z: checks, makes the siblings require vX.Y.Z,
+# tags every module, prints what to push; never pushes (.ci/release).
+release:
+	@test -n "$(VERSION)" || { echo "usage: make release VERSION=vX.Y.Z"; exit 1; }
+	./.ci/release $(VERSION)
+
+# go mod tidy in every module. In a workspace, go mod tidy ignores go.work and
+# would fetch the siblings' required version from the module proxy (not
+# there before it is pushed): tidy each module with the siblings replaced by
+# their directories, then drop the replace lines again.
+tidy:
+	$(GO) mod tidy
+	@set -e; for m in $(MODULES); do (cd $$m && \
+	  for s in $$(awk '$$3 == "=>" && $$1 ~ /^github.com\/redlock-go\/redlock/ { print $$1 "=" $$4 }' $(CURDIR)/go.work); do \
+	    $(GO) mod edit -replace=$${s%%=*}=$(CURDIR)/$${s#*=}; done; \
+	  status=0; GOWORK=off $(GO) mod tidy || status=$$?; \
+	  for s in $$(awk '$$3 == "=>" && $$1 ~ /^github.com\/redlock-go\/redlock/ { print $$1 }' $(CURDIR)/go.work); do \
+	    $(GO) mod edit -dropreplace=$$s; done; exit $$status); done
 
 bench:
 	@./.ci/ensure-redis

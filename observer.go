@@ -11,7 +11,7 @@ import (
 // acquisition attempts and their outcomes, releases, holds that end (and
 // why), renewal rounds, changes of a node's state and pub/sub reconnects.
 // Set one with WithObserver; the module
-// github.com/redlock-go/redlock/otel implements it with OpenTelemetry.
+// github.com/redlock-go/redlock/redlockotel implements it with OpenTelemetry.
 //
 // The Client calls the methods synchronously, on the goroutine where the
 // event happens (a Lock's, the watchdog's, a connection's): a method must

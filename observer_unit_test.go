@@ -10,7 +10,7 @@ import (
 )
 
 // What an Observer is told, as pure functions: how an acquisition's result
-// becomes its Outcome, and the names of the events' enumerations (the otel
+// becomes its Outcome, and the names of the events' enumerations (the redlockotel
 // module's attribute values).
 
 func TestUnitAcquireOutcome(t *testing.T) {

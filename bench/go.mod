@@ -8,10 +8,10 @@ require (
 	github.com/gomodule/redigo v1.9.3
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/redis/rueidis v1.0.79
-	github.com/redlock-go/redlock v0.0.0
-	github.com/redlock-go/redlock/goredis v0.0.0
-	github.com/redlock-go/redlock/rueidis v0.0.0
-	github.com/redlock-go/redlock/valkey v0.0.0
+	github.com/redlock-go/redlock v0.1.0
+	github.com/redlock-go/redlock/goredis v0.1.0
+	github.com/redlock-go/redlock/rueidis v0.1.0
+	github.com/redlock-go/redlock/valkey v0.1.0
 	github.com/valkey-io/valkey-go v1.0.79
 )
 
@@ -48,11 +48,3 @@ require (
 	golang.org/x/sys v0.48.0 // indirect
 	gopkg.in/yaml.v2 v2.4.0 // indirect
 )
-
-replace github.com/redlock-go/redlock => ..
-
-replace github.com/redlock-go/redlock/goredis => ../goredis
-
-replace github.com/redlock-go/redlock/rueidis => ../rueidis
-
-replace github.com/redlock-go/redlock/valkey => ../valkey

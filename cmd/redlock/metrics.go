@@ -18,10 +18,10 @@ import (
 
 // `redlock demo --metrics ADDR` serves the demo's metrics at
 // http://ADDR/metrics in the Prometheus text format, with the names and
-// labels that the otel module's Observer gets through the OpenTelemetry
+// labels that the redlockotel module's Observer gets through the OpenTelemetry
 // Prometheus exporter (docs/observability.md), plus a client label. This
 // command lives in the root module, whose dependencies stay redigo and
-// go-multierror (and the test helpers): it cannot import the otel module
+// go-multierror (and the test helpers): it cannot import the redlockotel module
 // or a Prometheus library without adding them to the root go.mod, so it
 // implements redlock.Observer and writes the text format itself, with the
 // standard library only.
@@ -49,7 +49,7 @@ type series struct {
 }
 
 // durationBuckets are the histograms' upper bounds, in seconds (the
-// otel module's call buckets).
+// redlockotel module's call buckets).
 var durationBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
 
 func newRegistry() *registry { return &registry{fams: make(map[string]*family)} }
@@ -295,7 +295,7 @@ func (o *demoObserver) nodeErrors(nodes []redlock.NodeResult) {
 	}
 }
 
-// errorType is the kind of a node's error, as the otel module names it.
+// errorType is the kind of a node's error, as the redlockotel module names it.
 func errorType(err error) string {
 	switch {
 	case errors.Is(err, redlock.ErrQuarantined):

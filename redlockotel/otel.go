@@ -39,7 +39,7 @@ import (
 )
 
 // ScopeName is the instrumentation scope of the Meter and the Tracer.
-const ScopeName = "github.com/redlock-go/redlock/otel"
+const ScopeName = "github.com/redlock-go/redlock/redlockotel"
 
 // The attributes of the metrics and spans.
 const (

@@ -17,7 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/redlock-go/redlock"
-	redlockotel "github.com/redlock-go/redlock/otel"
+	"github.com/redlock-go/redlock/redlockotel"
 	"github.com/redlock-go/redlock/redlocktest"
 )
 

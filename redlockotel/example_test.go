@@ -15,7 +15,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/redlock-go/redlock"
-	redlockotel "github.com/redlock-go/redlock/otel"
+	"github.com/redlock-go/redlock/redlockotel"
 	"github.com/redlock-go/redlock/redlocktest"
 )
 

@@ -32,6 +32,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/redlock-go/redlock/observe"
 )
 
 // Client coordinates locks over a fixed set of independent Redis masters.
@@ -69,8 +71,8 @@ type Client struct {
 	wd  *watchdog
 	rel *releaser // the releases Unlock could not confirm
 
-	obs   Observer  // WithObserver's; nil: no events
-	watch nodeWatch // the node states last reported to obs
+	obs   observe.Observer // WithObserver's; nil: no events
+	watch nodeWatch        // the node states last reported to obs
 
 	closeOnce sync.Once
 	closeErr  error
@@ -158,7 +160,7 @@ func newClient(nodes []*Node, o options) (*Client, error) {
 		queues: make(map[string]*waitQueue),
 		links:  make(map[string][]string),
 		obs:    o.observer,
-		watch:  nodeWatch{reach: make(map[*peer]NodeState), quarantines: make(map[*serverProcess]time.Time)},
+		watch:  nodeWatch{reach: make(map[*peer]observe.NodeState), quarantines: make(map[*serverProcess]time.Time)},
 	}
 	c.maxLease.Store(int64(o.lease))
 	c.leases.base = now()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/observe"
 	"github.com/redlock-go/redlock/redlocktest"
 )
 
@@ -31,7 +32,7 @@ func BenchmarkLockUnlock(b *testing.B) {
 // that does nothing: the cost of building the events (each round's node
 // results), against BenchmarkLockUnlock's none.
 func BenchmarkLockUnlockObserved(b *testing.B) {
-	benchLockUnlock(b, nil, redlock.WithObserver(redlock.NopObserver{}))
+	benchLockUnlock(b, nil, redlock.WithObserver(observe.NopObserver{}))
 }
 
 // BenchmarkLockUnlockDeadMinority is BenchmarkLockUnlock with two of the

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/observe"
 	"github.com/redlock-go/redlock/redlocktest"
 )
 
@@ -26,7 +27,7 @@ type spanKey struct{}
 // recorder is an Observer that keeps every event, in order, each as a
 // line that names it, and the events themselves.
 type recorder struct {
-	redlock.NopObserver
+	observe.NopObserver
 	mu     sync.Mutex
 	lines  []string
 	events []any
@@ -44,7 +45,7 @@ func (r *recorder) add(ctx context.Context, line string, e any) {
 	}
 }
 
-func (r *recorder) OpStarted(ctx context.Context, e redlock.OpStart) context.Context {
+func (r *recorder) OpStarted(ctx context.Context, e observe.OpStart) context.Context {
 	r.mu.Lock()
 	r.ops++
 	n := r.ops
@@ -54,43 +55,43 @@ func (r *recorder) OpStarted(ctx context.Context, e redlock.OpStart) context.Con
 	return ctx
 }
 
-func (r *recorder) AttemptDone(ctx context.Context, e redlock.Attempt) {
+func (r *recorder) AttemptDone(ctx context.Context, e observe.Attempt) {
 	r.add(ctx, "attempt "+e.Lock+" "+e.Outcome.String(), e)
 }
 
-func (r *recorder) WaitStarted(ctx context.Context, e redlock.Wait) {
+func (r *recorder) WaitStarted(ctx context.Context, e observe.Wait) {
 	r.add(ctx, "wait "+e.Op.String()+" "+e.Lock, e)
 }
 
-func (r *recorder) AcquireDone(ctx context.Context, e redlock.Acquire) {
+func (r *recorder) AcquireDone(ctx context.Context, e observe.Acquire) {
 	r.add(ctx, "acquire "+e.Op.String()+" "+e.Lock+" "+e.Outcome.String(), e)
 }
 
-func (r *recorder) ReleaseDone(ctx context.Context, e redlock.Release) {
+func (r *recorder) ReleaseDone(ctx context.Context, e observe.Release) {
 	r.add(ctx, "release "+e.Lock+" "+e.Outcome.String(), e)
 }
 
-func (r *recorder) ForceDone(ctx context.Context, e redlock.Force) {
+func (r *recorder) ForceDone(ctx context.Context, e observe.Force) {
 	r.add(ctx, fmt.Sprintf("force %s deleted=%v", e.Lock, e.Deleted), e)
 }
 
-func (r *recorder) HoldStarted(e redlock.HoldStart) {
+func (r *recorder) HoldStarted(e observe.HoldStart) {
 	r.add(nil, fmt.Sprintf("hold %s watchdog=%v", e.Lock, e.Watchdog), e)
 }
 
-func (r *recorder) HoldEnded(e redlock.HoldEnd) {
+func (r *recorder) HoldEnded(e observe.HoldEnd) {
 	r.add(nil, fmt.Sprintf("end %s %s lost=%v", e.Lock, e.Reason, e.Reason.Lost()), e)
 }
 
-func (r *recorder) RenewalDone(e redlock.Renewal) {
+func (r *recorder) RenewalDone(e observe.Renewal) {
 	r.add(nil, fmt.Sprintf("renewal holds=%d renewed=%d taken=%d", e.Holds, e.Renewed, e.Taken), e)
 }
 
-func (r *recorder) NodeChanged(e redlock.NodeChange) {
+func (r *recorder) NodeChanged(e observe.NodeChange) {
 	r.add(nil, "node "+e.Node+" "+e.State.String(), e)
 }
 
-func (r *recorder) PubSubReconnected(e redlock.PubSubReconnect) {
+func (r *recorder) PubSubReconnected(e observe.PubSubReconnect) {
 	r.add(nil, fmt.Sprintf("pubsub %s channels=%d", e.Node, e.Channels), e)
 }
 
@@ -176,21 +177,21 @@ func TestObserverLockUnlockInOrder(t *testing.T) {
 	}, rec.of(""))
 	assert.Empty(t, rec.lost, "events without their call's context")
 
-	a := first[redlock.Attempt](t, rec, "attempt")
+	a := first[observe.Attempt](t, rec, "attempt")
 	assert.GreaterOrEqual(t, a.Yes, 2)
 	assert.Equal(t, 0, a.No+a.Failed)
 	assert.Len(t, a.Nodes, 3)
 	assert.Positive(t, a.Took)
-	acq := first[redlock.Acquire](t, rec, "acquire")
+	acq := first[observe.Acquire](t, rec, "acquire")
 	assert.False(t, acq.Queued)
 	assert.False(t, acq.Reentrant)
 	assert.Zero(t, acq.Waited)
 	assert.GreaterOrEqual(t, acq.Took, a.Took)
-	end := first[redlock.HoldEnd](t, rec, "end")
+	end := first[observe.HoldEnd](t, rec, "end")
 	assert.Positive(t, end.Held)
-	rel := first[redlock.Release](t, rec, "release job released")
+	rel := first[observe.Release](t, rec, "release job released")
 	assert.GreaterOrEqual(t, rel.Yes, 2)
-	notHeld := first[redlock.Release](t, rec, "release job not_held")
+	notHeld := first[observe.Release](t, rec, "release job not_held")
 	assert.Nil(t, notHeld.Nodes, "no round was sent")
 }
 
@@ -218,7 +219,7 @@ func TestObserverContendedAcquisitions(t *testing.T) {
 	lines := rec.of("")
 	assert.Contains(t, lines, "wait TryLock busy")
 	assert.Equal(t, "acquire TryLock busy acquired", rec.of("acquire")[0])
-	got := first[redlock.Acquire](t, rec, "acquire")
+	got := first[observe.Acquire](t, rec, "acquire")
 	assert.True(t, got.Queued)
 	assert.GreaterOrEqual(t, got.Waited, 200*time.Millisecond)
 	assert.LessOrEqual(t, got.Waited, got.Took)
@@ -254,10 +255,10 @@ func TestObserverHoldEnds(t *testing.T) {
 	require.Eventually(t, func() bool { return rec.has("end taken taken lost=true") }, time.Second, 5*time.Millisecond)
 	assert.True(t, rec.has("force taken deleted=true"))
 	assert.True(t, rec.has("renewal holds=1 renewed=0 taken=1"), "%q", rec.of("renewal"))
-	r := first[redlock.Renewal](t, rec, "renewal holds=1 renewed=0 taken=1")
+	r := first[observe.Renewal](t, rec, "renewal holds=1 renewed=0 taken=1")
 	assert.Len(t, r.Nodes, 3)
 	for _, n := range r.Nodes {
-		assert.Equal(t, redlock.AnswerYes, n.Answer, "node %s answered", n.Node)
+		assert.Equal(t, observe.AnswerYes, n.Answer, "node %s answered", n.Node)
 	}
 }
 
@@ -268,7 +269,7 @@ func TestObserverRenewalRounds(t *testing.T) {
 	m := c.NewMutex("renewed")
 	require.NoError(t, m.Lock(ctx))
 	require.Eventually(t, func() bool { return len(rec.of("renewal holds=1 renewed=1 taken=0")) >= 2 }, 3*time.Second, 10*time.Millisecond)
-	r := first[redlock.Renewal](t, rec, "renewal")
+	r := first[observe.Renewal](t, rec, "renewal")
 	assert.Positive(t, r.Took)
 	require.NoError(t, m.Unlock(ctx))
 }
@@ -281,14 +282,14 @@ func TestObserverNodeStates(t *testing.T) {
 
 	require.NoError(t, cl.Kill(0))
 	require.Eventually(t, func() bool { return rec.has("node " + node0 + " down") }, 5*time.Second, 5*time.Millisecond)
-	down := first[redlock.NodeChange](t, rec, "node "+node0+" down")
+	down := first[observe.NodeChange](t, rec, "node "+node0+" down")
 	require.Error(t, down.Err)
 
 	rec.reset()
 	restarted := time.Now()
 	require.NoError(t, cl.Restart(0))
 	require.Eventually(t, func() bool { return rec.has("node " + node0 + " quarantined") }, 5*time.Second, 5*time.Millisecond)
-	q := first[redlock.NodeChange](t, rec, "node "+node0+" quarantined")
+	q := first[observe.NodeChange](t, rec, "node "+node0+" quarantined")
 	require.ErrorIs(t, q.Err, redlock.ErrQuarantined)
 	assert.WithinDuration(t, restarted.Add(2*time.Second), q.Until, 1500*time.Millisecond)
 	require.Eventually(t, func() bool { return rec.has("node " + node0 + " up") }, 5*time.Second, 5*time.Millisecond)
@@ -297,9 +298,9 @@ func TestObserverNodeStates(t *testing.T) {
 	rec.reset()
 	require.NoError(t, m.Lock(ctx))
 	require.NoError(t, m.Unlock(ctx))
-	a := first[redlock.Attempt](t, rec, "attempt")
-	assert.Contains(t, []redlock.NodeAnswer{redlock.AnswerQuarantined, redlock.AnswerUnheard}, a.Nodes[0].Answer)
-	if a.Nodes[0].Answer == redlock.AnswerQuarantined {
+	a := first[observe.Attempt](t, rec, "attempt")
+	assert.Contains(t, []observe.NodeAnswer{observe.AnswerQuarantined, observe.AnswerUnheard}, a.Nodes[0].Answer)
+	if a.Nodes[0].Answer == observe.AnswerQuarantined {
 		require.ErrorIs(t, a.Nodes[0].Err, redlock.ErrQuarantined)
 	}
 	assert.False(t, rec.has("node "+node0+" back"))

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/redlock-go/redlock/observe"
 )
 
 // What an Observer is told, as pure functions: how an acquisition's result
@@ -23,15 +25,15 @@ func TestUnitAcquireOutcome(t *testing.T) {
 		ctx  context.Context
 		ok   bool
 		err  error
-		want Outcome
+		want observe.Outcome
 	}{
-		{"held", live, true, nil, OutcomeAcquired},
-		{"held by another", live, false, nil, OutcomeBusy},
-		{"no quorum", live, false, noQuorum, OutcomeNoQuorum},
-		{"ctx ended", ended, false, fmt.Errorf("redlock: lock \"x\": %w; last attempt: %w", context.Canceled, noQuorum), OutcomeCanceled},
-		{"no quorum, ctx ended after", ended, false, noQuorum, OutcomeNoQuorum},
-		{"closed", live, false, ErrClosed, OutcomeFailed},
-		{"too late", live, false, errors.New("redlock: lock \"x\": acquired too late"), OutcomeFailed},
+		{"held", live, true, nil, observe.OutcomeAcquired},
+		{"held by another", live, false, nil, observe.OutcomeBusy},
+		{"no quorum", live, false, noQuorum, observe.OutcomeNoQuorum},
+		{"ctx ended", ended, false, fmt.Errorf("redlock: lock \"x\": %w; last attempt: %w", context.Canceled, noQuorum), observe.OutcomeCanceled},
+		{"no quorum, ctx ended after", ended, false, noQuorum, observe.OutcomeNoQuorum},
+		{"closed", live, false, ErrClosed, observe.OutcomeFailed},
+		{"too late", live, false, errors.New("redlock: lock \"x\": acquired too late"), observe.OutcomeFailed},
 	} {
 		assert.Equal(t, tc.want, acquireOutcome(tc.ctx, tc.ok, tc.err), tc.name)
 	}
@@ -39,18 +41,18 @@ func TestUnitAcquireOutcome(t *testing.T) {
 
 func TestUnitEventNames(t *testing.T) {
 	assert.Equal(t, []string{"Lock", "TryLock", "Unlock", "ForceUnlock", "Op(?)"},
-		[]string{OpLock.String(), OpTryLock.String(), OpUnlock.String(), OpForceUnlock.String(), Op(0).String()})
+		[]string{observe.OpLock.String(), observe.OpTryLock.String(), observe.OpUnlock.String(), observe.OpForceUnlock.String(), observe.Op(0).String()})
 	assert.Equal(t, []string{"acquired", "busy", "no_quorum", "canceled", "failed", "unknown"},
-		[]string{OutcomeAcquired.String(), OutcomeBusy.String(), OutcomeNoQuorum.String(), OutcomeCanceled.String(), OutcomeFailed.String(), Outcome(0).String()})
+		[]string{observe.OutcomeAcquired.String(), observe.OutcomeBusy.String(), observe.OutcomeNoQuorum.String(), observe.OutcomeCanceled.String(), observe.OutcomeFailed.String(), observe.Outcome(0).String()})
 	assert.Equal(t, []string{"released", "lowered", "not_held", "no_quorum", "unknown"},
-		[]string{UnlockReleased.String(), UnlockLowered.String(), UnlockNotHeld.String(), UnlockNoQuorum.String(), UnlockOutcome(0).String()})
+		[]string{observe.UnlockReleased.String(), observe.UnlockLowered.String(), observe.UnlockNotHeld.String(), observe.UnlockNoQuorum.String(), observe.UnlockOutcome(0).String()})
 	assert.Equal(t, []string{"yes", "no", "failed", "quarantined", "unheard", "unknown"},
-		[]string{AnswerYes.String(), AnswerNo.String(), AnswerFailed.String(), AnswerQuarantined.String(), AnswerUnheard.String(), NodeAnswer(0).String()})
+		[]string{observe.AnswerYes.String(), observe.AnswerNo.String(), observe.AnswerFailed.String(), observe.AnswerQuarantined.String(), observe.AnswerUnheard.String(), observe.NodeAnswer(0).String()})
 	assert.Equal(t, []string{"up", "down", "quarantined", "back", "unknown"},
-		[]string{NodeUp.String(), NodeDown.String(), NodeQuarantined.String(), NodeBack.String(), NodeState(0).String()})
-	reasons := []HoldEndReason{EndReleased, EndLeaseEnded, EndExpired, EndTaken, EndDenied, EndUnconfirmed, 0}
+		[]string{observe.NodeUp.String(), observe.NodeDown.String(), observe.NodeQuarantined.String(), observe.NodeBack.String(), observe.NodeState(0).String()})
+	reasons := []observe.HoldEndReason{observe.EndReleased, observe.EndLeaseEnded, observe.EndExpired, observe.EndTaken, observe.EndDenied, observe.EndUnconfirmed, 0}
 	var names []string
-	var lost []HoldEndReason
+	var lost []observe.HoldEndReason
 	for _, r := range reasons {
 		names = append(names, r.String())
 		if r.Lost() {
@@ -58,5 +60,5 @@ func TestUnitEventNames(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []string{"released", "lease_ended", "expired", "taken", "denied", "unconfirmed", "unknown"}, names)
-	assert.Equal(t, []HoldEndReason{EndExpired, EndTaken, EndDenied}, lost)
+	assert.Equal(t, []observe.HoldEndReason{observe.EndExpired, observe.EndTaken, observe.EndDenied}, lost)
 }

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+
+	"github.com/redlock-go/redlock/observe"
 )
 
 // Option configures a Client. Options are checked once, by Dial or New.
@@ -19,15 +21,15 @@ type options struct {
 	logger        *slog.Logger
 	tls           *tls.Config
 	fencing       bool
-	quarantine    time.Duration // < 0: the longest lease used (the default); 0: off
-	quarantineSet bool          // WithQuarantine was given: quarantine is its value, as given
-	youngNodes    bool          // also quarantine nodes first seen with a short uptime
-	conns         int           // long-lived connections per node
-	setup         time.Duration // bound of a connection's dial and set-up
-	setupSet      bool          // WithSetupTimeout was given (else the default)
-	observer      Observer      // nil: none (the default)
-	observerSet   bool          // WithObserver was given
-	stall         time.Duration // WithStallWarning's: a wait that node failures stall this long is said at Warn
+	quarantine    time.Duration    // < 0: the longest lease used (the default); 0: off
+	quarantineSet bool             // WithQuarantine was given: quarantine is its value, as given
+	youngNodes    bool             // also quarantine nodes first seen with a short uptime
+	conns         int              // long-lived connections per node
+	setup         time.Duration    // bound of a connection's dial and set-up
+	setupSet      bool             // WithSetupTimeout was given (else the default)
+	observer      observe.Observer // nil: none (the default)
+	observerSet   bool             // WithObserver was given
+	stall         time.Duration    // WithStallWarning's: a wait that node failures stall this long is said at Warn
 }
 
 func defaultOptions() options {

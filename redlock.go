@@ -2,6 +2,25 @@
 // independent Redis masters that stays safe and live while a minority of them
 // is dead, slow, paused or restarting.
 //
+//	client, err := redlock.Dial([]string{ // one URL per independent master
+//		"redis://10.0.0.1:6379", "redis://10.0.0.2:6379", "redis://10.0.0.3:6379",
+//	})
+//	if err != nil {
+//		return err
+//	}
+//	defer client.Close()
+//	ctx, cancel := context.WithTimeout(ctx, 30*time.Second) // Lock waits until ctx ends
+//	defer cancel()
+//	if err := client.Ping(ctx); err != nil { // does a quorum of the masters answer?
+//		return err
+//	}
+//	m := client.NewMutex("nightly-report")
+//	if err := m.Lock(ctx); err != nil { // renewed by the watchdog while held
+//		return err
+//	}
+//	defer m.Unlock(ctx)
+//	// work here; stop when m.Lost() closes
+//
 // A [Client] fans Lua scripts out to every master at once and counts a
 // majority (N/2+1) within the lease minus an allowance for clock drift (the
 // Redlock algorithm). A [Mutex] is one owner: it may lock again while it holds
@@ -32,6 +51,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/redlock-go/redlock/observe"
 )
 
 // Client coordinates locks over a fixed set of independent Redis masters.
@@ -69,8 +90,8 @@ type Client struct {
 	wd  *watchdog
 	rel *releaser // the releases Unlock could not confirm
 
-	obs   Observer  // WithObserver's; nil: no events
-	watch nodeWatch // the node states last reported to obs
+	obs   observe.Observer // WithObserver's; nil: no events
+	watch nodeWatch        // the node states last reported to obs
 
 	closeOnce sync.Once
 	closeErr  error
@@ -158,7 +179,7 @@ func newClient(nodes []*Node, o options) (*Client, error) {
 		queues: make(map[string]*waitQueue),
 		links:  make(map[string][]string),
 		obs:    o.observer,
-		watch:  nodeWatch{reach: make(map[*peer]NodeState), quarantines: make(map[*serverProcess]time.Time)},
+		watch:  nodeWatch{reach: make(map[*peer]observe.NodeState), quarantines: make(map[*serverProcess]time.Time)},
 	}
 	c.maxLease.Store(int64(o.lease))
 	c.leases.base = now()

@@ -13,6 +13,8 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/hashicorp/go-multierror"
+
+	"github.com/redlock-go/redlock/observe"
 )
 
 // Mutex is one owner of a named lock. Lock it again while it holds it and
@@ -195,13 +197,13 @@ func (m *Mutex) TryLock(ctx context.Context, wait, lease time.Duration) (bool, e
 // attempt is what one acquisition round found.
 type attempt struct {
 	ok     bool
-	freeIn time.Duration // when not ok: until a majority is free, at the latest
-	err    error         // ErrNoQuorum, rollback errors, or ctx.Err()
-	split  bool          // not ok, but some nodes said yes: contenders split the vote
-	subs   int           // ok or split, and told its take: the clients subscribed (acquire.lua); -1: not told
-	took   time.Duration // how long the attempt took
-	ended  bool          // err is only ctx.Err(): it tells nothing of the nodes
-	nodes  []NodeResult  // failed for want of a quorum: what each node did (see stall); nil otherwise
+	freeIn time.Duration        // when not ok: until a majority is free, at the latest
+	err    error                // ErrNoQuorum, rollback errors, or ctx.Err()
+	split  bool                 // not ok, but some nodes said yes: contenders split the vote
+	subs   int                  // ok or split, and told its take: the clients subscribed (acquire.lua); -1: not told
+	took   time.Duration        // how long the attempt took
+	ended  bool                 // err is only ctx.Err(): it tells nothing of the nodes
+	nodes  []observe.NodeResult // failed for want of a quorum: what each node did (see stall); nil otherwise
 }
 
 // acquire takes the lock, waiting at most maxWait (negative: until ctx
@@ -243,7 +245,7 @@ func (m *Mutex) acquireWith(ctx context.Context, maxWait, lease time.Duration, w
 	}
 	if w != nil {
 		w.from = now()
-		m.c.obs.WaitStarted(ctx, Wait{Op: opOf(maxWait), Lock: m.name})
+		m.c.obs.WaitStarted(ctx, observe.Wait{Op: opOf(maxWait), Lock: m.name})
 	}
 	return m.await(ctx, maxWait, lease, renew, a)
 }
@@ -627,11 +629,11 @@ const stallRepeat = time.Minute
 // within 100 ms (see retryAfterError), an attempt lasts a node timeout at
 // most, and each failed attempt is a look at the clock.
 type stall struct {
-	what, name string       // "lock" or "semaphore", and its name
-	begin      time.Time    // when the call began
-	since      time.Time    // the start of the run's first attempt; zero: no run
-	warned     time.Time    // the last warning; zero: none yet
-	failed     []NodeResult // per node, in the Client's order: its latest failure in the run (Answer 0: none)
+	what, name string               // "lock" or "semaphore", and its name
+	begin      time.Time            // when the call began
+	since      time.Time            // the start of the run's first attempt; zero: no run
+	warned     time.Time            // the last warning; zero: none yet
+	failed     []observe.NodeResult // per node, in the Client's order: its latest failure in the run (Answer 0: none)
 }
 
 // saw takes note of a, an attempt of the wait that did not take the lock,
@@ -647,19 +649,19 @@ func (s *stall) saw(ctx context.Context, c *Client, a attempt) {
 	}
 	t := now()
 	if s.since.IsZero() {
-		s.since, s.failed = t.Add(-a.took), make([]NodeResult, len(c.peers))
+		s.since, s.failed = t.Add(-a.took), make([]observe.NodeResult, len(c.peers))
 	}
 	nodes := s.note(c, a, failing)
 	if t.Sub(s.since) < c.opts.stall || !s.warned.IsZero() && t.Sub(s.warned) < stallRepeat {
 		return
 	}
 	s.warned = t
-	e := WaitStall{Lock: s.name, Waited: t.Sub(s.begin), Stalled: t.Sub(s.since), Nodes: nodes, Err: a.err}
+	e := observe.WaitStall{Lock: s.name, Waited: t.Sub(s.begin), Stalled: t.Sub(s.since), Nodes: nodes, Err: a.err}
 	why := make([]any, len(nodes))
 	down := 0
 	for i, n := range nodes {
 		var ne *NodeError
-		if n.Answer == AnswerUnheard || !errors.As(n.Err, &ne) {
+		if n.Answer == observe.AnswerUnheard || !errors.As(n.Err, &ne) {
 			why[i] = slog.String(n.Node, "not waited for: the attempt was decided without it")
 			continue
 		}
@@ -681,10 +683,10 @@ func (s *stall) saw(ctx context.Context, c *Client, a attempt) {
 // many nodes failed) with why their connection is down, or else their
 // latest failure in the run, if any. A node that answered in a is
 // forgotten.
-func (s *stall) note(c *Client, a attempt, failing []NodeResult) []NodeResult {
+func (s *stall) note(c *Client, a attempt, failing []observe.NodeResult) []observe.NodeResult {
 	seen := a.nodes
 	if len(seen) != len(c.peers) {
-		seen = make([]NodeResult, len(c.peers)) // no round told: only failing is known
+		seen = make([]observe.NodeResult, len(c.peers)) // no round told: only failing is known
 	}
 	for _, f := range failing {
 		for i, p := range c.peers {
@@ -693,24 +695,24 @@ func (s *stall) note(c *Client, a attempt, failing []NodeResult) []NodeResult {
 			}
 		}
 	}
-	var out []NodeResult
+	var out []observe.NodeResult
 	for i, n := range seen {
 		switch n.Answer {
-		case AnswerFailed, AnswerQuarantined:
+		case observe.AnswerFailed, observe.AnswerQuarantined:
 			s.failed[i] = n
-		case AnswerUnheard:
+		case observe.AnswerUnheard:
 			switch why := c.peers[i].t.unreachable(); {
 			case why != nil:
-				out = append(out, NodeResult{Node: c.peers[i].name, Answer: AnswerFailed, Err: c.peers[i].fail(fmt.Errorf("not waited for; not connected: %w", why))})
+				out = append(out, observe.NodeResult{Node: c.peers[i].name, Answer: observe.AnswerFailed, Err: c.peers[i].fail(fmt.Errorf("not waited for; not connected: %w", why))})
 				continue
 			case s.failed[i].Answer == 0:
-				out = append(out, NodeResult{Node: c.peers[i].name, Answer: AnswerUnheard})
+				out = append(out, observe.NodeResult{Node: c.peers[i].name, Answer: observe.AnswerUnheard})
 				continue
 			}
 		case 0:
 			continue // not told
 		default:
-			s.failed[i] = NodeResult{} // it answered
+			s.failed[i] = observe.NodeResult{} // it answered
 			continue
 		}
 		out = append(out, s.failed[i])
@@ -722,22 +724,22 @@ func (s *stall) note(c *Client, a attempt, failing []NodeResult) []NodeResult {
 // err from a quorum: every node named in its ErrNoQuorum error, failed or
 // in restart quarantine. None when err is not ErrNoQuorum, or names no
 // node (the attempt gave up on nodes it did not wait for).
-func failingNodes(err error) []NodeResult {
+func failingNodes(err error) []observe.NodeResult {
 	var qe *quorumError
 	if !errors.As(err, &qe) || qe.nodes == nil {
 		return nil
 	}
-	var out []NodeResult
+	var out []observe.NodeResult
 	for _, e := range qe.nodes.Errors {
 		var ne *NodeError
 		if !errors.As(e, &ne) {
 			continue
 		}
-		answer := AnswerFailed
+		answer := observe.AnswerFailed
 		if errors.Is(ne, ErrQuarantined) {
-			answer = AnswerQuarantined
+			answer = observe.AnswerQuarantined
 		}
-		out = append(out, NodeResult{Node: ne.Node, Answer: answer, Err: ne})
+		out = append(out, observe.NodeResult{Node: ne.Node, Answer: answer, Err: ne})
 	}
 	return out
 }
@@ -881,7 +883,7 @@ func (m *Mutex) release(ctx context.Context, note *releaseNote) error {
 	h, target, state := m.toRelease()
 	switch {
 	case h == nil:
-		note.set(UnlockNotHeld, nil)
+		note.set(observe.UnlockNotHeld, nil)
 		return ErrNotHeld
 	case state == unsure || state == freed:
 		return m.confirmRelease(ctx, h, note)
@@ -902,23 +904,23 @@ func (m *Mutex) release(ctx context.Context, note *releaseNote) error {
 	}
 	switch {
 	case state == owed:
-		note.set(UnlockNotHeld, r)
+		note.set(observe.UnlockNotHeld, r)
 		h.finish() // the hold was gone before this round; it only cleaned up
 		return ErrNotHeld
 	case r.ballot.won() && target == 0:
-		note.set(UnlockReleased, r)
+		note.set(observe.UnlockReleased, r)
 		h.end(endReleased)
 		return nil
 	case r.ballot.won():
-		note.set(UnlockLowered, r)
+		note.set(observe.UnlockLowered, r)
 		h.lower(target, seq)
 		return nil
 	case r.ballot.denied():
-		note.set(UnlockNotHeld, r)
+		note.set(observe.UnlockNotHeld, r)
 		h.end(endDenied) // not ours on a majority: lost without us noticing
 		return ErrNotHeld
 	}
-	note.set(UnlockNoQuorum, r)
+	note.set(observe.UnlockNoQuorum, r)
 	op := "unlock " + quoteName(m.name)
 	if target == 0 {
 		// The last hold ends here whatever the nodes did; the Client
@@ -940,14 +942,14 @@ func (m *Mutex) release(ctx context.Context, note *releaseNote) error {
 // on a majority, after which the key is gone or another owner has it:
 // every answer counts as released. m.op must be held.
 func (m *Mutex) confirmRelease(ctx context.Context, h *hold, note *releaseNote) error {
-	note.set(UnlockReleased, nil)
+	note.set(observe.UnlockReleased, nil)
 	if seq, unsure := h.unconfirmed(); unsure {
 		r := m.c.fanout(ctx, h.releaseCall(0, seq, true), classifyAnyInt, (*ballot).certain, nil)
 		if !r.ballot.won() {
-			note.set(UnlockNoQuorum, r)
+			note.set(observe.UnlockNoQuorum, r)
 			return withCtx(ctx, r.noQuorum("unlock "+quoteName(m.name)+" (a retry; the hold has ended and its release is retried in the background)"))
 		}
-		note.set(UnlockReleased, r)
+		note.set(observe.UnlockReleased, r)
 		m.wakeLocal("")
 	}
 	h.finish()
@@ -1016,7 +1018,7 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 	c := m.c
 	var start time.Time
 	if c.obs != nil {
-		ctx = c.obs.OpStarted(ctx, OpStart{Op: OpForceUnlock, Lock: m.name})
+		ctx = c.obs.OpStarted(ctx, observe.OpStart{Op: observe.OpForceUnlock, Lock: m.name})
 		start = now()
 	}
 	msg := "force:" + m.field + "/" + strconv.FormatInt(m.seq.Add(1), 10)

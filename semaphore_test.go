@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/observe"
 	"github.com/redlock-go/redlock/redlocktest"
 )
 
@@ -336,7 +337,7 @@ func TestSemaphoreReleaseWakesAWaiter(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		opts := []redlock.Option{redlock.WithLease(30 * time.Second)}
 		if i == 2 {
-			opts = append(opts, redlock.WithObserver(redlock.NopObserver{}))
+			opts = append(opts, redlock.WithObserver(observe.NopObserver{}))
 		}
 		sems = append(sems, dial(t, cl, opts...).NewSemaphore("handoff", 2))
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/observe"
 	"github.com/redlock-go/redlock/redlocktest"
 )
 
@@ -64,34 +65,34 @@ type stallSpan struct{}
 // stallRecorder is an Observer that keeps the WaitStalled events, and
 // whether each came with its call's context (that OpStarted returned).
 type stallRecorder struct {
-	redlock.NopObserver
+	observe.NopObserver
 	mu       sync.Mutex
-	stalls   []redlock.WaitStall
+	stalls   []observe.WaitStall
 	spanned  []bool
 	attempts int
 }
 
-func (r *stallRecorder) OpStarted(ctx context.Context, _ redlock.OpStart) context.Context {
+func (r *stallRecorder) OpStarted(ctx context.Context, _ observe.OpStart) context.Context {
 	return context.WithValue(ctx, stallSpan{}, true)
 }
 
-func (r *stallRecorder) AttemptDone(context.Context, redlock.Attempt) {
+func (r *stallRecorder) AttemptDone(context.Context, observe.Attempt) {
 	r.mu.Lock()
 	r.attempts++
 	r.mu.Unlock()
 }
 
-func (r *stallRecorder) WaitStalled(ctx context.Context, e redlock.WaitStall) {
+func (r *stallRecorder) WaitStalled(ctx context.Context, e observe.WaitStall) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.stalls = append(r.stalls, e)
 	r.spanned = append(r.spanned, ctx.Value(stallSpan{}) != nil)
 }
 
-func (r *stallRecorder) events() ([]redlock.WaitStall, []bool) {
+func (r *stallRecorder) events() ([]observe.WaitStall, []bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]redlock.WaitStall(nil), r.stalls...), append([]bool(nil), r.spanned...)
+	return append([]observe.WaitStall(nil), r.stalls...), append([]bool(nil), r.spanned...)
 }
 
 // stallCase is one kind of acquisition that waits: hold takes, as another
@@ -189,7 +190,7 @@ func TestStallWarnedWhenEveryNodeIsDown(t *testing.T) {
 					assert.ErrorIs(t, e.Err, redlock.ErrNoQuorum)
 					require.Len(t, e.Nodes, 3)
 					for i, n := range e.Nodes {
-						assert.Equal(t, redlock.AnswerFailed, n.Answer)
+						assert.Equal(t, observe.AnswerFailed, n.Answer)
 						var ne *redlock.NodeError
 						if assert.True(t, errors.As(n.Err, &ne), "node %d: %v", i, n.Err) {
 							assert.Contains(t, lines[0], ne.Node)

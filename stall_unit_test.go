@@ -11,17 +11,21 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/redlock-go/redlock/observe"
 )
 
 // The stall of a wait (see stall) on a clock the test moves: when it is
 // said, how often, and what ends it.
 
 type stallEvents struct {
-	NopObserver
-	stalls []WaitStall
+	observe.NopObserver
+	stalls []observe.WaitStall
 }
 
-func (o *stallEvents) WaitStalled(_ context.Context, e WaitStall) { o.stalls = append(o.stalls, e) }
+func (o *stallEvents) WaitStalled(_ context.Context, e observe.WaitStall) {
+	o.stalls = append(o.stalls, e)
+}
 
 func TestUnitStallWarnsOnceAMinute(t *testing.T) {
 	base := time.Now()
@@ -70,7 +74,7 @@ func TestUnitStallWarnsOnceAMinute(t *testing.T) {
 	var names []string
 	for _, n := range e.Nodes {
 		names = append(names, n.Node)
-		assert.Equal(t, AnswerFailed, n.Answer)
+		assert.Equal(t, observe.AnswerFailed, n.Answer)
 	}
 	assert.Equal(t, []string{"a", "b"}, names, "the nodes of the last attempt, in order")
 	assert.Contains(t, log.String(), `nodes.a="connection refused" nodes.b="connection refused"`)
@@ -108,5 +112,5 @@ func TestUnitStallNotWarnedForContention(t *testing.T) {
 	quarantined := &NodeError{Node: "a", Err: ErrQuarantined}
 	nodes := failingNodes(joinRollback("x", &quorumError{op: "lock", n: 3, need: 2, nodes: appendError(nil, quarantined)}, errors.New("rollback")))
 	require.Len(t, nodes, 1, "a quorum error under a rollback's")
-	assert.Equal(t, AnswerQuarantined, nodes[0].Answer)
+	assert.Equal(t, observe.AnswerQuarantined, nodes[0].Answer)
 }

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/redlock-go/redlock/observe"
 )
 
 // One vote per server process. A quorum member's vote is the server
@@ -155,12 +157,12 @@ func (c *Client) reportVote(cl claim, was, now *duplicate) {
 		err := &duplicateError{node: cl.p, d: now}
 		c.opts.logger.Error("redlock: node not counted: it reaches the same server process as another node; list each server once",
 			"node", cl.p.name, "addr", cl.addr, "duplicates", now.of.name, "run_id", now.runID)
-		c.nodeChanged(NodeChange{Node: cl.p.name, Addr: cl.addr, State: NodeDuplicate, Err: cl.p.fail(err)})
+		c.nodeChanged(observe.NodeChange{Node: cl.p.name, Addr: cl.addr, State: observe.NodeDuplicate, Err: cl.p.fail(err)})
 		return
 	}
 	c.opts.logger.Info("redlock: node counted again: it no longer reaches the same server process as another node",
 		"node", cl.p.name, "addr", cl.addr, "duplicated", was.of.name)
-	c.nodeChanged(NodeChange{Node: cl.p.name, Addr: cl.addr, State: NodeBack})
+	c.nodeChanged(observe.NodeChange{Node: cl.p.name, Addr: cl.addr, State: observe.NodeBack})
 }
 
 // duplicates returns an error wrapping ErrInvalid and ErrDuplicateNode

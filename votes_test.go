@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/observe"
 	"github.com/redlock-go/redlock/redlocktest"
 )
 
@@ -39,21 +40,21 @@ func (b *lockedBuffer) String() string {
 
 // nodeChanges records the Observer's NodeChanged events.
 type nodeChanges struct {
-	redlock.NopObserver
+	observe.NopObserver
 	mu     sync.Mutex
-	events []redlock.NodeChange
+	events []observe.NodeChange
 }
 
-func (o *nodeChanges) NodeChanged(e redlock.NodeChange) {
+func (o *nodeChanges) NodeChanged(e observe.NodeChange) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.events = append(o.events, e)
 }
 
-func (o *nodeChanges) of(state redlock.NodeState) []redlock.NodeChange {
+func (o *nodeChanges) of(state observe.NodeState) []observe.NodeChange {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	var out []redlock.NodeChange
+	var out []observe.NodeChange
 	for _, e := range o.events {
 		if e.State == state {
 			out = append(out, e)
@@ -121,8 +122,8 @@ func TestAliasOfANodeCountsOnce(t *testing.T) {
 			// One Error line, one Observer event.
 			assert.Equal(t, 1, strings.Count(logs.String(), "level=ERROR"), logs.String())
 			assert.Contains(t, logs.String(), "same server process as another node")
-			require.Len(t, obs.of(redlock.NodeDuplicate), 1)
-			assert.Equal(t, st[dup].Node, obs.of(redlock.NodeDuplicate)[0].Node)
+			require.Len(t, obs.of(observe.NodeDuplicate), 1)
+			assert.Equal(t, st[dup].Node, obs.of(observe.NodeDuplicate)[0].Node)
 			t.Logf("log: %s", strings.TrimSpace(logs.String()[strings.Index(logs.String(), "level=ERROR"):]))
 
 			// Both servers up: two processes of three nodes are a majority.

@@ -1,5 +1,6 @@
 // Package redlockotel reports what a redlock Client does as OpenTelemetry
-// metrics and traces: an implementation of redlock.Observer.
+// metrics and traces: an implementation of observe.Observer
+// (github.com/redlock-go/redlock/observe).
 //
 //	obs, err := redlockotel.New() // the global MeterProvider and TracerProvider
 //	client, err := redlock.Dial(urls, redlock.WithObserver(obs))
@@ -36,6 +37,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // ScopeName is the instrumentation scope of the Meter and the Tracer.
@@ -85,10 +87,10 @@ func WithAttributes(attrs ...attribute.KeyValue) Option {
 	return func(c *config) { c.attrs = append(c.attrs, attrs...) }
 }
 
-// Observer is a redlock.Observer that records OpenTelemetry metrics and
+// Observer is an observe.Observer that records OpenTelemetry metrics and
 // spans. Its methods are safe for concurrent use and do not block.
 type Observer struct {
-	redlock.NopObserver
+	observe.NopObserver
 	tracer trace.Tracer
 	names  bool
 	attrs  []attribute.KeyValue
@@ -104,7 +106,7 @@ type Observer struct {
 	quarantines map[server]time.Time // by server: in quarantine until (zero: until NodeBack)
 }
 
-var _ redlock.Observer = (*Observer)(nil)
+var _ observe.Observer = (*Observer)(nil)
 
 // New returns an Observer. It returns an error when an instrument cannot
 // be made.
@@ -182,7 +184,7 @@ func (o *Observer) nodeCounts(now time.Time) (quarantined, reachable int) {
 }
 
 // OpStarted starts the call's span.
-func (o *Observer) OpStarted(ctx context.Context, e redlock.OpStart) context.Context {
+func (o *Observer) OpStarted(ctx context.Context, e observe.OpStart) context.Context {
 	attrs := []attribute.KeyValue{AttrOperation.String(e.Op.String())}
 	if o.names {
 		attrs = append(attrs, AttrLockName.String(e.Lock))
@@ -190,7 +192,7 @@ func (o *Observer) OpStarted(ctx context.Context, e redlock.OpStart) context.Con
 	if e.Lease > 0 {
 		attrs = append(attrs, attribute.Float64("redlock.lease", e.Lease.Seconds()))
 	}
-	if e.Op == redlock.OpTryLock {
+	if e.Op == observe.OpTryLock {
 		attrs = append(attrs, attribute.Float64("redlock.wait", e.Wait.Seconds()))
 	}
 	ctx, _ = o.tracer.Start(ctx, "redlock."+e.Op.String(), trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
@@ -199,7 +201,7 @@ func (o *Observer) OpStarted(ctx context.Context, e redlock.OpStart) context.Con
 
 // AttemptDone adds an event for the attempt and one per node to the
 // call's span, and counts the nodes' errors.
-func (o *Observer) AttemptDone(ctx context.Context, e redlock.Attempt) {
+func (o *Observer) AttemptDone(ctx context.Context, e observe.Attempt) {
 	span := trace.SpanFromContext(ctx)
 	span.AddEvent("redlock.attempt", trace.WithAttributes(
 		AttrOutcome.String(e.Outcome.String()),
@@ -212,13 +214,13 @@ func (o *Observer) AttemptDone(ctx context.Context, e redlock.Attempt) {
 }
 
 // WaitStarted counts a waiter and marks the span.
-func (o *Observer) WaitStarted(ctx context.Context, _ redlock.Wait) {
+func (o *Observer) WaitStarted(ctx context.Context, _ observe.Wait) {
 	o.waiters.Add(1)
 	trace.SpanFromContext(ctx).AddEvent("redlock.wait")
 }
 
 // AcquireDone records the acquisition and ends its span.
-func (o *Observer) AcquireDone(ctx context.Context, e redlock.Acquire) {
+func (o *Observer) AcquireDone(ctx context.Context, e observe.Acquire) {
 	op, out := AttrOperation.String(e.Op.String()), AttrOutcome.String(e.Outcome.String())
 	o.ins.acquisitions.Add(ctx, 1, o.with(op, out))
 	o.ins.acquire.Record(ctx, e.Took.Seconds(), o.with(op, out))
@@ -228,11 +230,11 @@ func (o *Observer) AcquireDone(ctx context.Context, e redlock.Acquire) {
 	}
 	span := trace.SpanFromContext(ctx)
 	span.SetAttributes(out, attribute.Bool("redlock.reentrant", e.Reentrant), attribute.Float64("redlock.waited", e.Waited.Seconds()))
-	o.end(span, e.Outcome != redlock.OutcomeAcquired && e.Outcome != redlock.OutcomeBusy, e.Err)
+	o.end(span, e.Outcome != observe.OutcomeAcquired && e.Outcome != observe.OutcomeBusy, e.Err)
 }
 
 // ReleaseDone records the release and ends its span.
-func (o *Observer) ReleaseDone(ctx context.Context, e redlock.Release) {
+func (o *Observer) ReleaseDone(ctx context.Context, e observe.Release) {
 	out := AttrOutcome.String(e.Outcome.String())
 	o.ins.releases.Add(ctx, 1, o.with(out))
 	span := trace.SpanFromContext(ctx)
@@ -242,7 +244,7 @@ func (o *Observer) ReleaseDone(ctx context.Context, e redlock.Release) {
 }
 
 // ForceDone ends the ForceUnlock's span.
-func (o *Observer) ForceDone(ctx context.Context, e redlock.Force) {
+func (o *Observer) ForceDone(ctx context.Context, e observe.Force) {
 	span := trace.SpanFromContext(ctx)
 	o.nodes(ctx, span, e.Nodes)
 	span.SetAttributes(attribute.Bool("redlock.deleted", e.Deleted))
@@ -250,10 +252,10 @@ func (o *Observer) ForceDone(ctx context.Context, e redlock.Force) {
 }
 
 // HoldStarted counts a hold held.
-func (o *Observer) HoldStarted(redlock.HoldStart) { o.holds.Add(1) }
+func (o *Observer) HoldStarted(observe.HoldStart) { o.holds.Add(1) }
 
 // HoldEnded records the hold's end and duration.
-func (o *Observer) HoldEnded(e redlock.HoldEnd) {
+func (o *Observer) HoldEnded(e observe.HoldEnd) {
 	o.holds.Add(-1)
 	attrs := o.with(AttrEndReason.String(e.Reason.String()), AttrLost.Bool(e.Reason.Lost()))
 	ctx := context.Background()
@@ -262,47 +264,47 @@ func (o *Observer) HoldEnded(e redlock.HoldEnd) {
 }
 
 // RenewalDone records the round's duration and the nodes' errors.
-func (o *Observer) RenewalDone(e redlock.Renewal) {
+func (o *Observer) RenewalDone(e observe.Renewal) {
 	ctx := context.Background()
 	o.ins.renewal.Record(ctx, e.Took.Seconds(), o.base)
 	o.nodes(ctx, nil, e.Nodes)
 }
 
 // NodeChanged keeps the node's state for the gauges.
-func (o *Observer) NodeChanged(e redlock.NodeChange) {
+func (o *Observer) NodeChanged(e observe.NodeChange) {
 	k := server{e.Node, e.Addr}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	switch e.State {
-	case redlock.NodeUp, redlock.NodeDown:
-		o.reachable[e.Node] = e.State == redlock.NodeUp
-	case redlock.NodeQuarantined:
+	case observe.NodeUp, observe.NodeDown:
+		o.reachable[e.Node] = e.State == observe.NodeUp
+	case observe.NodeQuarantined:
 		o.quarantines[k] = e.Until
-	case redlock.NodeBack:
+	case observe.NodeBack:
 		delete(o.quarantines, k)
 	}
 }
 
 // PubSubReconnected counts the reconnect.
-func (o *Observer) PubSubReconnected(e redlock.PubSubReconnect) {
+func (o *Observer) PubSubReconnected(e observe.PubSubReconnect) {
 	o.ins.reconnects.Add(context.Background(), 1, o.with(AttrNode.String(e.Node)))
 }
 
 // nodes adds an event per node that answered, failed or is in quarantine
 // to span (when not nil), and counts the failures and quarantines as
 // node errors.
-func (o *Observer) nodes(ctx context.Context, span trace.Span, nodes []redlock.NodeResult) {
+func (o *Observer) nodes(ctx context.Context, span trace.Span, nodes []observe.NodeResult) {
 	for _, n := range nodes {
 		node := AttrNode.String(n.Node)
 		var name string
 		attrs := []attribute.KeyValue{node}
 		switch n.Answer {
-		case redlock.AnswerYes, redlock.AnswerNo:
+		case observe.AnswerYes, observe.AnswerNo:
 			name = "redlock.node.answered"
 			attrs = append(attrs, attribute.String("redlock.node.answer", n.Answer.String()))
-		case redlock.AnswerFailed, redlock.AnswerQuarantined:
+		case observe.AnswerFailed, observe.AnswerQuarantined:
 			name = "redlock.node.failed"
-			if n.Answer == redlock.AnswerQuarantined {
+			if n.Answer == observe.AnswerQuarantined {
 				name = "redlock.node.quarantined"
 			}
 			kind := AttrErrorType.String(ErrorType(n.Err))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // holding is the one hold exec takes and gives back: the lock of a Mutex
@@ -129,7 +130,7 @@ func (h *permitHold) busy() string { return "every permit held by other owners" 
 // protects it. exec's Client has one hold at most, so any renewal round
 // that did not renew every hold it had is about that one.
 type riskWatch struct {
-	redlock.NopObserver
+	observe.NopObserver
 	once  sync.Once
 	risk  chan struct{} // closed at the first renewal that reached no quorum
 	mu    sync.Mutex    // protects nodes
@@ -140,13 +141,13 @@ func newRiskWatch() *riskWatch { return &riskWatch{risk: make(chan struct{})} }
 
 // RenewalDone closes w.risk when e renewed fewer holds than it had and
 // found none taken (a taken hold closes Lost instead).
-func (w *riskWatch) RenewalDone(e redlock.Renewal) {
+func (w *riskWatch) RenewalDone(e observe.Renewal) {
 	if e.Renewed+e.Taken >= e.Holds {
 		return
 	}
 	var failed []string
 	for _, n := range e.Nodes {
-		if n.Answer != redlock.AnswerYes {
+		if n.Answer != observe.AnswerYes {
 			failed = append(failed, fmt.Sprintf("%s: %s: %v", n.Node, n.Answer, nodeCause(n.Err)))
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // `redlock demo --metrics ADDR` serves the demo's metrics at
@@ -23,7 +24,7 @@ import (
 // command lives in the root module, whose dependencies stay redigo and
 // go-multierror (and the test helpers): it cannot import the redlockotel module
 // or a Prometheus library without adding them to the root go.mod, so it
-// implements redlock.Observer and writes the text format itself, with the
+// implements observe.Observer and writes the text format itself, with the
 // standard library only.
 
 // registry holds metric families and writes them in the Prometheus text
@@ -182,7 +183,7 @@ func withLabel(rendered, name, value string) string {
 // demoObserver is one demo Client's Observer: it records into the
 // registry with the label client="cN".
 type demoObserver struct {
-	redlock.NopObserver
+	observe.NopObserver
 	r      *registry
 	client string
 
@@ -235,11 +236,11 @@ func (o *demoObserver) change(n *int, d int) {
 	o.mu.Unlock()
 }
 
-func (o *demoObserver) AttemptDone(_ context.Context, e redlock.Attempt) { o.nodeErrors(e.Nodes) }
+func (o *demoObserver) AttemptDone(_ context.Context, e observe.Attempt) { o.nodeErrors(e.Nodes) }
 
-func (o *demoObserver) WaitStarted(context.Context, redlock.Wait) { o.change(&o.waiters, 1) }
+func (o *demoObserver) WaitStarted(context.Context, observe.Wait) { o.change(&o.waiters, 1) }
 
-func (o *demoObserver) AcquireDone(_ context.Context, e redlock.Acquire) {
+func (o *demoObserver) AcquireDone(_ context.Context, e observe.Acquire) {
 	op := []string{"redlock_operation", e.Op.String(), "redlock_outcome", e.Outcome.String()}
 	o.r.add("redlock_acquisitions_total", "Lock and TryLock calls, by outcome.", o.l(op...), 1)
 	o.r.observe("redlock_acquire_duration_seconds", "Duration of Lock and TryLock calls, from call to return, waiting included.", o.l(op...), e.Took)
@@ -249,46 +250,46 @@ func (o *demoObserver) AcquireDone(_ context.Context, e redlock.Acquire) {
 	}
 }
 
-func (o *demoObserver) ReleaseDone(_ context.Context, e redlock.Release) {
+func (o *demoObserver) ReleaseDone(_ context.Context, e observe.Release) {
 	o.r.add("redlock_releases_total", "Unlock calls, by outcome.", o.l("redlock_outcome", e.Outcome.String()), 1)
 	o.nodeErrors(e.Nodes)
 }
 
-func (o *demoObserver) HoldStarted(redlock.HoldStart) { o.change(&o.holds, 1) }
+func (o *demoObserver) HoldStarted(observe.HoldStart) { o.change(&o.holds, 1) }
 
-func (o *demoObserver) HoldEnded(e redlock.HoldEnd) {
+func (o *demoObserver) HoldEnded(e observe.HoldEnd) {
 	o.change(&o.holds, -1)
 	l := o.l("redlock_hold_end_reason", e.Reason.String(), "redlock_hold_lost", strconv.FormatBool(e.Reason.Lost()))
 	o.r.add("redlock_holds_ended_total", "Holds ended, by reason; redlock_hold_lost is true for the holds lost.", l, 1)
 	o.r.observe("redlock_hold_duration_seconds", "Duration of holds, from the first acquisition to the end.", l, e.Held)
 }
 
-func (o *demoObserver) RenewalDone(e redlock.Renewal) {
+func (o *demoObserver) RenewalDone(e observe.Renewal) {
 	o.r.observe("redlock_renewal_duration_seconds", "Duration of the watchdog's renewal rounds.", o.l(), e.Took)
 	o.nodeErrors(e.Nodes)
 }
 
-func (o *demoObserver) NodeChanged(e redlock.NodeChange) {
+func (o *demoObserver) NodeChanged(e observe.NodeChange) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	switch e.State {
-	case redlock.NodeUp, redlock.NodeDown:
-		o.reachable[e.Node] = e.State == redlock.NodeUp
-	case redlock.NodeQuarantined:
+	case observe.NodeUp, observe.NodeDown:
+		o.reachable[e.Node] = e.State == observe.NodeUp
+	case observe.NodeQuarantined:
 		o.quarantines[e.Node+"|"+e.Addr] = e.Until
-	case redlock.NodeBack:
+	case observe.NodeBack:
 		delete(o.quarantines, e.Node+"|"+e.Addr)
 	}
 }
 
-func (o *demoObserver) PubSubReconnected(e redlock.PubSubReconnect) {
+func (o *demoObserver) PubSubReconnected(e observe.PubSubReconnect) {
 	o.r.add("redlock_pubsub_reconnects_total", "Pub/sub connections lost and replaced, by node.", o.l("redlock_node", e.Node), 1)
 }
 
 // nodeErrors counts the nodes that failed or did not count.
-func (o *demoObserver) nodeErrors(nodes []redlock.NodeResult) {
+func (o *demoObserver) nodeErrors(nodes []observe.NodeResult) {
 	for _, n := range nodes {
-		if n.Answer == redlock.AnswerFailed || n.Answer == redlock.AnswerQuarantined {
+		if n.Answer == observe.AnswerFailed || n.Answer == observe.AnswerQuarantined {
 			o.r.add("redlock_node_errors_total", "Answers of a node that failed or did not count (restart quarantine), by node and kind.",
 				o.l("redlock_node", n.Node, "error_type", errorType(n.Err)), 1)
 		}

@@ -124,7 +124,7 @@ func (c *Client) Status(ctx context.Context) ([]NodeStatus, error) {
 			s.Quarantine = c.excluded(p, "")
 			s.Counted = s.Quarantine == nil
 		}
-		if d := p.processOf("").dup.Load(); d != nil {
+		if d := p.dup.Load(); d != nil {
 			s.DuplicateOf = d.of.name
 		}
 		var known bool

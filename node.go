@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
@@ -104,6 +105,7 @@ type peer struct {
 	process serverProcess // the native layer's: the one server behind the node
 	foreign *foreign      // the layer over a Transport, nil for the native one
 	sub     listener
+	dup     atomic.Pointer[duplicate] // the node this one duplicates, nil when none (votes.go)
 }
 
 // listener is a peer's pub/sub connection, shared by every waiter of the
@@ -181,11 +183,10 @@ func (p *peer) processOf(key string) *serverProcess {
 }
 
 // send queues one script call on the node (transport.send), unless the
-// server process that serves its key votes through another node
-// (votes.go): then it fails at once, unsent, so that one server never
-// runs a call twice, once through each node.
+// node duplicates another (votes.go): then it fails at once, unsent, so
+// that one server never runs a call twice, once through each node.
 func (p *peer) send(c *Client, cl *call, deadline time.Time, to receiver, i int) {
-	if err := c.duplicated(p, cl.key()); err != nil {
+	if err := c.duplicated(p); err != nil {
 		to.receive(i, nil, notSent(err))
 		return
 	}
@@ -193,16 +194,14 @@ func (p *peer) send(c *Client, cl *call, deadline time.Time, to receiver, i int)
 }
 
 // sendBatch queues calls on the node to go in one round trip
-// (transport.sendBatch), unless the server process that serves one of
-// them votes through another node: then every call fails at once, unsent.
+// (transport.sendBatch), unless the node duplicates another: then every
+// call fails at once, unsent.
 func (p *peer) sendBatch(c *Client, calls []call, deadline time.Time, to receiver) {
-	for j := range calls {
-		if err := c.duplicated(p, calls[j].key()); err != nil {
-			for k := range calls {
-				to.receive(k, nil, notSent(err))
-			}
-			return
+	if err := c.duplicated(p); err != nil {
+		for k := range calls {
+			to.receive(k, nil, notSent(err))
 		}
+		return
 	}
 	p.t.sendBatch(calls, deadline, to)
 }

@@ -256,7 +256,7 @@ func (r *round) record(i int) {
 	var err error
 	if o.err == nil {
 		v = r.classify(o.reply)
-		if derr := r.c.duplicated(p, r.call.key()); derr != nil {
+		if derr := r.c.duplicated(p); derr != nil {
 			v, err = voteFailed, p.fail(derr)
 		} else if r.undo != nil {
 			qerr := r.c.quarantined(p, r.call.key())
@@ -537,10 +537,10 @@ func (c *Client) broadcast(ctx context.Context, timeout time.Duration, calls fun
 // quorums: no server that serves their keys duplicates another node's or
 // is in restart quarantine.
 func (c *Client) countedFor(p *peer, calls []call) bool {
+	if c.duplicated(p) != nil {
+		return false
+	}
 	if p.foreign == nil || len(calls) == 0 {
-		if c.duplicated(p, "") != nil {
-			return false
-		}
 		qerr := c.quarantined(p, "")
 		if c.obs != nil {
 			c.checkQuarantine(p, "", qerr)
@@ -555,9 +555,6 @@ func (c *Client) countedFor(p *peer, calls []call) bool {
 				continue
 			}
 			seen = append(seen, addr)
-			if c.duplicated(p, key) != nil {
-				return false
-			}
 			qerr := c.quarantined(p, key)
 			if c.obs != nil {
 				c.checkQuarantine(p, key, qerr)

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -36,8 +35,6 @@ type serverProcess struct {
 	unsure    error      // why the process is unknown since a new connection (a Transport's): nil once INFO answers
 	version   string     // redis_version of the process last observed
 	learned   time.Time  // when runID was first read: of two nodes that reach one process, the later one does not vote (votes.go)
-
-	dup atomic.Pointer[duplicate] // the node this process already votes through, nil when none (votes.go)
 }
 
 // observe records what INFO server says of the process, read at time at.

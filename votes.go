@@ -19,10 +19,11 @@ import (
 // host name and an IP, a proxy in front of it, a load balancer's DNS name,
 // a Redis Cluster member under two seed addresses) would otherwise make
 // one live process a majority of three. Of two nodes that reach one
-// process, the one whose connection read the run_id later does not count
-// while the duplication lasts; the majority stays computed over the
-// configured number of nodes, so an alias makes a deployment stricter,
-// never looser.
+// process, the one that read a shared run_id later does not count, and gets
+// no calls, while the duplication lasts: the whole node, since a server
+// belongs to one member (two members sharing a shard are one cluster
+// listed twice). The majority stays computed over the configured number of
+// nodes, so an alias makes a deployment stricter, never looser.
 
 // ErrDuplicateNode is wrapped by the error of a node that reaches the same
 // server process (the same run_id) as another node of the Client: its
@@ -31,51 +32,48 @@ import (
 // (NodeStatus.DuplicateOf).
 var ErrDuplicateNode = errors.New("redlock: one server process behind two nodes")
 
-// duplicate is why a server process does not vote through a node: it
-// already votes through another.
+// duplicate is why a node does not vote: a server process it reaches
+// already votes through another node.
 type duplicate struct {
 	of    *peer  // the node it votes through
-	addr  string // the server's address as the other node reaches it
-	runID string
+	addr  string // the shared server's address as the other node reaches it
+	runID string // the shared server's run_id
 }
 
 // votes is the state behind one vote per process.
 type votes struct {
 	mu    sync.Mutex  // serializes recheck
 	ready atomic.Bool // every peer is made: recheck may read c.peers
-	any   atomic.Bool // some process is a duplicate: lock calls must look
+	any   atomic.Bool // some node is a duplicate: lock calls must look
 }
 
-// duplicated says why node p's answers for key do not count because the
-// server process that serves key votes through another node; nil when it
-// does not. It costs one atomic load while no node duplicates another.
-func (c *Client) duplicated(p *peer, key string) error {
+// duplicated says why node p's answers do not count because a server
+// process it reaches votes through another node; nil when none does. It
+// costs one atomic load while no node duplicates another.
+func (c *Client) duplicated(p *peer) error {
 	if !c.votes.any.Load() {
 		return nil
 	}
-	d := p.processOf(key).dup.Load()
+	d := p.dup.Load()
 	if d == nil {
 		return nil
 	}
-	return &duplicateError{node: p, d: d}
+	return &duplicateError{d: d}
 }
 
 // excluded says why node p's answers for key do not count now: its server
 // process votes through another node, or it is in restart quarantine; nil
 // when they count.
 func (c *Client) excluded(p *peer, key string) error {
-	if err := c.duplicated(p, key); err != nil {
+	if err := c.duplicated(p); err != nil {
 		return err
 	}
 	return c.quarantined(p, key)
 }
 
-// duplicateError is a node's answers not counted because its server
-// process votes through another node.
-type duplicateError struct {
-	node *peer
-	d    *duplicate
-}
+// duplicateError is a node's answers not counted because a server
+// process it reaches votes through another node.
+type duplicateError struct{ d *duplicate }
 
 func (e *duplicateError) Error() string {
 	return fmt.Sprintf("same server process (run_id %s) as node %s (%s): counted once; list each server once",
@@ -88,81 +86,116 @@ func (e *duplicateError) Unwrap() error { return ErrDuplicateNode }
 type claim struct {
 	p       *peer
 	i       int
-	proc    *serverProcess
 	addr    string
 	runID   string
 	learned time.Time
 }
 
 // recheckVotes decides again, after the client read a server's identity,
-// which node each server process votes through: the node on which its
-// run_id was read first (by the order of the nodes on a tie). It reports
-// each change: a node found duplicating another at Error level, one that
-// no longer does at Info, and both through the Observer.
+// which nodes do not vote. Of the nodes that share a server process, each
+// ranks by the earliest time it read the run_id of a process it shares
+// (by the order of the nodes on a tie), and a node duplicates the
+// best-ranked node it shares a process with. The ranks are a total order,
+// so one node of every group of duplicates votes. It reports each change:
+// a node found duplicating another at Error level, one that no longer does
+// at Info, and both through the Observer.
 func (c *Client) recheckVotes() {
 	if !c.votes.ready.Load() {
 		return // newClient checks once every peer is made
 	}
 	type change struct {
-		cl  claim
-		was *duplicate
-		now *duplicate
+		p        *peer
+		was, now *duplicate
 	}
 	var changes []change
 	c.votes.mu.Lock()
-	claims := c.claims()
-	first := make(map[string]claim, len(claims))
+	shared, rank := c.sharedClaims()
 	any := false
-	for _, cl := range claims {
+	for _, p := range c.peers {
 		var d *duplicate
-		if f, ok := first[cl.runID]; !ok {
-			first[cl.runID] = cl
-		} else if f.p != cl.p {
-			d, any = &duplicate{of: f.p, addr: f.addr, runID: cl.runID}, true
+		for _, cl := range shared[p] {
+			for _, o := range cl.others {
+				if rank(o.p) < rank(p) && (d == nil || rank(o.p) < rank(d.of)) {
+					d = &duplicate{of: o.p, addr: o.addr, runID: o.runID}
+				}
+			}
 		}
-		was := cl.proc.dup.Load()
+		any = any || d != nil
+		was := p.dup.Load()
 		if (was == nil) != (d == nil) || was != nil && was.of != d.of {
-			cl.proc.dup.Store(d)
-			changes = append(changes, change{cl, was, d})
+			p.dup.Store(d)
+			changes = append(changes, change{p, was, d})
 		}
 	}
 	c.votes.any.Store(any)
 	c.votes.mu.Unlock()
 	for _, ch := range changes {
-		c.reportVote(ch.cl, ch.was, ch.now)
+		c.reportVote(ch.p, ch.was, ch.now)
 	}
 }
 
-// claims lists every server process known on every node with its run_id,
-// ordered by run_id, then by when the run_id was read, then by node.
-func (c *Client) claims() []claim {
-	var out []claim
+// sharedClaim is a node's claim on a process that other nodes reach too.
+type sharedClaim struct {
+	claim
+	others []claim // the other nodes' claims on the same process
+}
+
+// sharedClaims returns, for every node, its claims on server processes
+// that other nodes reach too, and the nodes' ranks (lower votes first):
+// by the earliest such claim, then by the order of the nodes.
+func (c *Client) sharedClaims() (map[*peer][]sharedClaim, func(*peer) int) {
+	byID := make(map[string][]claim)
 	for i, p := range c.peers {
 		for addr, proc := range p.processes() {
 			if id, learned := proc.identity(); id != "" {
-				out = append(out, claim{p: p, i: i, proc: proc, addr: addr, runID: id, learned: learned})
+				byID[id] = append(byID[id], claim{p: p, i: i, addr: addr, runID: id, learned: learned})
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b claim) int {
-		return cmp.Or(cmp.Compare(a.runID, b.runID), a.learned.Compare(b.learned), cmp.Compare(a.i, b.i))
+	shared := make(map[*peer][]sharedClaim)
+	earliest := make(map[*peer]claim)
+	for _, cls := range byID {
+		for _, cl := range cls {
+			var others []claim
+			for _, o := range cls {
+				if o.p != cl.p {
+					others = append(others, o)
+				}
+			}
+			if len(others) == 0 {
+				continue
+			}
+			shared[cl.p] = append(shared[cl.p], sharedClaim{cl, others})
+			if e, ok := earliest[cl.p]; !ok || cl.learned.Before(e.learned) {
+				earliest[cl.p] = cl
+			}
+		}
+	}
+	ranked := make([]*peer, 0, len(earliest))
+	for p := range earliest {
+		ranked = append(ranked, p)
+	}
+	slices.SortFunc(ranked, func(a, b *peer) int {
+		ea, eb := earliest[a], earliest[b]
+		return cmp.Or(ea.learned.Compare(eb.learned), cmp.Compare(ea.i, eb.i))
 	})
-	return out
+	rank := func(p *peer) int { return slices.Index(ranked, p) }
+	return shared, rank
 }
 
-// reportVote says that cl's process stopped or started voting through its
-// node: now is the node it duplicates, nil when it votes again.
-func (c *Client) reportVote(cl claim, was, now *duplicate) {
+// reportVote says that node p stopped or started voting: now is the node
+// it duplicates, nil when it votes again.
+func (c *Client) reportVote(p *peer, was, now *duplicate) {
 	if now != nil {
-		err := &duplicateError{node: cl.p, d: now}
+		err := &duplicateError{d: now}
 		c.opts.logger.Error("redlock: node not counted: it reaches the same server process as another node; list each server once",
-			"node", cl.p.name, "addr", cl.addr, "duplicates", now.of.name, "run_id", now.runID)
-		c.nodeChanged(observe.NodeChange{Node: cl.p.name, Addr: cl.addr, State: observe.NodeDuplicate, Err: cl.p.fail(err)})
+			"node", p.name, "addr", p.addr, "duplicates", now.of.name, "run_id", now.runID)
+		c.nodeChanged(observe.NodeChange{Node: p.name, Addr: p.addr, State: observe.NodeDuplicate, Err: p.fail(err)})
 		return
 	}
 	c.opts.logger.Info("redlock: node counted again: it no longer reaches the same server process as another node",
-		"node", cl.p.name, "addr", cl.addr, "duplicated", was.of.name)
-	c.nodeChanged(observe.NodeChange{Node: cl.p.name, Addr: cl.addr, State: observe.NodeBack})
+		"node", p.name, "addr", p.addr, "duplicated", was.of.name)
+	c.nodeChanged(observe.NodeChange{Node: p.name, Addr: p.addr, State: observe.NodeBack})
 }
 
 // duplicates returns an error wrapping ErrInvalid and ErrDuplicateNode
@@ -174,16 +207,12 @@ func (c *Client) duplicates() error {
 	}
 	var pairs []string
 	for _, p := range c.peers {
-		for addr, proc := range p.processes() {
-			if d := proc.dup.Load(); d != nil {
-				pairs = append(pairs, fmt.Sprintf("node %s (%s) and node %s (%s) reach one server process (run_id %s)", p.name, addr, d.of.name, d.addr, d.runID))
-			}
+		if d := p.dup.Load(); d != nil {
+			pairs = append(pairs, fmt.Sprintf("node %s and node %s reach one server process (%s, run_id %s)", p.name, d.of.name, d.addr, d.runID))
 		}
 	}
 	if len(pairs) == 0 {
 		return nil
 	}
-	slices.Sort(pairs)
-	pairs = slices.Compact(pairs)
 	return fmt.Errorf("%w: %w: %s: each node must be a different server, only one of them counts", ErrInvalid, ErrDuplicateNode, strings.Join(pairs, "; "))
 }

@@ -61,8 +61,11 @@ func TestAliasCountsOnce(t *testing.T) {
 			defer c.Close()
 			ctx := context.Background()
 
+			// Either of the first two is the duplicate: the one whose
+			// connection read the run_id later.
 			st := aliasStatus(t, c)
-			assert.Equal(t, []string{"", "node0", ""}, []string{st[0].DuplicateOf, st[1].DuplicateOf, st[2].DuplicateOf})
+			dups := []string{st[0].DuplicateOf, st[1].DuplicateOf, st[2].DuplicateOf}
+			assert.Contains(t, [][]string{{"", "node0", ""}, {"node1", "", ""}}, dups)
 			err = c.Ping(ctx)
 			require.ErrorIs(t, err, redlock.ErrInvalid)
 			require.ErrorIs(t, err, redlock.ErrDuplicateNode)

@@ -187,27 +187,51 @@ func (f *foreign) run(batch []request) {
 // (succession).
 func (f *foreign) deliver(live []request, parts []int, splits [][][]int, replies []Reply) {
 	for j, r := range live {
-		if replies[parts[j]].Err == nil || isReplyError(replies[parts[j]].Err) {
+		if slices.ContainsFunc(replies[parts[j]:parts[j+1]], answered) {
 			f.succession(r.c)
 		}
 	}
 	for j, r := range live {
-		rep := replies[parts[j]]
-		if splits[j] != nil {
-			rep = merge(replies[parts[j]:parts[j+1]], splits[j])
-		}
-		reply, err := rep.Value, rep.Err
-		var re ReplyError
-		switch {
-		case err == nil:
-			reply = normalize(reply)
-		case errors.As(err, &re):
-			err = serverError(re)
-		case f.c.ctx.Err() != nil && !errors.Is(err, errNotSent):
-			err = fmt.Errorf("%w: %w", ErrClosed, err)
+		var reply any
+		var err error
+		if splits[j] == nil {
+			reply, err = f.outcome(replies[parts[j]])
+		} else {
+			reply, err = f.merged(replies[parts[j]:parts[j+1]], splits[j])
 		}
 		r.to.receive(r.i, reply, err)
 	}
+}
+
+// answered reports whether a server answered rep's call: a value, or its
+// refusal.
+func answered(rep Reply) bool { return rep.Err == nil || isReplyError(rep.Err) }
+
+// outcome is rep as the connection layer hands it back: a value of the
+// native layer's types, or the error in its terms.
+func (f *foreign) outcome(rep Reply) (any, error) {
+	if rep.Err == nil {
+		return normalize(rep.Value), nil
+	}
+	var re ReplyError
+	switch {
+	case errors.As(rep.Err, &re):
+		return nil, serverError(re)
+	case f.c.ctx.Err() != nil && !errors.Is(rep.Err, errNotSent):
+		return nil, fmt.Errorf("%w: %w", ErrClosed, rep.Err)
+	}
+	return nil, rep.Err
+}
+
+// merged is the outcome of a split call from its parts' replies (see
+// merge), each part's error in the connection layer's terms.
+func (f *foreign) merged(parts []Reply, groups [][]int) (any, error) {
+	out := make([]Reply, len(parts))
+	for g, rep := range parts {
+		out[g].Value, out[g].Err = f.outcome(rep)
+	}
+	rep := merge(out, groups)
+	return rep.Value, rep.Err
 }
 
 // split divides a call that acts on many holds (laid out as l says) into
@@ -250,27 +274,59 @@ func (f *foreign) split(cl Call, l perHold) ([]Call, [][]int) {
 }
 
 // merge puts the replies of a split call's parts back together: one value
-// per hold, in the order of the holds; the first error of a part is the
-// call's error.
+// per hold, in the order of the holds. A part that failed (its shard did
+// not answer, refused the call, or answered something else than one value
+// per hold) fails only its own holds: each has a shardFailed in its place,
+// and the other holds keep their values. When every part failed, the
+// first part's error is the call's: the node failed as a whole.
 func merge(parts []Reply, groups [][]int) Reply {
 	n := 0
 	for _, ks := range groups {
 		n += len(ks)
 	}
 	out := make([]any, n)
+	var first error
+	failed := 0
 	for g, ks := range groups {
-		if parts[g].Err != nil {
-			return parts[g]
-		}
+		err := parts[g].Err
 		vs, ok := parts[g].Value.([]any)
-		if !ok || len(vs) != len(ks) {
-			return Reply{Err: fmt.Errorf("unexpected reply %v to a call of %d holds", parts[g].Value, len(ks))}
+		if err == nil && (!ok || len(vs) != len(ks)) {
+			err = fmt.Errorf("unexpected reply %v to a call of %d holds", parts[g].Value, len(ks))
+		}
+		if err != nil {
+			if first == nil {
+				first = err
+			}
+			failed++
+			for _, k := range ks {
+				out[k] = shardFailed{err}
+			}
+			continue
 		}
 		for i, k := range ks {
 			out[k] = vs[i]
 		}
 	}
+	if failed > 0 && failed == len(groups) {
+		return Reply{Err: first}
+	}
 	return Reply{Value: out}
+}
+
+// shardFailed stands, in the merged reply of a split call, for the value
+// of each hold whose part failed: the node failed for that hold, because
+// the server that serves its slot did not answer or refused the call. It
+// is no value a script answers: a consumer counts it as that node's
+// failure for the hold, never as held, absent or another owner's.
+type shardFailed struct{ err error }
+
+// partFailure returns the error of a hold's value v in a split call's
+// merged reply, nil when v is an answer of the script.
+func partFailure(v any) error {
+	if s, ok := v.(shardFailed); ok {
+		return s.err
+	}
+	return nil
 }
 
 // noteFailure records whether the node was reachable in the Eval that

@@ -535,7 +535,8 @@ func (c *Client) broadcast(ctx context.Context, timeout time.Duration, calls fun
 
 // countedFor reports whether node p's answers to calls count toward
 // quorums: no server that serves their keys duplicates another node's or
-// is in restart quarantine.
+// is in restart quarantine. For a node over a Transport whose answers do
+// not all count, countedHolds says which holds' do.
 func (c *Client) countedFor(p *peer, calls []call) bool {
 	if p.foreign == nil || len(calls) == 0 {
 		if c.duplicated(p, "") != nil {
@@ -568,4 +569,31 @@ func (c *Client) countedFor(p *peer, calls []call) bool {
 		}
 	}
 	return true
+}
+
+// countedHolds is, for node p over a Transport (a Redis Cluster member,
+// say), whether its answers for each of hs count toward quorums: not
+// where the server that serves the hold's keys duplicates another node's
+// or is in restart quarantine, so that such a server takes away only the
+// holds of its own slots. It is nil for a node of the native layer, one
+// server, whose answers countedFor judges as a whole. It is asked only of
+// a node countedFor did not count, once per batch: each server is judged
+// once, and each hold costs a route.
+func (c *Client) countedHolds(p *peer, hs []*hold) []bool {
+	if p.foreign == nil {
+		return nil
+	}
+	out := make([]bool, len(hs))
+	judged := make(map[string]bool)
+	for k, h := range hs {
+		key := h.m.lock(0).key
+		addr := p.foreign.t.Route(key).Addr
+		ok, seen := judged[addr]
+		if !seen {
+			ok = c.excluded(p, key) == nil
+			judged[addr] = ok
+		}
+		out[k] = ok
+	}
+	return out
 }

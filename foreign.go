@@ -176,10 +176,58 @@ func (f *foreign) run(batch []request) {
 		parts[j+1] = len(calls)
 	}
 	replies := make([]Reply, len(calls))
-	f.t.Eval(ctx, calls, replies)
+	f.eval(ctx, calls, replies)
 	f.noteFailure(replies)
 	f.confirm(ctx, calls, replies)
 	f.deliver(live, parts, splits, replies)
+}
+
+// eval runs calls in one Eval per server that serves their keys, all at
+// once, so that a server that does not answer (dead, paused) delays and
+// fails only its own calls: a client library that runs one pipeline over
+// a cluster's shards waits for the slowest shard, and may fail the other
+// shards' replies with it. When the calls span several servers, each Eval
+// ends an eighth of the node timeout before ctx does, so that the replies
+// of the servers that answered, a split call's parts merged (see merge),
+// reach the caller before it stops waiting for the node.
+func (f *foreign) eval(ctx context.Context, calls []Call, replies []Reply) {
+	var addrs []string
+	var groups [][]int // by server: the indexes of its calls
+	for j, cl := range calls {
+		addr := f.t.Route(firstKey(cl)).Addr
+		g := slices.Index(addrs, addr)
+		if g < 0 {
+			g = len(addrs)
+			addrs = append(addrs, addr)
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], j)
+	}
+	if len(groups) <= 1 {
+		f.t.Eval(ctx, calls, replies)
+		return
+	}
+	if deadline, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline.Add(-f.c.opts.nodeTimeout/8))
+		defer cancel()
+	}
+	var wg sync.WaitGroup
+	for _, js := range groups {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sub, out := make([]Call, len(js)), make([]Reply, len(js))
+			for k, j := range js {
+				sub[k] = calls[j]
+			}
+			f.t.Eval(ctx, sub, out)
+			for k, j := range js {
+				replies[j] = out[k]
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // deliver hands every request of run its outcome: the reply to its call,

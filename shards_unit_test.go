@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -129,4 +130,52 @@ func TestUnitQuarantinedShardTakesOnlyItsHolds(t *testing.T) {
 		assert.Equal(t, want, r.counts(0, k), "hold %d", k)
 	}
 	assert.Nil(t, (&Client{}).countedHolds(&peer{Node: &Node{name: "native"}}, hs), "a native node is one server")
+}
+
+// stalledShard is a Transport whose keys are served by the server named
+// after the key's first letter; an Eval that includes a call to server
+// "b" waits for ctx to end (b is dead or paused, and the client library
+// waits for its slowest shard), and fails all its calls then.
+type stalledShard struct{ shardedRoutes }
+
+func (stalledShard) Eval(ctx context.Context, calls []Call, replies []Reply) {
+	for _, cl := range calls {
+		if cl.Keys[0][:1] == "b" {
+			<-ctx.Done()
+			for j := range replies {
+				replies[j] = Reply{Err: ctx.Err()}
+			}
+			return
+		}
+	}
+	for j := range replies {
+		replies[j] = Reply{Value: []any{int64(1)}}
+	}
+}
+
+// TestUnitEvalPerServer: the calls of one batch to a cluster member go in
+// one Eval per server, so that a stalled shard fails only its calls, and
+// the others' replies are in well before the batch's deadline.
+func TestUnitEvalPerServer(t *testing.T) {
+	c := &Client{opts: defaultOptions(), ctx: context.Background()}
+	f := &foreign{t: stalledShard{}, c: c}
+	calls := []Call{{Keys: []string{"a1"}}, {Keys: []string{"b1"}}, {Keys: []string{"c1"}}, {Keys: []string{"a2"}}}
+	replies := make([]Reply, len(calls))
+	timeout := c.opts.nodeTimeout
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	start := time.Now()
+	f.eval(ctx, calls, replies)
+	took := time.Since(start)
+	assert.Less(t, took, timeout-timeout/16, "the replies are in before the caller stops waiting")
+	for _, j := range []int{0, 2, 3} {
+		assert.NoError(t, replies[j].Err, "call %d", j)
+	}
+	assert.ErrorIs(t, replies[1].Err, context.DeadlineExceeded)
+
+	// One server: one Eval, bounded by ctx alone.
+	one := []Call{{Keys: []string{"a1"}}, {Keys: []string{"a2"}}}
+	replies = make([]Reply, len(one))
+	f.eval(context.Background(), one, replies)
+	assert.Equal(t, []Reply{{Value: []any{int64(1)}}, {Value: []any{int64(1)}}}, replies)
 }

@@ -324,7 +324,7 @@ func (f *foreign) split(cl Call, l perHold) ([]Call, [][]int) {
 // merge puts the replies of a split call's parts back together: one value
 // per hold, in the order of the holds. A part that failed (its shard did
 // not answer, refused the call, or answered something else than one value
-// per hold) fails only its own holds: each has a shardFailed in its place,
+// per hold) fails only its own holds: each has a partFailed in its place,
 // and the other holds keep their values. When every part failed, the
 // first part's error is the call's: the node failed as a whole.
 func merge(parts []Reply, groups [][]int) Reply {
@@ -347,7 +347,7 @@ func merge(parts []Reply, groups [][]int) Reply {
 			}
 			failed++
 			for _, k := range ks {
-				out[k] = shardFailed{err}
+				out[k] = partFailed{err}
 			}
 			continue
 		}
@@ -361,17 +361,19 @@ func merge(parts []Reply, groups [][]int) Reply {
 	return Reply{Value: out}
 }
 
-// shardFailed stands, in the merged reply of a split call, for the value
-// of each hold whose part failed: the node failed for that hold, because
-// the server that serves its slot did not answer or refused the call. It
-// is no value a script answers: a consumer counts it as that node's
-// failure for the hold, never as held, absent or another owner's.
-type shardFailed struct{ err error }
+// partFailed stands for the part of a node's answer that failed while the
+// rest came: in the merged reply of a split call, the value of each hold
+// whose part failed (the server that serves its slot did not answer, or
+// refused the call); in a broadcast's replies, a call of the batch that
+// failed (see batchTo). It is no value a script answers: a consumer counts
+// it as that node's failure for the hold or the call, never as held,
+// absent or another owner's.
+type partFailed struct{ err error }
 
 // partFailure returns the error of a hold's value v in a split call's
 // merged reply, nil when v is an answer of the script.
 func partFailure(v any) error {
-	if s, ok := v.(shardFailed); ok {
+	if s, ok := v.(partFailed); ok {
 		return s.err
 	}
 	return nil

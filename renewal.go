@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -499,12 +500,14 @@ func mayLand(res batchResult) bool {
 	if res.err != nil {
 		return !errors.Is(res.err, errNotSent)
 	}
+	mayRun := func(v interface{}) bool {
+		err := partFailure(v)
+		return err != nil && !errors.Is(err, errNotSent) && !errors.As(err, new(serverError))
+	}
 	for _, reply := range res.replies {
 		vs, _ := reply.([]interface{})
-		for _, v := range vs {
-			if err := partFailure(v); err != nil && !errors.Is(err, errNotSent) && !errors.As(err, new(serverError)) {
-				return true
-			}
+		if mayRun(reply) || slices.ContainsFunc(vs, mayRun) {
+			return true
 		}
 	}
 	return false

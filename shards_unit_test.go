@@ -92,7 +92,7 @@ func TestUnitTallyCountsAFailedShardAsFailedForItsHolds(t *testing.T) {
 	one := &hold{m: &Mutex{}}
 	two := &hold{m: &Mutex{more: []lockKeys{{}}}}
 	hs := []*hold{one, one, two, one}
-	down := shardFailed{errors.New("connection refused")}
+	down := partFailed{errors.New("connection refused")}
 	vs := []any{int64(1), down, int64(1), down, int64(-1)}
 	got := map[int]int64{}
 	failed, err := tallyHolds(vs, hs, func(k int, v int64) { got[k] = v })
@@ -178,4 +178,33 @@ func TestUnitEvalPerServer(t *testing.T) {
 	replies = make([]Reply, len(one))
 	f.eval(context.Background(), one, replies)
 	assert.Equal(t, []Reply{{Value: []any{int64(1)}}, {Value: []any{int64(1)}}}, replies)
+}
+
+// TestUnitBatchFailsPerCall: a node's batch whose second call failed (its
+// shard is dead) keeps the first call's reply; the node failed as a whole
+// only when every call failed. A release tally counts the failed call's
+// node as failed for it alone.
+func TestUnitBatchFailsPerCall(t *testing.T) {
+	done := make(chan *batchTo, 2)
+	dead := errors.New("connection refused")
+	b := &batchTo{done: done, left: 2, result: batchResult{replies: make([]interface{}, 2)}}
+	b.receive(0, int64(1), nil)
+	b.receive(1, nil, dead)
+	res := (<-done).result
+	require.NoError(t, res.err)
+	assert.Equal(t, int64(1), res.replies[0])
+	assert.ErrorIs(t, refused(res.replies[1]), dead)
+
+	c := &Client{peers: []*peer{{Node: &Node{name: "m"}}}}
+	released, errs := c.tallyRelease([]batchResult{res}, 0)
+	assert.Equal(t, 1, released)
+	assert.Nil(t, errs)
+	released, errs = c.tallyRelease([]batchResult{res}, 1)
+	assert.Zero(t, released)
+	require.ErrorIs(t, errs.ErrorOrNil(), dead)
+
+	all := &batchTo{done: done, left: 2, result: batchResult{replies: make([]interface{}, 2)}}
+	all.receive(1, nil, dead)
+	all.receive(0, nil, context.DeadlineExceeded)
+	require.ErrorIs(t, (<-done).result.err, dead)
 }

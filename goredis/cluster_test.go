@@ -660,3 +660,27 @@ func TestClusterRestartedShardQuarantinesOnlyItsHolds(t *testing.T) {
 	require.NoError(t, c.RestartShard(0, 1))
 	keptFor(t, 4*shardLease, x, y)
 }
+
+// TestClusterCloseReleasesPerShard: holds on shards 0, 1 and 2; member
+// 0's shard 1 and member 1's shard 0 die. Close releases every hold on
+// the two members of three that serve its slot, and says nothing failed.
+func TestClusterCloseReleasesPerShard(t *testing.T) {
+	ctx := context.Background()
+	c := redlocktest.Start(t, 3, redlocktest.WithShards(3))
+	client, err := redlock.New(clusterNodes(t, c), redlock.WithLease(shardLease), redlock.WithNodeTimeout(shardNodeTimeout))
+	require.NoError(t, err)
+	var keys []string
+	for s := range c.Shards() {
+		m := client.NewMutex(nameOnShard(c, s, "job"))
+		require.NoError(t, m.Lock(ctx))
+		keys = append(keys, "redlock:{"+m.Name()+"}:lock")
+	}
+	require.NoError(t, c.KillShard(0, 1))
+	require.NoError(t, c.KillShard(1, 0))
+	require.NoError(t, client.Close(), "every hold is released on a majority")
+	for s, key := range keys {
+		n, err := c.DoShard(2, s, "EXISTS", key)
+		require.NoError(t, err)
+		assert.Equal(t, int64(0), n, "%s is still on member 2", key)
+	}
+}

@@ -176,10 +176,58 @@ func (f *foreign) run(batch []request) {
 		parts[j+1] = len(calls)
 	}
 	replies := make([]Reply, len(calls))
-	f.t.Eval(ctx, calls, replies)
+	f.eval(ctx, calls, replies)
 	f.noteFailure(replies)
 	f.confirm(ctx, calls, replies)
 	f.deliver(live, parts, splits, replies)
+}
+
+// eval runs calls in one Eval per server that serves their keys, all at
+// once, so that a server that does not answer (dead, paused) delays and
+// fails only its own calls: a client library that runs one pipeline over
+// a cluster's shards waits for the slowest shard, and may fail the other
+// shards' replies with it. When the calls span several servers, each Eval
+// ends an eighth of the node timeout before ctx does, so that the replies
+// of the servers that answered, a split call's parts merged (see merge),
+// reach the caller before it stops waiting for the node.
+func (f *foreign) eval(ctx context.Context, calls []Call, replies []Reply) {
+	var addrs []string
+	var groups [][]int // by server: the indexes of its calls
+	for j, cl := range calls {
+		addr := f.t.Route(firstKey(cl)).Addr
+		g := slices.Index(addrs, addr)
+		if g < 0 {
+			g = len(addrs)
+			addrs = append(addrs, addr)
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], j)
+	}
+	if len(groups) <= 1 {
+		f.t.Eval(ctx, calls, replies)
+		return
+	}
+	if deadline, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline.Add(-f.c.opts.nodeTimeout/8))
+		defer cancel()
+	}
+	var wg sync.WaitGroup
+	for _, js := range groups {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sub, out := make([]Call, len(js)), make([]Reply, len(js))
+			for k, j := range js {
+				sub[k] = calls[j]
+			}
+			f.t.Eval(ctx, sub, out)
+			for k, j := range js {
+				replies[j] = out[k]
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // deliver hands every request of run its outcome: the reply to its call,
@@ -187,27 +235,51 @@ func (f *foreign) run(batch []request) {
 // (succession).
 func (f *foreign) deliver(live []request, parts []int, splits [][][]int, replies []Reply) {
 	for j, r := range live {
-		if replies[parts[j]].Err == nil || isReplyError(replies[parts[j]].Err) {
+		if slices.ContainsFunc(replies[parts[j]:parts[j+1]], answered) {
 			f.succession(r.c)
 		}
 	}
 	for j, r := range live {
-		rep := replies[parts[j]]
-		if splits[j] != nil {
-			rep = merge(replies[parts[j]:parts[j+1]], splits[j])
-		}
-		reply, err := rep.Value, rep.Err
-		var re ReplyError
-		switch {
-		case err == nil:
-			reply = normalize(reply)
-		case errors.As(err, &re):
-			err = serverError(re)
-		case f.c.ctx.Err() != nil && !errors.Is(err, errNotSent):
-			err = fmt.Errorf("%w: %w", ErrClosed, err)
+		var reply any
+		var err error
+		if splits[j] == nil {
+			reply, err = f.outcome(replies[parts[j]])
+		} else {
+			reply, err = f.merged(replies[parts[j]:parts[j+1]], splits[j])
 		}
 		r.to.receive(r.i, reply, err)
 	}
+}
+
+// answered reports whether a server answered rep's call: a value, or its
+// refusal.
+func answered(rep Reply) bool { return rep.Err == nil || isReplyError(rep.Err) }
+
+// outcome is rep as the connection layer hands it back: a value of the
+// native layer's types, or the error in its terms.
+func (f *foreign) outcome(rep Reply) (any, error) {
+	if rep.Err == nil {
+		return normalize(rep.Value), nil
+	}
+	var re ReplyError
+	switch {
+	case errors.As(rep.Err, &re):
+		return nil, serverError(re)
+	case f.c.ctx.Err() != nil && !errors.Is(rep.Err, errNotSent):
+		return nil, fmt.Errorf("%w: %w", ErrClosed, rep.Err)
+	}
+	return nil, rep.Err
+}
+
+// merged is the outcome of a split call from its parts' replies (see
+// merge), each part's error in the connection layer's terms.
+func (f *foreign) merged(parts []Reply, groups [][]int) (any, error) {
+	out := make([]Reply, len(parts))
+	for g, rep := range parts {
+		out[g].Value, out[g].Err = f.outcome(rep)
+	}
+	rep := merge(out, groups)
+	return rep.Value, rep.Err
 }
 
 // split divides a call that acts on many holds (laid out as l says) into
@@ -250,27 +322,61 @@ func (f *foreign) split(cl Call, l perHold) ([]Call, [][]int) {
 }
 
 // merge puts the replies of a split call's parts back together: one value
-// per hold, in the order of the holds; the first error of a part is the
-// call's error.
+// per hold, in the order of the holds. A part that failed (its shard did
+// not answer, refused the call, or answered something else than one value
+// per hold) fails only its own holds: each has a partFailed in its place,
+// and the other holds keep their values. When every part failed, the
+// first part's error is the call's: the node failed as a whole.
 func merge(parts []Reply, groups [][]int) Reply {
 	n := 0
 	for _, ks := range groups {
 		n += len(ks)
 	}
 	out := make([]any, n)
+	var first error
+	failed := 0
 	for g, ks := range groups {
-		if parts[g].Err != nil {
-			return parts[g]
-		}
+		err := parts[g].Err
 		vs, ok := parts[g].Value.([]any)
-		if !ok || len(vs) != len(ks) {
-			return Reply{Err: fmt.Errorf("unexpected reply %v to a call of %d holds", parts[g].Value, len(ks))}
+		if err == nil && (!ok || len(vs) != len(ks)) {
+			err = fmt.Errorf("unexpected reply %v to a call of %d holds", parts[g].Value, len(ks))
+		}
+		if err != nil {
+			if first == nil {
+				first = err
+			}
+			failed++
+			for _, k := range ks {
+				out[k] = partFailed{err}
+			}
+			continue
 		}
 		for i, k := range ks {
 			out[k] = vs[i]
 		}
 	}
+	if failed > 0 && failed == len(groups) {
+		return Reply{Err: first}
+	}
 	return Reply{Value: out}
+}
+
+// partFailed stands for the part of a node's answer that failed while the
+// rest came: in the merged reply of a split call, the value of each hold
+// whose part failed (the server that serves its slot did not answer, or
+// refused the call); in a broadcast's replies, a call of the batch that
+// failed (see batchTo). It is no value a script answers: a consumer counts
+// it as that node's failure for the hold or the call, never as held,
+// absent or another owner's.
+type partFailed struct{ err error }
+
+// partFailure returns the error of a hold's value v in a split call's
+// merged reply, nil when v is an answer of the script.
+func partFailure(v any) error {
+	if s, ok := v.(partFailed); ok {
+		return s.err
+	}
+	return nil
 }
 
 // noteFailure records whether the node was reachable in the Eval that

@@ -436,16 +436,19 @@ func (r *round) noQuorum(op string) error {
 
 // batchResult is what one node answered to a broadcast.
 type batchResult struct {
-	replies []interface{} // one per call; a call the node refused has its serverError
-	err     error         // the node failed as a whole: no reply came, or not all
+	replies []interface{} // one per call; a call the node refused has its serverError, one that failed a partFailed
+	err     error         // the node failed as a whole: no reply came
 	counted bool          // not in restart quarantine: its answers count toward a quorum
 	took    time.Duration // from the broadcast's start until every reply was in
 }
 
 // refused returns the node's refusal when a batch's reply is one (its
-// serverError), nil otherwise: the error argument of redigo's reply
-// converters.
+// serverError), or the call's failure (a partFailed), nil otherwise: the
+// error argument of redigo's reply converters.
 func refused(reply interface{}) error {
+	if err := partFailure(reply); err != nil {
+		return err
+	}
 	err, _ := reply.(serverError)
 	if err == "" {
 		return nil
@@ -460,6 +463,7 @@ type batchTo struct {
 
 	mu     sync.Mutex // protects the fields below
 	left   int
+	failed int // calls that failed
 	result batchResult
 }
 
@@ -471,12 +475,19 @@ func (b *batchTo) receive(j int, reply interface{}, err error) {
 	case serverError:
 		b.result.replies[j] = err
 	default:
+		// Only this call's: on a cluster member, the others may come
+		// from live shards.
+		b.result.replies[j] = partFailed{err}
+		b.failed++
 		if b.result.err == nil {
 			b.result.err = err
 		}
 	}
 	b.left--
 	last := b.left == 0
+	if last && b.failed < len(b.result.replies) {
+		b.result.err = nil // the node answered some: it failed for the others only
+	}
 	b.mu.Unlock()
 	if last {
 		b.done <- b
@@ -535,7 +546,8 @@ func (c *Client) broadcast(ctx context.Context, timeout time.Duration, calls fun
 
 // countedFor reports whether node p's answers to calls count toward
 // quorums: no server that serves their keys duplicates another node's or
-// is in restart quarantine.
+// is in restart quarantine. For a node over a Transport whose answers do
+// not all count, countedHolds says which holds' do.
 func (c *Client) countedFor(p *peer, calls []call) bool {
 	if c.duplicated(p) != nil {
 		return false
@@ -565,4 +577,31 @@ func (c *Client) countedFor(p *peer, calls []call) bool {
 		}
 	}
 	return true
+}
+
+// countedHolds is, for node p over a Transport (a Redis Cluster member,
+// say), whether its answers for each of hs count toward quorums: not
+// where the server that serves the hold's keys duplicates another node's
+// or is in restart quarantine, so that such a server takes away only the
+// holds of its own slots. It is nil for a node of the native layer, one
+// server, whose answers countedFor judges as a whole. It is asked only of
+// a node countedFor did not count, once per batch: each server is judged
+// once, and each hold costs a route.
+func (c *Client) countedHolds(p *peer, hs []*hold) []bool {
+	if p.foreign == nil {
+		return nil
+	}
+	out := make([]bool, len(hs))
+	judged := make(map[string]bool)
+	for k, h := range hs {
+		key := h.m.lock(0).key
+		addr := p.foreign.t.Route(key).Addr
+		ok, seen := judged[addr]
+		if !seen {
+			ok = c.excluded(p, key) == nil
+			judged[addr] = ok
+		}
+		out[k] = ok
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -279,10 +280,11 @@ func (wd *watchdog) noteLag(at, lag time.Duration, holds int) {
 // renewal is the outcome of one chunk's renewal on every node, by hold.
 type renewal struct {
 	hs      []*hold
-	counted []bool  // by node: not in restart quarantine
-	yes     []int32 // by hold: counted nodes where it is held and extended
-	other   []int32 // by hold: nodes where another owner holds it
-	absent  []bool  // by node, then hold: the key was absent there (a lock of it, none another owner's)
+	counted []bool   // by node: every server of it counts (none in restart quarantine or a duplicate)
+	partly  [][]bool // by node: nil, or by hold where some server of the node does not count (see counts)
+	yes     []int32  // by hold: counted nodes where it is held and extended
+	other   []int32  // by hold: nodes where another owner holds it
+	absent  []bool   // by node, then hold: the key was absent there (a lock of it, none another owner's)
 }
 
 // renew renews one chunk of holds on every node: one renew.lua call each,
@@ -295,12 +297,15 @@ func (wd *watchdog) renew(ctx context.Context, hs []*hold) {
 	cl := wd.renewCall(hs)
 	res := c.broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return []call{cl} })
 	n := len(c.peers)
-	r := &renewal{hs: hs, counted: make([]bool, n), yes: make([]int32, len(hs)), other: make([]int32, len(hs)), absent: make([]bool, n*len(hs))}
+	r := &renewal{hs: hs, counted: make([]bool, n), partly: make([][]bool, n), yes: make([]int32, len(hs)), other: make([]int32, len(hs)), absent: make([]bool, n*len(hs))}
 	for i, res := range res {
 		r.counted[i] = res.counted
+		if !res.counted && res.err == nil {
+			r.partly[i] = c.countedHolds(c.peers[i], hs)
+		}
 		wd.tally(i, res, hs, func(k int, v int64) {
 			switch {
-			case v == 1 && res.counted:
+			case v == 1 && r.counts(i, k):
 				r.yes[k]++
 			case v == 0:
 				r.absent[i*len(hs)+k] = true
@@ -378,6 +383,17 @@ func (h *hold) renewArgs() []interface{} {
 	return args
 }
 
+// counts reports whether node i's answers for hold k count toward its
+// quorum. A node over a Transport may be a Redis Cluster: a server of it
+// in restart quarantine, or one that votes through another node, takes
+// away only the holds whose keys it serves.
+func (r *renewal) counts(i, k int) bool {
+	if p := r.partly[i]; p != nil {
+		return p[k]
+	}
+	return r.counted[i]
+}
+
 // gone reports whether hold k, not renewed, is gone from a majority
 // (deleted, or another owner's): then it is lost now.
 func (r *renewal) gone(k, quorum int) bool {
@@ -405,8 +421,8 @@ func (r *renewal) repairable(k, quorum int) bool {
 	if yes == 0 || r.other[k] > 0 {
 		return false
 	}
-	for i, counted := range r.counted {
-		if counted && r.absent[i*len(r.hs)+k] {
+	for i := range r.counted {
+		if r.counts(i, k) && r.absent[i*len(r.hs)+k] {
 			yes++
 		}
 	}
@@ -462,33 +478,54 @@ func (wd *watchdog) repair(ctx context.Context, r *renewal) {
 		if calls[i] == nil {
 			continue
 		}
-		if res.err != nil && !errors.Is(res.err, errNotSent) {
-			late.astray.Store(true) // it may still land: releases mark
-		}
-		late.inflight.Add(-1)
 		fixed := make([]*hold, len(fixes[i]))
 		for j, k := range fixes[i] {
 			fixed[j] = r.hs[k]
 		}
 		wd.tally(i, res, fixed, func(j int, v int64) {
-			if v == 1 && r.counted[i] {
+			if v == 1 && r.counts(i, fixes[i][j]) {
 				r.yes[fixes[i][j]]++
 			}
 		})
+		if mayLand(res) {
+			late.astray.Store(true) // it may still land: releases mark
+		}
+		late.inflight.Add(-1)
 	}
+}
+
+// mayLand reports whether a call of res, or a part of one split by shard,
+// failed after it may have been written: it may still run on the node.
+func mayLand(res batchResult) bool {
+	if res.err != nil {
+		return !errors.Is(res.err, errNotSent)
+	}
+	mayRun := func(v interface{}) bool {
+		err := partFailure(v)
+		return err != nil && !errors.Is(err, errNotSent) && !errors.As(err, new(serverError))
+	}
+	for _, reply := range res.replies {
+		vs, _ := reply.([]interface{})
+		if mayRun(reply) || slices.ContainsFunc(vs, mayRun) {
+			return true
+		}
+	}
+	return false
 }
 
 // tally hands each hold of hs its answer from node i to f, by the hold's
 // index in hs: the reply of one script call with one entry per lock of
 // each hold. A hold is held (1) where every lock of it is, another owner's
-// (-1) where any is, and absent (0) otherwise. A node that failed, or
-// refused the call, is logged, at most once a period per node.
+// (-1) where any is, and absent (0) otherwise. A hold the node failed for
+// (the shard that serves it failed, in a call split by shard: see merge)
+// has no answer. A node that failed, or refused the call, for some holds
+// or all, is logged, at most once a period per node.
 func (wd *watchdog) tally(i int, res batchResult, hs []*hold, f func(k int, v int64)) {
 	entries := 0
 	for _, h := range hs {
 		entries += h.m.locks()
 	}
-	err := res.err
+	err, failed := res.err, len(hs)
 	if err == nil && len(res.replies) == 1 {
 		var vs []interface{}
 		vs, err = redis.Values(res.replies[0], refused(res.replies[0]))
@@ -496,7 +533,7 @@ func (wd *watchdog) tally(i int, res batchResult, hs []*hold, f func(k int, v in
 			err = fmt.Errorf("unexpected reply of %d values for %d locks", len(vs), entries)
 		}
 		if err == nil {
-			tallyHolds(vs, hs, f)
+			failed, err = tallyHolds(vs, hs, f)
 		}
 	}
 	if err == nil {
@@ -507,20 +544,29 @@ func (wd *watchdog) tally(i int, res batchResult, hs []*hold, f func(k int, v in
 	if last != 0 && at-time.Duration(last) < wd.period || !wd.nodeWarn[i].CompareAndSwap(last, int64(at)) {
 		return
 	}
-	wd.c.opts.logger.Warn("redlock: renewal failed on a node", "node", wd.c.peers[i].name, "holds", len(hs), "err", err)
+	wd.c.opts.logger.Warn("redlock: renewal failed on a node", "node", wd.c.peers[i].name, "holds", len(hs), "failed", failed, "err", err)
 }
 
 // tallyHolds reduces the entries vs, one per lock of each hold of hs in
-// order, to one answer per hold, handed to f.
-func tallyHolds(vs []interface{}, hs []*hold, f func(k int, v int64)) {
+// order, to one answer per hold, handed to f. A hold with an entry that is
+// not an answer of the script gets none; tallyHolds returns how many holds
+// got none because their shard failed (see merge), and the first such
+// failure.
+func tallyHolds(vs []interface{}, hs []*hold, f func(k int, v int64)) (failed int, err error) {
 	e := 0
 	for k, h := range hs {
-		v, known := int64(1), true
+		v, known, lost := int64(1), true, false
 		for range h.m.locks() {
 			n, ok := vs[e].(int64)
 			switch {
 			case !ok:
 				known = false
+				if perr := partFailure(vs[e]); perr != nil {
+					lost = true
+					if err == nil {
+						err = perr
+					}
+				}
 			case n == -1:
 				v = -1
 			case n != 1 && v == 1:
@@ -528,10 +574,14 @@ func tallyHolds(vs []interface{}, hs []*hold, f func(k int, v int64)) {
 			}
 			e++
 		}
-		if known {
+		switch {
+		case known:
 			f(k, v)
+		case lost:
+			failed++
 		}
 	}
+	return failed, err
 }
 
 // WatchdogStats are the watchdog's running totals since the Client was

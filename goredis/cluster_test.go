@@ -538,3 +538,164 @@ func subscriberShards(c *redlocktest.Cluster, channel string) [][]int {
 	}
 	return on
 }
+
+// The next tests: a shard that dies takes away from its member only the
+// holds of the slots it served (issue 26). Leases are short (1 s, renewed
+// every 333 ms) and node timeouts 200 ms, so that several renewal periods
+// pass in a few seconds.
+
+// shardLease and shardNodeTimeout are the options of the per-shard tests.
+const (
+	shardLease       = time.Second
+	shardNodeTimeout = 200 * time.Millisecond
+)
+
+// shardClient is a client over c's members with the per-shard tests'
+// options.
+func shardClient(t *testing.T, c *redlocktest.Cluster) *redlock.Client {
+	client, err := redlock.New(clusterNodes(t, c), redlock.WithLease(shardLease), redlock.WithNodeTimeout(shardNodeTimeout))
+	require.NoError(t, err)
+	t.Cleanup(func() { client.Close() })
+	return client
+}
+
+// keptFor fails the test if any of holds is lost within d (a Lost
+// channel, once closed, stays closed).
+func keptFor(t *testing.T, d time.Duration, holds ...*redlock.Mutex) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		for _, m := range holds {
+			select {
+			case <-m.Lost():
+				t.Fatalf("hold of %s lost, although a majority of members serves its slot", m.Name())
+			default:
+			}
+		}
+		if !time.Now().Before(deadline) {
+			return
+		}
+		time.Sleep(min(10*time.Millisecond, time.Until(deadline)))
+	}
+}
+
+// TestClusterDeadShardKeepsRenewingOtherShards: one client holds x (its
+// slot on shard 1) and y (on shard 2). Member 0's shard 1 dies: y's key
+// on member 0's live shard 2 keeps being renewed. Member 1's shard 1 dies
+// too: x, served by one member only, is lost; y, whose shard lives on
+// every member, is not.
+func TestClusterDeadShardKeepsRenewingOtherShards(t *testing.T) {
+	ctx := context.Background()
+	c := redlocktest.Start(t, 3, redlocktest.WithShards(3))
+	client := shardClient(t, c)
+	x, y := client.NewMutex(nameOnShard(c, 1, "x")), client.NewMutex(nameOnShard(c, 2, "y"))
+	require.NoError(t, x.Lock(ctx))
+	require.NoError(t, y.Lock(ctx))
+	yKey := "redlock:{" + y.Name() + "}:lock"
+
+	require.NoError(t, c.KillShard(0, 1))
+	// Three leases: y's key on member 0 would have expired twice over
+	// had its renewals there stopped.
+	least := int64(shardLease.Milliseconds())
+	for end := time.Now().Add(3 * shardLease); time.Now().Before(end); time.Sleep(shardLease / 10) {
+		pttl, err := c.DoShard(0, 2, "PTTL", yKey)
+		require.NoError(t, err)
+		require.Positive(t, pttl, "y's key on member 0's live shard is no longer renewed")
+		least = min(least, pttl.(int64))
+	}
+	t.Logf("y's PTTL on member 0's live shard stayed at or above %d ms", least)
+	keptFor(t, 0, x, y)
+
+	require.NoError(t, c.KillShard(1, 1))
+	killed := time.Now()
+	select {
+	case <-x.Lost():
+		t.Logf("x lost %v after its shard died on a second member", time.Since(killed).Round(time.Millisecond))
+	case <-time.After(3 * shardLease):
+		t.Fatal("x is served by one member of three, and was not lost")
+	}
+	keptFor(t, 3*shardLease, y)
+	ok, err := y.IsHeld(ctx)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	require.NoError(t, y.Unlock(ctx))
+}
+
+// TestClusterShardsDeadOnTwoMembersKeepEveryHold: holds on shards 0, 1
+// and 2; member 0's shard 1 and member 1's shard 0 die (or are paused:
+// SIGSTOP, every call to them times out). Every slot is still served by
+// two members of three: no hold is lost, over several leases, and each
+// still answers as held.
+func TestClusterShardsDeadOnTwoMembersKeepEveryHold(t *testing.T) {
+	for _, fault := range []string{"killed", "paused"} {
+		t.Run(fault, func(t *testing.T) {
+			ctx := context.Background()
+			c := redlocktest.Start(t, 3, redlocktest.WithShards(3))
+			client := shardClient(t, c)
+			holds := make([]*redlock.Mutex, c.Shards())
+			for s := range holds {
+				holds[s] = client.NewMutex(nameOnShard(c, s, "job"))
+				require.NoError(t, holds[s].Lock(ctx))
+			}
+			stop := c.KillShard
+			if fault == "paused" {
+				stop = c.PauseShard
+				t.Cleanup(func() { _ = c.ResumeShard(0, 1); _ = c.ResumeShard(1, 0) })
+			}
+			require.NoError(t, stop(0, 1))
+			require.NoError(t, stop(1, 0))
+			keptFor(t, 4*shardLease, holds...)
+			for _, m := range holds {
+				ok, err := m.IsHeld(ctx)
+				require.NoError(t, err, m.Name())
+				assert.True(t, ok, m.Name())
+				require.NoError(t, m.Unlock(ctx), m.Name())
+			}
+		})
+	}
+}
+
+// TestClusterRestartedShardQuarantinesOnlyItsHolds: x (its slot on shard
+// 1) and y (on shard 2) are renewed together. Member 1's shard 2 dies,
+// and member 0's shard 1 restarts, empty: it is in restart quarantine for
+// 5 s, which keeps member 0 out of x's renewals only; y, held on member 0's
+// shard 2 and on member 2, keeps its majority, and x keeps members 1 and 2.
+func TestClusterRestartedShardQuarantinesOnlyItsHolds(t *testing.T) {
+	ctx := context.Background()
+	c := redlocktest.Start(t, 3, redlocktest.WithShards(3))
+	client, err := redlock.New(clusterNodes(t, c), redlock.WithLease(shardLease), redlock.WithNodeTimeout(shardNodeTimeout),
+		redlock.WithQuarantine(5*time.Second))
+	require.NoError(t, err)
+	defer client.Close()
+	x, y := client.NewMutex(nameOnShard(c, 1, "x")), client.NewMutex(nameOnShard(c, 2, "y"))
+	require.NoError(t, x.Lock(ctx))
+	require.NoError(t, y.Lock(ctx))
+
+	require.NoError(t, c.KillShard(1, 2))
+	require.NoError(t, c.RestartShard(0, 1))
+	keptFor(t, 4*shardLease, x, y)
+}
+
+// TestClusterCloseReleasesPerShard: holds on shards 0, 1 and 2; member
+// 0's shard 1 and member 1's shard 0 die. Close releases every hold on
+// the two members of three that serve its slot, and says nothing failed.
+func TestClusterCloseReleasesPerShard(t *testing.T) {
+	ctx := context.Background()
+	c := redlocktest.Start(t, 3, redlocktest.WithShards(3))
+	client, err := redlock.New(clusterNodes(t, c), redlock.WithLease(shardLease), redlock.WithNodeTimeout(shardNodeTimeout))
+	require.NoError(t, err)
+	var keys []string
+	for s := range c.Shards() {
+		m := client.NewMutex(nameOnShard(c, s, "job"))
+		require.NoError(t, m.Lock(ctx))
+		keys = append(keys, "redlock:{"+m.Name()+"}:lock")
+	}
+	require.NoError(t, c.KillShard(0, 1))
+	require.NoError(t, c.KillShard(1, 0))
+	require.NoError(t, client.Close(), "every hold is released on a majority")
+	for s, key := range keys {
+		n, err := c.DoShard(2, s, "EXISTS", key)
+		require.NoError(t, err)
+		assert.Equal(t, int64(0), n, "%s is still on member 2", key)
+	}
+}

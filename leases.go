@@ -110,7 +110,7 @@ func (c *Client) learnLease(d time.Duration) {
 // known before the restarted node's quarantine ends. One read at a time.
 func (c *Client) rereadLeases() {
 	s := &c.leases
-	if !s.rereading.CompareAndSwap(false, true) {
+	if !c.made.Load() || !s.rereading.CompareAndSwap(false, true) {
 		return
 	}
 	if !c.goAdd(1) {

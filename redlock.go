@@ -69,6 +69,7 @@ type Client struct {
 	owners   atomic.Uint64 // last owner id handed out
 	closed   atomic.Bool
 	maxLease atomic.Int64 // longest lease used, nanoseconds: the default quarantine
+	made     atomic.Bool  // newClient made every peer: work started by a node's events may read peers
 	votes    votes        // which node each server process votes through (votes.go)
 	leases   leaseShare   // the longest lease in use, published and learned (leases.go)
 
@@ -187,7 +188,7 @@ func newClient(nodes []*Node, o options) (*Client, error) {
 	for i, n := range nodes {
 		c.peers[i] = newPeer(c, n, i)
 	}
-	c.votes.ready.Store(true)
+	c.made.Store(true)
 	c.recheckVotes()
 	c.wd = newWatchdog(c)
 	c.rel = newReleaser(c)

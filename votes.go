@@ -42,9 +42,8 @@ type duplicate struct {
 
 // votes is the state behind one vote per process.
 type votes struct {
-	mu    sync.Mutex  // serializes recheck
-	ready atomic.Bool // every peer is made: recheck may read c.peers
-	any   atomic.Bool // some node is a duplicate: lock calls must look
+	mu  sync.Mutex  // serializes recheck
+	any atomic.Bool // some node is a duplicate: lock calls must look
 }
 
 // duplicated says why node p's answers do not count because a server
@@ -100,7 +99,7 @@ type claim struct {
 // a node found duplicating another at Error level, one that no longer does
 // at Info, and both through the Observer.
 func (c *Client) recheckVotes() {
-	if !c.votes.ready.Load() {
+	if !c.made.Load() {
 		return // newClient checks once every peer is made
 	}
 	type change struct {

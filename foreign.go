@@ -31,12 +31,15 @@ type foreign struct {
 	c     *Client
 	lanes [foreignLanes]foreignLane
 
-	failure atomic.Pointer[error] // the last Eval's transport error; nil once one succeeds
+	failure   atomic.Pointer[error] // the last Eval's transport error; nil once one succeeds
+	surveying atomic.Bool           // a survey is under way
+	surveyAt  atomic.Int64          // when the latest survey began, by now(), in Unix nanoseconds
 
-	mu    sync.Mutex                // protects the fields below
-	procs map[string]*serverProcess // by Route.Addr: what INFO server said
-	known map[string]uint64         // by Route.Addr: Route.Dials before the latest INFO read
-	slots map[int]slotSeen          // by Route.Slot: which server last answered for it
+	mu       sync.Mutex                // protects the fields below
+	procs    map[string]*serverProcess // by Route.Addr: what INFO server said
+	known    map[string]uint64         // by Route.Addr: Route.Dials before the latest INFO read
+	slots    map[int]slotSeen          // by Route.Slot: which server last answered for it
+	surveyed bool                      // the member's servers were identified at first contact (survey)
 }
 
 // slotSeen is the server that last answered for a hash slot, and a key of
@@ -56,18 +59,89 @@ func newForeign(c *Client, p *peer, t Transport) *foreign {
 	return &foreign{p: p, t: t, c: c, procs: make(map[string]*serverProcess), known: make(map[string]uint64), slots: make(map[int]slotSeen)}
 }
 
-// warm reads the member's identity in the background, so that the first
-// calls need not. The peer must be complete: the reading uses it.
+// warm reads the member's identity in the background (survey), so that
+// the first calls need not. The peer must be complete: the reading uses
+// it.
 func (f *foreign) warm() {
-	c := f.c
-	if c.goAdd(1) {
-		go func() {
-			defer c.bg.Done()
-			ctx, cancel := context.WithTimeout(c.ctx, c.setupTimeout())
-			defer cancel()
-			_ = f.identify(ctx, "")
-		}()
+	if !f.surveying.CompareAndSwap(false, true) {
+		return
 	}
+	f.surveyAt.Store(now().UnixNano())
+	c := f.c
+	if !c.goAdd(1) {
+		f.surveying.Store(false)
+		return
+	}
+	go func() {
+		defer c.bg.Done()
+		defer f.surveying.Store(false)
+		ctx, cancel := context.WithTimeout(c.ctx, c.setupTimeout())
+		defer cancel()
+		_ = f.survey(ctx)
+	}()
+}
+
+// surveyRetry is how often a member that answers calls, but whose
+// servers no survey could identify yet, is surveyed again.
+const surveyRetry = time.Second
+
+// survey identifies the member's servers at this client's first contact
+// with it (warm): the one server the empty key names or, through a
+// ShardedTransport, every primary, whose slots (one key per range) it
+// notes as served by it. Once a survey identified one server, a server
+// identified for the first time is a successor (see identify): it serves
+// keys that another served when the client first reached the member, and
+// may lack writes that one acknowledged, whether or not this client used
+// them. A primary the survey listed but could not identify (it did not
+// answer INFO in time) counts as first seen later.
+func (f *foreign) survey(ctx context.Context) error {
+	if f.isSurveyed() {
+		return nil
+	}
+	keys := []string{""}
+	if st, ok := f.t.(ShardedTransport); ok {
+		var err error
+		if keys, err = st.ShardKeys(ctx); err != nil {
+			return err
+		}
+	}
+	var errs []error
+	var seen []string
+	identified := false
+	for _, key := range keys {
+		route := f.t.Route(key)
+		if route.Addr == "" {
+			continue
+		}
+		f.mu.Lock()
+		if _, ok := f.slots[route.Slot]; !ok && key != "" {
+			f.slots[route.Slot] = slotSeen{addr: route.Addr, key: key}
+		}
+		f.mu.Unlock()
+		if slices.Contains(seen, route.Addr) {
+			continue
+		}
+		seen = append(seen, route.Addr)
+		if err := f.identify(ctx, key); err != nil {
+			errs = append(errs, err)
+		} else {
+			identified = true
+		}
+	}
+	if !identified {
+		return errors.Join(append(errs, errors.New("no server of the member identified"))...)
+	}
+	f.mu.Lock()
+	f.surveyed = true
+	f.mu.Unlock()
+	return errors.Join(errs...)
+}
+
+// isSurveyed reports whether a survey succeeded.
+func (f *foreign) isSurveyed() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.surveyed
 }
 
 // send queues one script call on its lane.
@@ -308,6 +382,10 @@ func (f *foreign) confirm(ctx context.Context, calls []Call, replies []Reply) {
 	if f.c.opts.quarantine == 0 {
 		return
 	}
+	if !f.isSurveyed() && now().UnixNano()-f.surveyAt.Load() > int64(surveyRetry) &&
+		slices.ContainsFunc(replies, func(r Reply) bool { return r.Err == nil || isReplyError(r.Err) }) {
+		f.warm() // the member answers, and no survey could identify it yet
+	}
 	var seen []string
 	for j, cl := range calls {
 		if replies[j].Err != nil && !isReplyError(replies[j].Err) {
@@ -369,6 +447,10 @@ func (f *foreign) succession(cl *call) {
 // tookOverSlots is why a server that took slots over does not count.
 const tookOverSlots = "took over slots another server process served (failover or migration)"
 
+// joinedLater is why a server first seen after the member's servers were
+// identified (survey) does not count.
+const joinedLater = "not among the member's servers when this client first reached it: took over slots (failover or migration)"
+
 // rerouted makes addr, a server identified for the first time, a
 // successor when a slot seen served by another server now routes to it:
 // its first answers may concern other slots, which this client has not
@@ -409,11 +491,14 @@ func (f *foreign) identify(ctx context.Context, key string) error {
 			p.doubt(err)
 			return err
 		}
-		if replaced {
+		switch {
+		case replaced:
 			p.succeed(at, runIDChanged)
 			f.c.rereadLeases()
-		}
-		if first {
+		case first && f.isSurveyed():
+			p.succeed(at, joinedLater)
+			f.c.rereadLeases()
+		case first:
 			f.rerouted(route.Addr, at)
 		}
 		f.c.recheckVotes()

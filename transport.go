@@ -76,6 +76,23 @@ type Transport interface {
 	Close() error
 }
 
+// ShardedTransport is a Transport that can name every server of its
+// member: a Redis Cluster's primaries. On first reaching the member a
+// Client asks for them and reads each one's identity (Info); from then on
+// a server it had not identified then, first seen serving keys later (a
+// replica promoted after its primary failed, a server that slots moved
+// to), is taken for the successor of one it had, and kept out of quorums
+// for the quarantine period, whichever slots the Client used before. A
+// Transport of one server need not implement it.
+type ShardedTransport interface {
+	Transport
+	// ShardKeys reads the member's slot map from the member now and
+	// returns one key of every range of hash slots it lists, so that
+	// Route, then Info, of each key name every primary. The keys are for
+	// routing only: no command writes them.
+	ShardKeys(ctx context.Context) ([]string, error)
+}
+
 // Call is one script call for Transport.Eval: EVALSHA SHA1 len(Keys)
 // Keys... Args..., or EVAL with Source in place of the SHA1 where the
 // server does not know the script. The keys of one call share the hash

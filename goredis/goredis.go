@@ -53,6 +53,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -100,6 +101,8 @@ func NewNode(name string, client redis.UniversalClient) (*redlock.Node, error) {
 func noContextTimeout(name string) error {
 	return fmt.Errorf("%w: node %q: the client needs ContextTimeoutEnabled: true, so that a paused server cannot hold a lock call past its deadline", redlock.ErrInvalid, name)
 }
+
+var _ redlock.ShardedTransport = (*transport)(nil)
 
 // transport is the redlock.Transport over one go-redis client.
 type transport struct {
@@ -202,8 +205,17 @@ func (t *transport) Eval(ctx context.Context, calls []redlock.Call, replies []re
 			cmds[j] = evals[k]
 		}
 	}
+	lost := false
 	for j, cmd := range cmds {
 		replies[j] = t.check(calls[j], cmd)
+		lost = lost || !answered(cmd.Err())
+	}
+	if lost && t.cluster != nil {
+		// go-redis reloads its slot map after a redirect, but after a
+		// failed connection only once the map is older than
+		// ClusterStateReloadInterval (a minute by default): a killed
+		// primary's replica, promoted, would wait that long for calls.
+		t.cluster.ReloadState(ctx)
 	}
 }
 
@@ -344,6 +356,43 @@ func (t *transport) Info(ctx context.Context, key string) (string, error) {
 	}
 	return s, err
 }
+
+// ShardKeys returns one key per range of hash slots of a cluster member,
+// read from the member now (CLUSTER SLOTS), once the ClusterClient's own
+// slot map is loaded, so that Route of each key names a primary; for one
+// server, the empty key. redlock identifies every primary with them when
+// it first reaches the member (redlock.ShardedTransport).
+func (t *transport) ShardKeys(ctx context.Context) ([]string, error) {
+	if t.cluster == nil {
+		return []string{""}, nil
+	}
+	ranges, err := t.cluster.ClusterSlots(ctx).Result()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := t.cluster.MasterForKey(ctx, routable("")); err != nil {
+		return nil, err
+	}
+	keys := make([]string, len(ranges))
+	for k, r := range ranges {
+		keys[k] = slotKeys()[r.Start]
+	}
+	return keys, nil
+}
+
+// slotKeys returns a key of every hash slot, by slot: the first of
+// "{redlock-0}", "{redlock-1}", … whose slot it is.
+var slotKeys = sync.OnceValue(func() []string {
+	keys := make([]string, slotCount)
+	for n, left := 0, slotCount; left > 0; n++ {
+		key := "{redlock-" + strconv.Itoa(n) + "}"
+		if s := slot(key); keys[s] == "" {
+			keys[s] = key
+			left--
+		}
+	}
+	return keys
+})
 
 // Close does nothing: the client is the caller's, and every PubSub is
 // closed by its own Close.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,6 +41,7 @@ type foreign struct {
 	known    map[string]uint64         // by Route.Addr: Route.Dials before the latest INFO read
 	slots    map[int]slotSeen          // by Route.Slot: which server last answered for it
 	surveyed bool                      // the member's servers were identified at first contact (survey)
+	moving   map[int]bool              // by Route.Slot: a move was logged, and no call of the slot went through since
 }
 
 // slotSeen is the server that last answered for a hash slot, and a key of
@@ -379,6 +381,7 @@ func (f *foreign) unreachable() error {
 // identity cannot be read in time stays unconfirmed, and does not count
 // while restart quarantine is on (see Client.quarantined).
 func (f *foreign) confirm(ctx context.Context, calls []Call, replies []Reply) {
+	f.noteMoves(calls, replies)
 	if f.c.opts.quarantine == 0 {
 		return
 	}
@@ -407,6 +410,52 @@ func (f *foreign) confirm(ctx context.Context, calls []Call, replies []Reply) {
 			f.process(route.Addr).doubt(fmt.Errorf("the server's identity could not be read after a new connection: %w", err))
 		}
 	}
+}
+
+// noteMoves logs, once per hash slot until a call of the slot goes
+// through again, that calls failed because the slot is moving between
+// the member's servers: the Transport followed a redirect (ErrRedirected),
+// or the server answered MOVED, ASK or TRYAGAIN. Such a call is the
+// member's failure, never its answer; once the Transport's slot map names
+// the slot's new server the calls go there, a successor (succession).
+func (f *foreign) noteMoves(calls []Call, replies []Reply) {
+	for j, cl := range calls {
+		err := replies[j].Err
+		moved := isMove(err)
+		if !moved && err != nil {
+			continue
+		}
+		slot := f.t.Route(firstKey(cl)).Slot
+		f.mu.Lock()
+		logged := f.moving[slot]
+		switch {
+		case moved && !logged:
+			if f.moving == nil {
+				f.moving = make(map[int]bool)
+			}
+			f.moving[slot] = true
+		case !moved:
+			delete(f.moving, slot)
+		}
+		f.mu.Unlock()
+		if moved && !logged {
+			f.c.opts.logger.Warn("redlock: a lock's hash slot is moving between the servers of a node (a Redis Cluster): its calls count as the node's failures until the node's slot map names the new server",
+				"node", f.p.name, "slot", slot, "err", err)
+		}
+	}
+}
+
+// isMove reports whether a call failed with err because its key's hash
+// slot is moving.
+func isMove(err error) bool {
+	var re ReplyError
+	switch {
+	case errors.Is(err, ErrRedirected):
+		return true
+	case errors.As(err, &re):
+		return strings.HasPrefix(string(re), "MOVED ") || strings.HasPrefix(string(re), "ASK ") || strings.HasPrefix(string(re), "TRYAGAIN")
+	}
+	return false
 }
 
 // succession records, for every key of cl, which server answered for its

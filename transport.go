@@ -35,8 +35,9 @@ import (
 //     answered it is the one Route names for the call's first key when
 //     Eval returns. A client that followed a redirect (MOVED, ASK, a
 //     failover) to a server its routing does not name yet reports the
-//     call as failed instead, so that redlock never credits one server's
-//     answer to another's identity.
+//     call as failed instead, with an error wrapping ErrRedirected, so
+//     that redlock never credits one server's answer to another's
+//     identity.
 //   - Its methods are safe for concurrent use.
 type Transport interface {
 	// Eval runs calls on the member, each as EVALSHA of its SHA1, or as
@@ -155,6 +156,14 @@ func (e ReplyError) Error() string { return string(e) }
 // never reached the server: it cannot have changed anything there, so no
 // rollback is sent for it.
 var ErrNotSent = errors.New("redlock: not sent")
+
+// ErrRedirected is wrapped by a Transport's error for a call that a
+// Redis Cluster member redirected (MOVED, ASK) to another server than
+// the one Route names for its key: the key's hash slot is moving between
+// the member's servers. The call may have run there. redlock counts the
+// call as the member's failure, never as its answer, and logs the move
+// once.
+var ErrRedirected = errors.New("redlock: redirected to another server (MOVED or ASK)")
 
 // NewTransportNode names a quorum member reached through t, for New. The
 // name identifies the node in errors and must differ between the nodes of

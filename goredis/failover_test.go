@@ -4,6 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -67,11 +72,12 @@ func TestFailoverLosingWriteOtherShard(t *testing.T) {
 }
 
 // seededNodes makes one node per member of c, each a go-redis
-// ClusterClient seeded with every process of the member, replicas too:
+// ClusterClient seeded with every process of the member, replicas too,
+// with member0's hooks on member 0's node clients:
 // go-redis reloads its slot map from its seeds (until it forgets unused
 // nodes, after a minute), so a member seeded with a killed primary alone
 // would never learn of its promoted replica.
-func seededNodes(t testing.TB, c *redlocktest.Cluster) []*redlock.Node {
+func seededNodes(t testing.TB, c *redlocktest.Cluster, member0 ...redis.Hook) []*redlock.Node {
 	nodes := make([]*redlock.Node, c.N())
 	for i := range nodes {
 		cc := redis.NewClusterClient(&redis.ClusterOptions{
@@ -81,6 +87,13 @@ func seededNodes(t testing.TB, c *redlocktest.Cluster) []*redlock.Node {
 			MaxRedirects:          2,
 		})
 		t.Cleanup(func() { cc.Close() })
+		if i == 0 {
+			cc.OnNewNode(func(rdb *redis.Client) {
+				for _, h := range member0 {
+					rdb.AddHook(h)
+				}
+			})
+		}
 		n, err := goredis.NewNode(fmt.Sprintf("member%d", i), cc)
 		require.NoError(t, err)
 		nodes[i] = n
@@ -198,5 +211,143 @@ func TestSlotKeys(t *testing.T) {
 	require.Len(t, keys, 16384)
 	for s, key := range keys {
 		require.Equal(t, s, goredis.Slot(key), key)
+	}
+}
+
+// TestMigratingSlotFailsClosed: the slot of a held lock moves from one
+// shard of member 0 to another (CLUSTER SETSLOT … IMPORTING/MIGRATING,
+// MIGRATE of its keys, then SETSLOT … NODE) while the watchdog renews
+// it. Calls redirected meanwhile (ASK, then MOVED) count as member 0's
+// failures, never as its answers: the hold lives on through members 1
+// and 2, a rival cannot take the lock, the move is logged once, and once
+// the slot's new owner is known the calls go to it without a redirect.
+func TestMigratingSlotFailsClosed(t *testing.T) {
+	ctx := context.Background()
+	c := redlocktest.Start(t, 3, redlocktest.WithShards(2))
+	logs := &warnings{}
+	redirects := &redirectCount{}
+	nodes := seededNodes(t, c, redirects)
+	client, err := redlock.New(nodes, redlock.WithLease(1500*time.Millisecond), redlock.WithNodeTimeout(250*time.Millisecond), redlock.WithLogger(slog.New(logs)))
+	require.NoError(t, err)
+	defer client.Close()
+	rival, err := redlock.New(seededNodes(t, c), redlock.WithLease(1500*time.Millisecond), redlock.WithNodeTimeout(250*time.Millisecond))
+	require.NoError(t, err)
+	defer rival.Close()
+
+	const src, dst = 0, 1
+	name := nameOnShard(c, src, "moving")
+	slot := redlocktest.KeySlot("redlock:{" + name + "}:lock")
+	m := client.NewMutex(name)
+	require.NoError(t, m.Lock(ctx))
+	srcID, err := c.DoShard(0, src, "CLUSTER", "MYID")
+	require.NoError(t, err)
+	dstID, err := c.DoShard(0, dst, "CLUSTER", "MYID")
+	require.NoError(t, err)
+	_, err = c.DoShard(0, dst, "CLUSTER", "SETSLOT", slot, "IMPORTING", srcID)
+	require.NoError(t, err)
+	_, err = c.DoShard(0, src, "CLUSTER", "SETSLOT", slot, "MIGRATING", dstID)
+	require.NoError(t, err)
+	// The lock's keys on member 0, which Lock may not have waited for
+	// (the watchdog repairs them).
+	var keys any
+	require.Eventually(t, func() bool {
+		keys, err = c.DoShard(0, src, "CLUSTER", "GETKEYSINSLOT", slot, 100)
+		return err == nil && len(keys.([]any)) > 0
+	}, 3*time.Second, 20*time.Millisecond, "the lock is not on member 0: %v", err)
+	host, port, _ := strings.Cut(c.ShardAddrs(0)[dst], ":")
+	_, err = c.DoShard(0, src, "MIGRATE", append([]any{host, port, "", 0, 5000, "KEYS"}, keys.([]any)...)...)
+	require.NoError(t, err)
+
+	// Every call on the lock's keys is now asked over to dst (ASK).
+	stillHeld(t, m, 2*time.Second)
+	assert.Positive(t, redirects.count(), "no call was redirected: the test shows nothing")
+	ok, err := rival.NewMutex(name).TryLock(ctx, 0, time.Second)
+	require.NoError(t, err)
+	assert.False(t, ok)
+
+	for _, s := range []int{dst, src} {
+		_, err := c.DoShard(0, s, "CLUSTER", "SETSLOT", slot, "NODE", dstID)
+		require.NoError(t, err)
+	}
+	stillHeld(t, m, time.Second)
+	before := redirects.count()
+	stillHeld(t, m, 2*time.Second)
+	assert.Equal(t, before, redirects.count(), "calls are still redirected once the slot's owner changed")
+	assert.Equal(t, 1, logs.count("hash slot is moving"), "the move is logged once: %v", logs.all())
+	require.NoError(t, m.Unlock(ctx))
+}
+
+// stillHeld fails the test if m's hold is lost within d, or m is no
+// longer held on a quorum after it.
+func stillHeld(t *testing.T, m *redlock.Mutex, d time.Duration) {
+	t.Helper()
+	select {
+	case <-m.Lost():
+		t.Fatalf("the hold of %s was lost", m.Name())
+	case <-time.After(d):
+	}
+	ok, err := m.IsHeld(context.Background())
+	require.NoError(t, err)
+	require.True(t, ok)
+}
+
+// warnings is a slog.Handler that keeps the messages of Warn records.
+type warnings struct {
+	mu   sync.Mutex // protects msgs
+	msgs []string
+}
+
+func (w *warnings) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+func (w *warnings) Handle(_ context.Context, r slog.Record) error {
+	msg := r.Message
+	r.Attrs(func(a slog.Attr) bool {
+		msg += " " + a.String()
+		return true
+	})
+	w.mu.Lock()
+	w.msgs = append(w.msgs, msg)
+	w.mu.Unlock()
+	return nil
+}
+func (w *warnings) WithAttrs([]slog.Attr) slog.Handler { return w }
+func (w *warnings) WithGroup(string) slog.Handler      { return w }
+
+// count returns how many messages contain s.
+func (w *warnings) count(s string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, m := range w.msgs {
+		if strings.Contains(m, s) {
+			n++
+		}
+	}
+	return n
+}
+
+func (w *warnings) all() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.msgs)
+}
+
+// redirectCount is a hook on the node clients of member 0's
+// ClusterClient: it counts the commands a server answered with MOVED or
+// ASK.
+type redirectCount struct{ n atomic.Int64 }
+
+func (r *redirectCount) count() int64 { return r.n.Load() }
+
+func (r *redirectCount) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (r *redirectCount) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (r *redirectCount) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, cmd := range cmds {
+			if e := cmd.Err(); e != nil && (strings.HasPrefix(e.Error(), "MOVED ") || strings.HasPrefix(e.Error(), "ASK ")) {
+				r.n.Add(1)
+			}
+		}
+		return err
 	}
 }

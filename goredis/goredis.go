@@ -43,7 +43,16 @@
 // that a MOVED redirect brought from a server the slot map does not name
 // yet is reported as a failure, so that redlock credits every answer to
 // the server that gave it, and sees a replica promoted by a failover as
-// the slot's new server (quarantined for a lease, like a restart).
+// the slot's new server (quarantined for a lease, like a restart); such a
+// failure wraps redlock.ErrRedirected. When redlock first reaches the
+// member it learns every primary (CLUSTER SLOTS, see
+// redlock.ShardedTransport), so a replica promoted later on a shard it
+// never used is a successor too. After a call fails on a connection the
+// adapter asks go-redis to reload its slot map, which it would otherwise
+// do only when the map is older than ClusterStateReloadInterval; give the
+// ClusterClient every process of the member as Addrs, replicas too, so
+// that a reload finds someone to ask while a killed primary's replica is
+// promoted.
 // Waiters use classic pub/sub (SUBSCRIBE), which Redis Cluster delivers
 // from every shard.
 package goredis
@@ -259,7 +268,7 @@ func (t *transport) check(c redlock.Call, cmd *redis.Cmd) redlock.Reply {
 	}
 	served, _ := v.(string)
 	if want := t.addr(firstKey(c)); served != want {
-		return redlock.Reply{Err: fmt.Errorf("answered by %q while the slot map names %q: the cluster's topology is changing", served, want)}
+		return redlock.Reply{Err: fmt.Errorf("%w: answered by %q while the slot map names %q: the cluster's topology is changing", redlock.ErrRedirected, served, want)}
 	}
 	return reply(cmd)
 }

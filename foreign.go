@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,12 +32,16 @@ type foreign struct {
 	c     *Client
 	lanes [foreignLanes]foreignLane
 
-	failure atomic.Pointer[error] // the last Eval's transport error; nil once one succeeds
+	failure   atomic.Pointer[error] // the last Eval's transport error; nil once one succeeds
+	surveying atomic.Bool           // a survey is under way
+	surveyAt  atomic.Int64          // when the latest survey began, by now(), in Unix nanoseconds
 
-	mu    sync.Mutex                // protects the fields below
-	procs map[string]*serverProcess // by Route.Addr: what INFO server said
-	known map[string]uint64         // by Route.Addr: Route.Dials before the latest INFO read
-	slots map[int]slotSeen          // by Route.Slot: which server last answered for it
+	mu       sync.Mutex                // protects the fields below
+	procs    map[string]*serverProcess // by Route.Addr: what INFO server said
+	known    map[string]uint64         // by Route.Addr: Route.Dials before the latest INFO read
+	slots    map[int]slotSeen          // by Route.Slot: which server last answered for it
+	surveyed bool                      // the member's servers were identified at first contact (survey)
+	moving   map[int]bool              // by Route.Slot: a move was logged, and no call of the slot went through since
 }
 
 // slotSeen is the server that last answered for a hash slot, and a key of
@@ -56,18 +61,89 @@ func newForeign(c *Client, p *peer, t Transport) *foreign {
 	return &foreign{p: p, t: t, c: c, procs: make(map[string]*serverProcess), known: make(map[string]uint64), slots: make(map[int]slotSeen)}
 }
 
-// warm reads the member's identity in the background, so that the first
-// calls need not. The peer must be complete: the reading uses it.
+// warm reads the member's identity in the background (survey), so that
+// the first calls need not. The peer must be complete: the reading uses
+// it.
 func (f *foreign) warm() {
-	c := f.c
-	if c.goAdd(1) {
-		go func() {
-			defer c.bg.Done()
-			ctx, cancel := context.WithTimeout(c.ctx, c.setupTimeout())
-			defer cancel()
-			_ = f.identify(ctx, "")
-		}()
+	if !f.surveying.CompareAndSwap(false, true) {
+		return
 	}
+	f.surveyAt.Store(now().UnixNano())
+	c := f.c
+	if !c.goAdd(1) {
+		f.surveying.Store(false)
+		return
+	}
+	go func() {
+		defer c.bg.Done()
+		defer f.surveying.Store(false)
+		ctx, cancel := context.WithTimeout(c.ctx, c.setupTimeout())
+		defer cancel()
+		_ = f.survey(ctx)
+	}()
+}
+
+// surveyRetry is how often a member that answers calls, but whose
+// servers no survey could identify yet, is surveyed again.
+const surveyRetry = time.Second
+
+// survey identifies the member's servers at this client's first contact
+// with it (warm): the one server the empty key names or, through a
+// ShardedTransport, every primary, whose slots (one key per range) it
+// notes as served by it. Once a survey identified one server, a server
+// identified for the first time is a successor (see identify): it serves
+// keys that another served when the client first reached the member, and
+// may lack writes that one acknowledged, whether or not this client used
+// them. A primary the survey listed but could not identify (it did not
+// answer INFO in time) counts as first seen later.
+func (f *foreign) survey(ctx context.Context) error {
+	if f.isSurveyed() {
+		return nil
+	}
+	keys := []string{""}
+	if st, ok := f.t.(ShardedTransport); ok {
+		var err error
+		if keys, err = st.ShardKeys(ctx); err != nil {
+			return err
+		}
+	}
+	var errs []error
+	var seen []string
+	identified := false
+	for _, key := range keys {
+		route := f.t.Route(key)
+		if route.Addr == "" {
+			continue
+		}
+		f.mu.Lock()
+		if _, ok := f.slots[route.Slot]; !ok && key != "" {
+			f.slots[route.Slot] = slotSeen{addr: route.Addr, key: key}
+		}
+		f.mu.Unlock()
+		if slices.Contains(seen, route.Addr) {
+			continue
+		}
+		seen = append(seen, route.Addr)
+		if err := f.identify(ctx, key); err != nil {
+			errs = append(errs, err)
+		} else {
+			identified = true
+		}
+	}
+	if !identified {
+		return errors.Join(append(errs, errors.New("no server of the member identified"))...)
+	}
+	f.mu.Lock()
+	f.surveyed = true
+	f.mu.Unlock()
+	return errors.Join(errs...)
+}
+
+// isSurveyed reports whether a survey succeeded.
+func (f *foreign) isSurveyed() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.surveyed
 }
 
 // send queues one script call on its lane.
@@ -411,8 +487,13 @@ func (f *foreign) unreachable() error {
 // identity cannot be read in time stays unconfirmed, and does not count
 // while restart quarantine is on (see Client.quarantined).
 func (f *foreign) confirm(ctx context.Context, calls []Call, replies []Reply) {
+	f.noteMoves(calls, replies)
 	if f.c.opts.quarantine == 0 {
 		return
+	}
+	if !f.isSurveyed() && now().UnixNano()-f.surveyAt.Load() > int64(surveyRetry) &&
+		slices.ContainsFunc(replies, func(r Reply) bool { return r.Err == nil || isReplyError(r.Err) }) {
+		f.warm() // the member answers, and no survey could identify it yet
 	}
 	var seen []string
 	for j, cl := range calls {
@@ -435,6 +516,52 @@ func (f *foreign) confirm(ctx context.Context, calls []Call, replies []Reply) {
 			f.process(route.Addr).doubt(fmt.Errorf("the server's identity could not be read after a new connection: %w", err))
 		}
 	}
+}
+
+// noteMoves logs, once per hash slot until a call of the slot goes
+// through again, that calls failed because the slot is moving between
+// the member's servers: the Transport followed a redirect (ErrRedirected),
+// or the server answered MOVED, ASK or TRYAGAIN. Such a call is the
+// member's failure, never its answer; once the Transport's slot map names
+// the slot's new server the calls go there, a successor (succession).
+func (f *foreign) noteMoves(calls []Call, replies []Reply) {
+	for j, cl := range calls {
+		err := replies[j].Err
+		moved := isMove(err)
+		if !moved && err != nil {
+			continue
+		}
+		slot := f.t.Route(firstKey(cl)).Slot
+		f.mu.Lock()
+		logged := f.moving[slot]
+		switch {
+		case moved && !logged:
+			if f.moving == nil {
+				f.moving = make(map[int]bool)
+			}
+			f.moving[slot] = true
+		case !moved:
+			delete(f.moving, slot)
+		}
+		f.mu.Unlock()
+		if moved && !logged {
+			f.c.opts.logger.Warn("redlock: a lock's hash slot is moving between the servers of a node (a Redis Cluster): its calls count as the node's failures until the node's slot map names the new server",
+				"node", f.p.name, "slot", slot, "err", err)
+		}
+	}
+}
+
+// isMove reports whether a call failed with err because its key's hash
+// slot is moving.
+func isMove(err error) bool {
+	var re ReplyError
+	switch {
+	case errors.Is(err, ErrRedirected):
+		return true
+	case errors.As(err, &re):
+		return strings.HasPrefix(string(re), "MOVED ") || strings.HasPrefix(string(re), "ASK ") || strings.HasPrefix(string(re), "TRYAGAIN")
+	}
+	return false
 }
 
 // succession records, for every key of cl, which server answered for its
@@ -474,6 +601,10 @@ func (f *foreign) succession(cl *call) {
 
 // tookOverSlots is why a server that took slots over does not count.
 const tookOverSlots = "took over slots another server process served (failover or migration)"
+
+// joinedLater is why a server first seen after the member's servers were
+// identified (survey) does not count.
+const joinedLater = "not among the member's servers when this client first reached it: took over slots (failover or migration)"
 
 // rerouted makes addr, a server identified for the first time, a
 // successor when a slot seen served by another server now routes to it:
@@ -515,11 +646,14 @@ func (f *foreign) identify(ctx context.Context, key string) error {
 			p.doubt(err)
 			return err
 		}
-		if replaced {
+		switch {
+		case replaced:
 			p.succeed(at, runIDChanged)
 			f.c.rereadLeases()
-		}
-		if first {
+		case first && f.isSurveyed():
+			p.succeed(at, joinedLater)
+			f.c.rereadLeases()
+		case first:
 			f.rerouted(route.Addr, at)
 		}
 		f.c.recheckVotes()

@@ -20,7 +20,9 @@ import (
 // help hand a lock out again while its old holder still trusts it. The
 // delayed restart of the Redlock paper, done by the client. Through a
 // Transport the same holds per server, and a server that takes over a hash
-// slot another served is a successor, kept out likewise (foreign.go).
+// slot another served, or that was not among the member's servers when
+// the client first reached it, is a successor, kept out likewise
+// (foreign.go).
 
 // serverProcess is what this client knows of the server process behind one
 // node: it changes only through observe.

@@ -35,8 +35,9 @@ import (
 //     answered it is the one Route names for the call's first key when
 //     Eval returns. A client that followed a redirect (MOVED, ASK, a
 //     failover) to a server its routing does not name yet reports the
-//     call as failed instead, so that redlock never credits one server's
-//     answer to another's identity.
+//     call as failed instead, with an error wrapping ErrRedirected, so
+//     that redlock never credits one server's answer to another's
+//     identity.
 //   - Its methods are safe for concurrent use.
 type Transport interface {
 	// Eval runs calls on the member, each as EVALSHA of its SHA1, or as
@@ -74,6 +75,23 @@ type Transport interface {
 	// A client library's client that the caller handed to the adapter
 	// belongs to the caller and stays open.
 	Close() error
+}
+
+// ShardedTransport is a Transport that can name every server of its
+// member: a Redis Cluster's primaries. On first reaching the member a
+// Client asks for them and reads each one's identity (Info); from then on
+// a server it had not identified then, first seen serving keys later (a
+// replica promoted after its primary failed, a server that slots moved
+// to), is taken for the successor of one it had, and kept out of quorums
+// for the quarantine period, whichever slots the Client used before. A
+// Transport of one server need not implement it.
+type ShardedTransport interface {
+	Transport
+	// ShardKeys reads the member's slot map from the member now and
+	// returns one key of every range of hash slots it lists, so that
+	// Route, then Info, of each key name every primary. The keys are for
+	// routing only: no command writes them.
+	ShardKeys(ctx context.Context) ([]string, error)
 }
 
 // Call is one script call for Transport.Eval: EVALSHA SHA1 len(Keys)
@@ -138,6 +156,14 @@ func (e ReplyError) Error() string { return string(e) }
 // never reached the server: it cannot have changed anything there, so no
 // rollback is sent for it.
 var ErrNotSent = errors.New("redlock: not sent")
+
+// ErrRedirected is wrapped by a Transport's error for a call that a
+// Redis Cluster member redirected (MOVED, ASK) to another server than
+// the one Route names for its key: the key's hash slot is moving between
+// the member's servers. The call may have run there. redlock counts the
+// call as the member's failure, never as its answer, and logs the move
+// once.
+var ErrRedirected = errors.New("redlock: redirected to another server (MOVED or ASK)")
 
 // NewTransportNode names a quorum member reached through t, for New. The
 // name identifies the node in errors and must differ between the nodes of

@@ -31,3 +31,6 @@ func Sha1hex(s string) string {
 	h := sha1.Sum([]byte(s))
 	return hex.EncodeToString(h[:])
 }
+
+// SlotKeys is slotKeys, for tests.
+func SlotKeys() []string { return slotKeys() }

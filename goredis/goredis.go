@@ -43,7 +43,16 @@
 // that a MOVED redirect brought from a server the slot map does not name
 // yet is reported as a failure, so that redlock credits every answer to
 // the server that gave it, and sees a replica promoted by a failover as
-// the slot's new server (quarantined for a lease, like a restart).
+// the slot's new server (quarantined for a lease, like a restart); such a
+// failure wraps redlock.ErrRedirected. When redlock first reaches the
+// member it learns every primary (CLUSTER SLOTS, see
+// redlock.ShardedTransport), so a replica promoted later on a shard it
+// never used is a successor too. After a call fails on a connection the
+// adapter asks go-redis to reload its slot map, which it would otherwise
+// do only when the map is older than ClusterStateReloadInterval; give the
+// ClusterClient every process of the member as Addrs, replicas too, so
+// that a reload finds someone to ask while a killed primary's replica is
+// promoted.
 // Waiters use classic pub/sub (SUBSCRIBE), which Redis Cluster delivers
 // from every shard.
 package goredis
@@ -53,6 +62,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -100,6 +110,8 @@ func NewNode(name string, client redis.UniversalClient) (*redlock.Node, error) {
 func noContextTimeout(name string) error {
 	return fmt.Errorf("%w: node %q: the client needs ContextTimeoutEnabled: true, so that a paused server cannot hold a lock call past its deadline", redlock.ErrInvalid, name)
 }
+
+var _ redlock.ShardedTransport = (*transport)(nil)
 
 // transport is the redlock.Transport over one go-redis client.
 type transport struct {
@@ -202,8 +214,17 @@ func (t *transport) Eval(ctx context.Context, calls []redlock.Call, replies []re
 			cmds[j] = evals[k]
 		}
 	}
+	lost := false
 	for j, cmd := range cmds {
 		replies[j] = t.check(calls[j], cmd)
+		lost = lost || !answered(cmd.Err())
+	}
+	if lost && t.cluster != nil {
+		// go-redis reloads its slot map after a redirect, but after a
+		// failed connection only once the map is older than
+		// ClusterStateReloadInterval (a minute by default): a killed
+		// primary's replica, promoted, would wait that long for calls.
+		t.cluster.ReloadState(ctx)
 	}
 }
 
@@ -247,7 +268,7 @@ func (t *transport) check(c redlock.Call, cmd *redis.Cmd) redlock.Reply {
 	}
 	served, _ := v.(string)
 	if want := t.addr(firstKey(c)); served != want {
-		return redlock.Reply{Err: fmt.Errorf("answered by %q while the slot map names %q: the cluster's topology is changing", served, want)}
+		return redlock.Reply{Err: fmt.Errorf("%w: answered by %q while the slot map names %q: the cluster's topology is changing", redlock.ErrRedirected, served, want)}
 	}
 	return reply(cmd)
 }
@@ -344,6 +365,43 @@ func (t *transport) Info(ctx context.Context, key string) (string, error) {
 	}
 	return s, err
 }
+
+// ShardKeys returns one key per range of hash slots of a cluster member,
+// read from the member now (CLUSTER SLOTS), once the ClusterClient's own
+// slot map is loaded, so that Route of each key names a primary; for one
+// server, the empty key. redlock identifies every primary with them when
+// it first reaches the member (redlock.ShardedTransport).
+func (t *transport) ShardKeys(ctx context.Context) ([]string, error) {
+	if t.cluster == nil {
+		return []string{""}, nil
+	}
+	ranges, err := t.cluster.ClusterSlots(ctx).Result()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := t.cluster.MasterForKey(ctx, routable("")); err != nil {
+		return nil, err
+	}
+	keys := make([]string, len(ranges))
+	for k, r := range ranges {
+		keys[k] = slotKeys()[r.Start]
+	}
+	return keys, nil
+}
+
+// slotKeys returns a key of every hash slot, by slot: the first of
+// "{redlock-0}", "{redlock-1}", … whose slot it is.
+var slotKeys = sync.OnceValue(func() []string {
+	keys := make([]string, slotCount)
+	for n, left := 0, slotCount; left > 0; n++ {
+		key := "{redlock-" + strconv.Itoa(n) + "}"
+		if s := slot(key); keys[s] == "" {
+			keys[s] = key
+			left--
+		}
+	}
+	return keys
+})
 
 // Close does nothing: the client is the caller's, and every PubSub is
 // closed by its own Close.

@@ -61,6 +61,23 @@ func (c *Cluster) ShardAddrs(i int) []string {
 	return addrs
 }
 
+// MemberAddrs returns "127.0.0.1:PORT" of every process of member i: its
+// shards' primaries (as ShardAddrs), then their replicas. A cluster
+// client seeded with them all still finds the member's slot map while a
+// killed primary's replica is promoted. Without WithShards it returns
+// node i's address alone.
+func (c *Cluster) MemberAddrs(i int) []string {
+	if c.shards == nil {
+		return []string{c.nodes[i].addr()}
+	}
+	all := c.member(i)
+	addrs := make([]string, len(all))
+	for k, nd := range all {
+		addrs[k] = nd.addr()
+	}
+	return addrs
+}
+
 // ShardOf returns the shard of every member that serves key: the slots are
 // split alike in every member. Without WithShards it returns 0.
 func (c *Cluster) ShardOf(key string) int {
@@ -100,6 +117,28 @@ func (c *Cluster) DoShard(i, s int, cmd string, args ...any) (any, error) {
 		return nil, err
 	}
 	return nd.do(cmd, args...)
+}
+
+// DoReplica runs one command on the first replica of shard s of member i
+// (WithReplicas), like Do. CLIENT PAUSE <ms> WRITE there holds back the
+// writes its primary streams to it: a failover to it meanwhile
+// (KillShard, then FailoverShard) loses them, as asynchronous replication
+// may.
+func (c *Cluster) DoReplica(i, s int, cmd string, args ...any) (any, error) {
+	primary, err := c.shard(i, s)
+	if err != nil {
+		return nil, err
+	}
+	c.roles.Lock()
+	var rep *node
+	if reps := c.replicas[i][s]; len(reps) > 0 {
+		rep = reps[0]
+	}
+	c.roles.Unlock()
+	if rep == nil {
+		return nil, fmt.Errorf("redlocktest: %s has no replica (WithReplicas)", primary)
+	}
+	return rep.do(cmd, args...)
 }
 
 // DoKey runs one command on the shard of member i that serves key (the

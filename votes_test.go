@@ -1,9 +1,7 @@
 package redlock_test
 
 import (
-	"bytes"
 	"context"
-	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -19,24 +17,6 @@ import (
 
 // One vote per server process (votes.go): a server listed under two URLs
 // counts once, whichever way the second URL reaches it.
-
-// lockedBuffer is a log sink that tests may read while the client writes.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // nodeChanges records the Observer's NodeChanged events.
 type nodeChanges struct {
@@ -82,11 +62,10 @@ func TestAliasOfANodeCountsOnce(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			cl := redlocktest.Start(t, 2, redlocktest.WithProxy())
 			urls := aliasURLs(cl, how)
-			var logs lockedBuffer
+			var logs logLines
 			obs := &nodeChanges{}
 			start := time.Now()
-			c, err := redlock.Dial(urls, redlock.WithNodeTimeout(100*time.Millisecond), redlock.WithObserver(obs),
-				redlock.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+			c, err := redlock.Dial(urls, redlock.WithNodeTimeout(100*time.Millisecond), redlock.WithObserver(obs), redlock.WithLogger(logs.logger()))
 			require.NoError(t, err, "Dial returns at once: it does not wait for the nodes' identities")
 			t.Cleanup(func() { _ = c.Close() })
 			ctx := context.Background()

@@ -354,7 +354,22 @@ func TestSemaphoreReleaseWakesAWaiter(t *testing.T) {
 			got <- time.Now()
 		}
 	}()
-	time.Sleep(100 * time.Millisecond) // the waiter is subscribed and waiting
+	// The waiter is subscribed on every node before the release (on a
+	// busy machine its first attempt and subscription take longer than
+	// any fixed sleep); then it has tried once since, and waits.
+	require.Eventually(t, func() bool {
+		for i := 0; i < cl.N(); i++ {
+			v, err := redis.Values(cl.Do(i, "PUBSUB", "NUMSUB", "redlock:{handoff}:sem:unlock"))
+			if err != nil || len(v) != 2 {
+				return false
+			}
+			if n, _ := redis.Int(v[1], nil); n == 0 {
+				return false
+			}
+		}
+		return true
+	}, 5*time.Second, 5*time.Millisecond, "the waiter never subscribed")
+	time.Sleep(100 * time.Millisecond)
 	released := time.Now()
 	require.NoError(t, a.Release(ctx))
 	select {

@@ -273,10 +273,9 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew, tell, subsc
 	prev, _, _ := m.holding()
 	seq := m.seq.Add(1)
 	dr := drift(lease, c.opts.driftFactor)
-	start := now()
 	c.useLease(lease)
 	if r := c.shareLease(ctx); r != nil {
-		a := attempt{took: since(start)}
+		a := attempt{took: since(r.start)}
 		if ctx.Err() != nil {
 			a.err, a.ended = ctx.Err(), true
 		} else {
@@ -284,6 +283,9 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew, tell, subsc
 		}
 		return a
 	}
+	// The attempt starts after the publication: its validity, and how
+	// long an attempt takes (which paces the waiters), are the acquisition's.
+	start := now()
 	var fencing int64
 	if c.opts.fencing && prev == 0 && !m.shared {
 		fencing = c.fenceTTL(lease).Milliseconds()

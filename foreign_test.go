@@ -67,7 +67,7 @@ func TestUnitSplitRenewByShard(t *testing.T) {
 
 func TestUnitSplitRepairByShard(t *testing.T) {
 	f := &foreign{t: shardedRoutes{}}
-	rc := repairScript.call(4, "a1", "am", "b1", "bm", int64(3000), "fa", 2, int64(5), "fb", 1, int64(9))
+	rc := repairScript.call(6, "a1", "am", "a1", "b1", "bm", "bw", int64(3000), "fa", 2, int64(5), "x", "", "", "fb", 1, int64(9), "r", "fw", "")
 	cl := rc.export()
 	l, ok := repairScript.layout()
 	require.True(t, ok)
@@ -75,8 +75,8 @@ func TestUnitSplitRepairByShard(t *testing.T) {
 	require.Len(t, calls, 2)
 	assert.Equal(t, [][]int{{0}, {1}}, groups)
 	assert.Equal(t, []string{"a1"}, calls[0].Keys)
-	assert.Equal(t, []any{2, "a1", "am", int64(3000), "fa", 2, int64(5)}, calls[0].Args)
-	assert.Equal(t, []any{2, "b1", "bm", int64(3000), "fb", 1, int64(9)}, calls[1].Args)
+	assert.Equal(t, []any{3, "a1", "am", "a1", int64(3000), "fa", 2, int64(5), "x", "", ""}, calls[0].Args)
+	assert.Equal(t, []any{3, "b1", "bm", "bw", int64(3000), "fb", 1, int64(9), "r", "fw", ""}, calls[1].Args)
 }
 
 func TestUnitNormalizeReplies(t *testing.T) {

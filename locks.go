@@ -13,10 +13,26 @@ import (
 
 // lockKeys are one lock's keys and channel on every node.
 type lockKeys struct {
-	key     string // the lock hash
-	marks   string // rollback marks of the lock's owners (scripts/mark.lua)
-	fence   string // the lock's fencing counter (WithFencing)
-	channel string // the unlock channel
+	key     string  // the lock hash
+	marks   string  // rollback marks of the lock's owners (scripts/mark.lua)
+	fence   string  // the lock's fencing counter (WithFencing)
+	channel string  // the unlock channel
+	side    *rwSide // a read-write lock's key: what repair.lua checks of its other side; nil for a lock of one owner alone (a Mutex, a MultiMutex's name, a semaphore's slot)
+}
+
+// shared reports whether several owners hold the lock's hash at once (the
+// readers' hash of a read-write lock): there, a key without the owner's
+// field is absent for the owner, not another owner's.
+func (k *lockKeys) shared() bool { return k.side != nil && k.side.kind == repairReaders }
+
+// appendRepair appends the lock's entry of repair.lua, for an owner field
+// with a hold count and sequence, to its keys and its arguments.
+func (k *lockKeys) appendRepair(keys, argv []interface{}, field string, count int, seq int64) ([]interface{}, []interface{}) {
+	kind, other, peer, own := repairLock, k.key, "", ""
+	if s := k.side; s != nil {
+		kind, other, peer, own = s.kind, s.other, s.peer, s.own
+	}
+	return append(keys, k.key, k.marks, other), append(argv, field, count, seq, kind, peer, own)
 }
 
 // keysAt returns the keys base+"lock", base+"rollback", base+"fence" and

@@ -90,10 +90,10 @@ func (r *diffRun) view(now int64) diffCall {
 
 // holds draws 1 to 3 holds of distinct locks for renew.lua and repair.lua.
 func (r *diffRun) holds() []*diffLock {
-	perm := r.rng.Perm(len(r.locks))[:1+r.rng.IntN(len(r.locks))]
+	perm := r.rng.Perm(len(r.main))[:1+r.rng.IntN(len(r.main))]
 	ls := make([]*diffLock, len(perm))
 	for i, p := range perm {
-		ls[i] = r.locks[p]
+		ls[i] = r.main[p]
 	}
 	return ls
 }
@@ -123,15 +123,38 @@ func (r *diffRun) renew(now int64) diffCall {
 	return c
 }
 
+// repair draws entries of every kind: a lock of one owner ('x'), or a key
+// of a read-write lock ('s' the readers' hash, 'r' the owner's own hash,
+// 'w' the writer's lock hash) whose other side is one of the locks, and
+// whose peer is any owner or none.
 func (r *diffRun) repair(now int64) diffCall {
 	lease := r.ttl()
 	var keys []interface{}
 	argv := []interface{}{lease}
 	c := diffCall{}
+	kinds := []model.RepairKind{model.RepairLock, model.RepairReaders, model.RepairReader, model.RepairWriter}
 	for _, l := range r.holds() {
 		o, count, seq := r.owner(), 1+r.rng.Int64N(3), r.seq()
-		keys, argv = append(keys, l.key, l.marks), append(argv, diffOwners[o], count, seq)
-		c.want, c.tol = append(c.want, l.m.Repair(now, lease, o, count, seq)), append(c.tol, false)
+		side := model.Side{Kind: kinds[r.rng.IntN(len(kinds))], Peer: -1}
+		other, peer, own := l, "", ""
+		if side.Kind != model.RepairLock {
+			other = r.lock()
+			side.Other = &other.m
+			peer = "0ther:1" // no owner's
+			if p := r.rng.IntN(model.MaxOwners + 1); p < model.MaxOwners {
+				side.Peer, peer = p, diffOwners[p]
+			}
+		}
+		switch side.Kind {
+		case model.RepairReader:
+			l = r.own[o]
+		case model.RepairWriter:
+			own = diffOwnPrefix
+			side.Live = func(reader int) bool { return r.own[reader].m.Holds(now, reader) }
+		}
+		keys = append(keys, l.key, l.marks, other.key)
+		argv = append(argv, diffOwners[o], count, seq, string(side.Kind), peer, own)
+		c.want, c.tol = append(c.want, l.m.RepairEntry(now, lease, o, count, seq, side)), append(c.tol, false)
 	}
 	c.args = r.multi(&repairScript, &repairCrossSlot, keys, argv)
 	return c

@@ -44,6 +44,10 @@ const diffTolerance = 2000
 
 var diffOwners = [model.MaxOwners]string{"5f0e1c:1", "5f0e1c:2", "9a1c77:1"}
 
+// diffOwnPrefix is what a reader's own hash is named after its owner
+// field, in the read-write entries of repair.lua.
+const diffOwnPrefix = "redlock:{diff}:r:"
+
 // diffLock is one lock's keys, and the model of them.
 type diffLock struct {
 	key, marks, fence string
@@ -77,7 +81,9 @@ type diffRun struct {
 	t      *testing.T
 	rng    *rand.Rand
 	conn   redis.Conn
-	locks  []*diffLock
+	locks  []*diffLock // main, then own
+	main   []*diffLock // the locks the scripts are called on
+	own    []*diffLock // by owner: its own hash as a reader (diffOwnPrefix + owner), for repair.lua's read-write entries
 	counts map[string]int
 	dump   *redis.Script
 }
@@ -92,8 +98,13 @@ func TestModelScriptsMatchRedis(t *testing.T) {
 	r := &diffRun{t: t, rng: rand.New(rand.NewPCG(seed, 15)), conn: conn, counts: map[string]int{}, dump: redis.NewScript(-1, dumpLua)}
 	for i := 0; i < 3; i++ {
 		tag := fmt.Sprintf("redlock:{diff%d}:", i)
-		r.locks = append(r.locks, &diffLock{key: tag + "lock", marks: tag + "rollback", fence: tag + "fence"})
+		r.main = append(r.main, &diffLock{key: tag + "lock", marks: tag + "rollback", fence: tag + "fence"})
 	}
+	for _, o := range diffOwners {
+		key := diffOwnPrefix + o
+		r.own = append(r.own, &diffLock{key: key, marks: key + ":rollback", fence: key + ":fence"})
+	}
+	r.locks = append(append(r.locks, r.main...), r.own...)
 	for _, s := range scripts {
 		_, err := conn.Do("SCRIPT", "LOAD", s.src)
 		require.NoError(t, err)
@@ -182,9 +193,10 @@ func (r *diffRun) next() diffCall {
 	return c
 }
 
-// expire deletes one of a lock's keys on both sides, as its expiry would.
+// expire deletes one of a lock's keys on both sides, as its expiry would
+// (a reader's own hash too).
 func (r *diffRun) expire() diffCall {
-	l := r.lock()
+	l := r.locks[r.rng.IntN(len(r.locks))]
 	var key string
 	switch r.rng.IntN(3) {
 	case 0:
@@ -203,7 +215,7 @@ func (r *diffRun) expire() diffCall {
 // delScript deletes its key, so that every call of a batch is an EVALSHA.
 var delScript = redis.NewScript(1, "return redis.call('del', KEYS[1])")
 
-func (r *diffRun) lock() *diffLock { return r.locks[r.rng.IntN(len(r.locks))] }
+func (r *diffRun) lock() *diffLock { return r.main[r.rng.IntN(len(r.main))] }
 func (r *diffRun) owner() int      { return r.rng.IntN(model.MaxOwners) }
 func (r *diffRun) seq() int64      { return 1 + r.rng.Int64N(12) }
 

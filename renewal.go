@@ -459,8 +459,7 @@ func (wd *watchdog) repair(ctx context.Context, r *renewal) {
 			fixes[i] = append(fixes[i], k)
 			m := h.m
 			for j := 0; j < m.locks(); j++ {
-				keys = append(keys, m.lock(j).key, m.lock(j).marks)
-				argv = append(argv, m.field, count, seq)
+				keys, argv = m.lock(j).appendRepair(keys, argv, m.field, count, seq)
 			}
 		}
 		if len(fixes[i]) > 0 {
@@ -548,7 +547,10 @@ func (wd *watchdog) tally(i int, res batchResult, hs []*hold, f func(k int, v in
 }
 
 // tallyHolds reduces the entries vs, one per lock of each hold of hs in
-// order, to one answer per hold, handed to f. A hold with an entry that is
+// order, to one answer per hold, handed to f. A shared hash (the readers'
+// of a read-write lock) that exists without the owner's field, answered
+// -1 by renew.lua, is absent for the owner: the hold is repaired there,
+// not taken as another owner's. A hold with an entry that is
 // not an answer of the script gets none; tallyHolds returns how many holds
 // got none because their shard failed (see merge), and the first such
 // failure.
@@ -556,8 +558,11 @@ func tallyHolds(vs []interface{}, hs []*hold, f func(k int, v int64)) (failed in
 	e := 0
 	for k, h := range hs {
 		v, known, lost := int64(1), true, false
-		for range h.m.locks() {
+		for j := range h.m.locks() {
 			n, ok := vs[e].(int64)
+			if ok && n == -1 && h.m.lock(j).shared() {
+				n = 0 // the shared hash without our field: absent for us
+			}
 			switch {
 			case !ok:
 				known = false

@@ -47,13 +47,36 @@ func (c *Client) NewRWMutex(name string) *RWMutex {
 	rw.w = newMutexAt(c, name, base, channel)
 	rw.r = newOwnerOf(c, name, func(field string) []lockKeys {
 		return []lockKeys{
-			{key: base + "readers", marks: rw.w.marks, fence: rw.w.fence, channel: channel},
-			{key: rw.own + field, marks: rw.w.marks, fence: rw.w.fence}, // no channel: the readers' hash has it
+			{key: base + "readers", marks: rw.w.marks, fence: rw.w.fence, channel: channel,
+				side: &rwSide{kind: repairReaders, other: rw.w.key, peer: rw.w.field}},
+			{key: rw.own + field, marks: rw.w.marks, fence: rw.w.fence, // no channel: the readers' hash has it
+				side: &rwSide{kind: repairReader, other: rw.w.key, peer: rw.w.field}},
 		}
 	})
+	rw.w.side = &rwSide{kind: repairWriter, other: rw.r.key, peer: rw.r.field, own: rw.own}
 	rw.r.shared = true
 	rw.w.via, rw.r.via = rw.writeCall, rw.readCall
 	return rw
+}
+
+// The kinds of repair.lua's entries: what the key of each lock of a hold
+// is, which says how the watchdog writes it back on a node where it is
+// absent for its owner.
+const (
+	repairLock    = "x" // a lock of one owner alone
+	repairReaders = "s" // the readers' hash, shared by every reader
+	repairReader  = "r" // a reader's own hash
+	repairWriter  = "w" // the writer's lock hash
+)
+
+// rwSide is what repair.lua checks of the other side of a read-write lock
+// before it writes one of its keys back on a node: the other side must not
+// hold the name there (see scripts/repair.lua).
+type rwSide struct {
+	kind  string // repairReaders, repairReader or repairWriter
+	other string // the other side's key: the writer's lock hash for a reader, the readers' hash for the writer
+	peer  string // the owner field of the same RWMutex's other side, which does not exclude this one (a downgrade)
+	own   string // for the writer: what a reader's own hash is named after its owner field
 }
 
 // Name returns the lock's name; "" for a nil RWMutex.

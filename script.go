@@ -216,7 +216,7 @@ func (s *script) layout() (perHold, bool) {
 	case &renewScript:
 		return perHold{keys: 1, args: 1, lead: 1, crossSlot: &renewCrossSlot}, true
 	case &repairScript:
-		return perHold{keys: 2, args: 3, lead: 1, crossSlot: &repairCrossSlot}, true
+		return perHold{keys: 3, args: 6, lead: 1, crossSlot: &repairCrossSlot}, true
 	}
 	return perHold{}, false
 }

@@ -4,7 +4,11 @@
 -- ARGV[1+i]  owner field of hold i (KEYS[i])
 -- Returns    one integer per hold: 1 the owner holds it here, and its key
 --            now lives at least the lease (never shortened: PEXPIRE GT,
---            Redis 7.0); 0 the key is absent; -1 another owner holds it.
+--            Redis 7.0); 0 the key is absent; -1 the key exists without
+--            the owner's field: another owner holds it, for a lock of one
+--            owner. (The readers' hash of a read-write lock is shared: there
+--            the client reads -1 as absent for the reader, and repairs it;
+--            see tallyHolds in renewal.go.)
 -- A held key costs two commands; the script does not write hold counts or
 -- sequences, so a renewal that lands late changes nothing but the expiry
 -- of a key its owner still holds.

@@ -171,22 +171,88 @@ func (s *Store) Renew(now, lease int64, owner int) int64 {
 	return 0
 }
 
-// Repair is repair.lua for one hold: 1 held here now (extended, or written
-// back), 0 refused by a mark, -1 another owner's.
+// Repair is repair.lua for one hold of a lock of one owner alone (an entry
+// of kind 'x'): 1 held here now (extended, or written back), 0 refused by
+// a mark, -1 another owner's.
 func (s *Store) Repair(now, lease int64, owner int, count, seq int64) int64 {
+	return s.RepairEntry(now, lease, owner, count, seq, Side{Kind: RepairLock})
+}
+
+// RepairKind is the kind of a repair.lua entry (ARGV[6i-1]).
+type RepairKind byte
+
+// The kinds of repair.lua's entries.
+const (
+	RepairLock    RepairKind = 'x' // a lock of one owner alone
+	RepairReaders RepairKind = 's' // the readers' hash of a read-write lock, shared
+	RepairReader  RepairKind = 'r' // a reader's own hash
+	RepairWriter  RepairKind = 'w' // the writer's lock hash
+)
+
+// Side is what repair.lua reads, for one entry, of the other side of a
+// read-write lock; only the kind for RepairLock.
+type Side struct {
+	Kind RepairKind
+	// Other is KEYS[3i]: the writer's lock hash for RepairReaders and
+	// RepairReader, the readers' hash for RepairWriter.
+	Other *Store
+	// Peer is ARGV[6i], the same read-write lock's other side, which
+	// does not exclude this one; -1 for a field of no owner.
+	Peer int
+	// Live is, for RepairWriter, HEXISTS of ARGV[6i+1]..owner, owner:
+	// whether that reader's own hash holds it.
+	Live func(owner int) bool
+}
+
+// otherHolds is repair.lua's otherSide: whether the other side of a
+// read-write lock holds the name on the node at now.
+func (d Side) otherHolds(now int64) bool {
+	switch d.Kind {
+	case RepairReaders, RepairReader:
+		d.Other.expire(now)
+		return d.Other.Lock.Exists && (d.Peer < 0 || !d.Other.Owners[d.Peer].HasSeq)
+	case RepairWriter:
+		d.Other.expire(now)
+		for o, f := range d.Other.Owners {
+			if f.HasCount && o != d.Peer && d.Live(o) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// RepairEntry is repair.lua for one entry of any kind: 1 held here now
+// (extended, or written back), 0 refused by a mark, -1 another owner's (a
+// lock of one owner that exists without the owner's field, or the other
+// side of a read-write lock holding the name). A shared key (the readers'
+// hash) that exists without the owner's field is absent for it: the
+// field is added and the key lives at least the lease, never less than it
+// did (PEXPIRE GT).
+func (s *Store) RepairEntry(now, lease int64, owner int, count, seq int64, side Side) int64 {
 	s.expire(now)
-	switch {
-	case s.Owners[owner].HasCount:
+	if s.Owners[owner].HasCount {
 		pexpire(&s.Lock, now, lease, true, s.delLock)
 		return 1
-	case s.Lock.Exists:
+	}
+	exists := s.Lock.Exists
+	switch {
+	case exists && side.Kind != RepairReaders:
+		return -1
+	case side.otherHolds(now):
 		return -1
 	case s.marked(owner, seq):
 		return 0
 	}
 	s.hset(owner, count, seq)
-	pexpire(&s.Lock, now, lease, false, s.delLock)
+	pexpire(&s.Lock, now, lease, exists, s.delLock)
 	return 1
+}
+
+// Holds is HEXISTS of the lock hash and the owner's field at now.
+func (s *Store) Holds(now int64, owner int) bool {
+	s.expire(now)
+	return s.Owners[owner].HasCount
 }
 
 // FenceTo is fence.lua: raise the counter to at least token; it lives ttl

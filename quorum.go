@@ -545,8 +545,8 @@ func (c *Client) broadcast(ctx context.Context, timeout time.Duration, calls fun
 }
 
 // countedFor reports whether node p's answers to calls count toward
-// quorums: no server that serves their keys duplicates another node's or
-// is in restart quarantine. For a node over a Transport whose answers do
+// quorums: the node duplicates no other (votes.go) and no server that
+// serves their keys is in restart quarantine. For a node over a Transport whose answers do
 // not all count, countedHolds says which holds' do.
 func (c *Client) countedFor(p *peer, calls []call) bool {
 	if c.duplicated(p) != nil {

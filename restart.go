@@ -36,7 +36,7 @@ type serverProcess struct {
 	refused   error      // the node refused INFO server at the latest set-up: nil once it answers
 	unsure    error      // why the process is unknown since a new connection (a Transport's): nil once INFO answers
 	version   string     // redis_version of the process last observed
-	learned   time.Time  // when runID was first read: of two nodes that reach one process, the later one does not vote (votes.go)
+	learned   time.Time  // when runID was first read: nodes that share a process rank by it, and only the first votes (votes.go)
 }
 
 // observe records what INFO server says of the process, read at time at.

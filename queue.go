@@ -49,6 +49,12 @@ type waitQueue struct {
 	busy    time.Time     // until when a Lock queues without a first attempt (see contention)
 	turns   turns         // the order in which the waiting clients took the lock
 	taken   []bool        // per node: the last message it sent was a take
+	free    []bool        // per node: free at the head's latest attempt, a split one (see tried); nil: none
+	blocked []bool        // per node: it kept the lock from the head's latest attempt (see tried); nil: not told
+	copies  []bool        // per node: it sent the last release while the head's attempt was under way
+	tries   int           // the head's attempts begun (see trying)
+	lastAt  int           // tries when the last release was first heard
+	trying  bool          // the head's attempt is under way
 }
 
 func (w *waiter) signal() {
@@ -324,7 +330,45 @@ func (c *Client) trying(channel string) {
 	defer c.mu.Unlock()
 	if q := c.queues[channel]; q != nil {
 		q.news = noNews
+		q.free, q.blocked = nil, nil
+		q.tries++
+		q.trying = true
+		clear(q.copies)
 	}
+}
+
+// tried records what the head's attempt on the lock of channel found, when
+// it failed: per node, whether it was free (a split attempt only) and
+// whether it kept the lock from the head (nil, as for a Semaphore: not
+// told). Until the next attempt:
+//   - A release on a node that was free is no news: only a release on a
+//     node that kept the lock from the head can let it take the lock.
+//     Without that, the releases of other clients' attempts, each taking
+//     that free node and rolling it back, would wake the waiters of every
+//     client in turn while the lock is held on a bare majority. (The head's
+//     own rollbacks are left out by rollingBack.)
+//   - A release's copy from a node that kept the lock from the head is
+//     news even when another node's copy woke the head before: a release
+//     reaches the nodes one after another, and the head that tried on the
+//     first copy can find the others still held. The copies that came
+//     during the attempt are counted here, once it is known which nodes
+//     kept the lock.
+func (c *Client) tried(channel string, free, blocked []bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	q := c.queues[channel]
+	if q == nil {
+		return
+	}
+	q.trying = false
+	q.free, q.blocked = free, blocked
+	for i, came := range q.copies {
+		if came && blocked != nil && blocked[i] {
+			blocked[i] = false // one wake-up per node and attempt
+			q.tell(released)
+		}
+	}
+	clear(q.copies)
 }
 
 // timed records how long an attempt of the head took.
@@ -360,17 +404,18 @@ func (c *Client) heard(i int, channel string, msg []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if q := c.queues[channel]; q != nil {
-		c.hearLocked(q, i, msg)
+		c.hearLocked(q, channel, i, msg)
 	}
 	for _, to := range c.links[channel] {
 		if q := c.queues[to]; q != nil {
-			c.hearLocked(q, i, msg)
+			c.hearLocked(q, to, i, msg)
 		}
 	}
 }
 
-// hearLocked gives q node i's message. c.mu must be held.
-func (c *Client) hearLocked(q *waitQueue, i int, msg []byte) {
+// hearLocked gives q, the queue of channel, node i's message. c.mu must
+// be held.
+func (c *Client) hearLocked(q *waitQueue, channel string, i int, msg []byte) {
 	if lease, subs, client, ok := parseTake(msg); ok {
 		q.taken[i] = true
 		q.lease, q.subs = lease, subs
@@ -383,14 +428,72 @@ func (c *Client) hearLocked(q *waitQueue, i int, msg []byte) {
 		q.tell(taken)
 		return
 	}
+	if c.undid(channel, msg) || q.free != nil && q.free[i] {
+		q.taken[i] = false // a key on a node that did not keep the lock from the head is gone: no news
+		return
+	}
 	if string(msg) == q.last && !q.taken[i] {
-		return // a release already heard from another node
+		// A release already heard from another node: news only for a
+		// head that tried since and found this node held (see tried).
+		switch {
+		case q.tries == q.lastAt:
+			return // the head has not tried since: the news it has covers it
+		case q.trying:
+			if q.copies == nil {
+				q.copies = make([]bool, len(q.taken))
+			}
+			q.copies[i] = true
+			return
+		case q.blocked == nil || !q.blocked[i]:
+			return
+		}
+		q.blocked[i] = false
+		q.tell(released)
+		return
 	}
 	if string(msg) != q.last {
-		q.last = string(msg)
+		q.last, q.lastAt = string(msg), q.tries
 	}
 	q.taken[i] = false
 	q.tell(released)
+}
+
+// rollback is the release message a rollback of this Client publishes
+// on channel, the unlock channel of the Mutex that made the attempt.
+type rollback struct{ channel, msg string }
+
+// rollbacksKept is how many of its latest rollbacks a Client remembers:
+// a rollback's message comes back within a round trip or two.
+const rollbacksKept = 16
+
+// rollingBack records msg, the release message that a rollback of this
+// Client's attempt on the lock of channel is about to publish (where its
+// write was the lock's key). When it comes back, it is the undoing of the
+// waiter's own failed attempt, not news of the lock: heard as a release,
+// it would have the waiter try again at once, fail on the same majority,
+// roll back again and spin for as long as the lock is held on a bare
+// majority with another node free (a write lost, a node restarted
+// empty). It is recorded also before the waiter queues: a first attempt's
+// rollback can come back once it has subscribed. Other clients, and this
+// Client's queues of other locks linked to the channel, hear it as a
+// release, which it is for them: the key they heard taken is gone.
+func (c *Client) rollingBack(channel, msg string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.rollbacks[c.nrollbacks%rollbacksKept] = rollback{channel, msg}
+	c.nrollbacks++
+}
+
+// undid reports whether msg, heard by the queue of channel, is the
+// message of one of this Client's latest rollbacks on that lock (see
+// rollingBack). c.mu must be held.
+func (c *Client) undid(channel string, msg []byte) bool {
+	for _, r := range c.rollbacks {
+		if r.msg == string(msg) && r.channel == channel {
+			return true
+		}
+	}
+	return false
 }
 
 // reconnected tells the head of every lock with waiters that node i's

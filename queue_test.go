@@ -3,6 +3,7 @@ package redlock
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -383,4 +384,60 @@ func TestUnitIdleQueuesKeepTheirTurns(t *testing.T) {
 	assert.Len(t, c.queues, maxIdleQueues, "idle queues beyond the bound are forgotten, oldest first")
 	assert.NotNil(t, c.queues[fmt.Sprint("idle", 2*maxIdleQueues-1)])
 	assert.Nil(t, c.queues["ch"])
+}
+
+// A release reaches the nodes one after another. The head woke on node
+// 2's copy and tried; nodes 0 and 1 still held the lock (their copies came
+// during the attempt, or after it), node 2 was free. The copies of nodes
+// 0 and 1 wake it again; a copy from node 2 again, a rollback of this
+// Client's own attempt, and another client's rollback on node 2 (it took
+// the free node too) do not: they are no news of the nodes that kept the
+// lock from the head.
+func TestUnitReleaseCopiesAfterAnAttempt(t *testing.T) {
+	const rel = "holder:1/5"
+	free, blocked := []bool{false, false, true}, []bool{true, true, false}
+	for _, tc := range []struct {
+		name   string
+		during []message // during the attempt
+		after  []message // after it
+		wake   bool
+	}{
+		{"copies during", []message{{0, rel}, {1, rel}}, nil, true},
+		{"copies after", nil, []message{{1, rel}}, true},
+		{"one during, one after", []message{{0, rel}}, []message{{1, rel}}, true},
+		{"free node's copy", nil, []message{{2, rel}}, false},
+		{"own rollback", nil, []message{{2, "self:2/9"}}, false},
+		{"other's rollback on the free node", nil, []message{{2, "+30000/2/other:1/4"}, {2, "other:1/4"}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, w := unitQueueClient(3)
+			c.rollbacks = [rollbacksKept]rollback{}
+			c.heard(2, "ch", []byte(rel))
+			c.look("ch") // the head woke on node 2's copy
+			<-w.wake
+			p := unitPacing(t)
+			c.trying("ch")
+			for _, m := range tc.during {
+				c.heard(m.node, "ch", []byte(m.text))
+			}
+			c.rollingBack("ch", "self:2/9")
+			next := attempt{freeIn: time.Minute, split: true, held: true, free: slices.Clone(free), blocked: slices.Clone(blocked)}
+			p.failed(c, next, next)
+			c.tried("ch", next.free, next.blocked)
+			for _, m := range tc.after {
+				c.heard(m.node, "ch", []byte(m.text))
+			}
+			due := false
+			select {
+			case <-w.wake:
+				n, lease := c.look("ch")
+				due = p.hear(c, "ch", n, lease) || p.state != waiting
+			default:
+			}
+			require.Equal(t, tc.wake, due, "a try due after %v during the attempt, %v after it", tc.during, tc.after)
+			if due {
+				assert.Equal(t, pausing, p.state, "after a split attempt a release pauses the head first")
+			}
+		})
+	}
 }

@@ -81,12 +81,14 @@ type Client struct {
 	bgClosed bool           // Close is waiting for bg: no more may start
 	bg       sync.WaitGroup // every goroutine the Client starts
 
-	mu     sync.Mutex            // protects holds, queues and idle
-	holds  map[*Mutex]struct{}   // owners that currently hold a lock
-	queues map[string]*waitQueue // waiters per lock channel, FIFO, and the turns of locks waited for lately
-	links  map[string][]string   // channel -> the queues that also hear it (a MultiMutex's, see link)
-	idle   []string              // channels whose queues had no waiter left, oldest first (see keepIdle)
-	nqueue atomic.Int32          // len(queues), read without mu by the first attempt of a Lock
+	mu         sync.Mutex              // protects holds, queues, links, idle and rollbacks
+	holds      map[*Mutex]struct{}     // owners that currently hold a lock
+	queues     map[string]*waitQueue   // waiters per lock channel, FIFO, and the turns of locks waited for lately
+	links      map[string][]string     // channel -> the queues that also hear it (a MultiMutex's, see link)
+	idle       []string                // channels whose queues had no waiter left, oldest first (see keepIdle)
+	nqueue     atomic.Int32            // len(queues), read without mu by the first attempt of a Lock
+	rollbacks  [rollbacksKept]rollback // the latest rollbacks' messages (see rollingBack)
+	nrollbacks int                     // rollbacks recorded, in all
 
 	wd  *watchdog
 	rel *releaser // the releases Unlock could not confirm

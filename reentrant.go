@@ -196,14 +196,17 @@ func (m *Mutex) TryLock(ctx context.Context, wait, lease time.Duration) (bool, e
 
 // attempt is what one acquisition round found.
 type attempt struct {
-	ok     bool
-	freeIn time.Duration        // when not ok: until a majority is free, at the latest
-	err    error                // ErrNoQuorum, rollback errors, or ctx.Err()
-	split  bool                 // not ok, but some nodes said yes: contenders split the vote
-	subs   int                  // ok or split, and told its take: the clients subscribed (acquire.lua); -1: not told
-	took   time.Duration        // how long the attempt took
-	ended  bool                 // err is only ctx.Err(): it tells nothing of the nodes
-	nodes  []observe.NodeResult // failed for want of a quorum: what each node did (see stall); nil otherwise
+	ok      bool
+	freeIn  time.Duration        // when not ok: until a majority is free, at the latest
+	err     error                // ErrNoQuorum, rollback errors, or ctx.Err()
+	split   bool                 // not ok, but some nodes said yes: contenders split the vote
+	held    bool                 // not ok: a majority said another owner holds the lock (or several do, each some nodes)
+	free    []bool               // a Mutex's split attempt: per node, it said yes (nil otherwise; see Client.tried)
+	blocked []bool               // a Mutex's failed attempt: per node, it said no (nil otherwise; see Client.tried)
+	subs    int                  // ok or split, and told its take: the clients subscribed (acquire.lua); -1: not told
+	took    time.Duration        // how long the attempt took
+	ended   bool                 // err is only ctx.Err(): it tells nothing of the nodes
+	nodes   []observe.NodeResult // failed for want of a quorum: what each node did (see stall); nil otherwise
 }
 
 // acquire takes the lock, waiting at most maxWait (negative: until ctx
@@ -324,7 +327,17 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew, tell, subsc
 // token's write-back and of its rollback; lostMeanwhile says that it won,
 // re-entrant, after its hold ended.
 func (m *Mutex) failedAttempt(ctx context.Context, r *round, lease, elapsed time.Duration, subs int, lostMeanwhile bool, fenceErr, undoErr error) attempt {
-	a := attempt{freeIn: m.freeIn(r, lease), split: r.ballot.yes > 0, subs: subs, took: elapsed}
+	a := attempt{freeIn: m.freeIn(r, lease), split: r.ballot.yes > 0, held: r.ballot.no >= r.ballot.need, subs: subs, took: elapsed}
+	a.blocked = make([]bool, len(r.nodes))
+	if a.split {
+		a.free = make([]bool, len(r.nodes))
+	}
+	for i, sl := range r.nodes {
+		a.blocked[i] = sl.got && sl.vote == voteNo
+		if a.free != nil {
+			a.free[i] = sl.got && sl.vote == voteYes
+		}
+	}
 	switch {
 	case ctx.Err() != nil:
 		a.err, a.ended = ctx.Err(), undoErr == nil
@@ -347,6 +360,9 @@ func (m *Mutex) failedAttempt(ctx context.Context, r *round, lease, elapsed time
 // sequence seq that followed prev holds: it restores prev there.
 func (m *Mutex) rollback(seq int64, prev int, lease time.Duration) func() call {
 	return func() call {
+		if prev == 0 {
+			m.c.rollingBack(m.channel, m.field+"/"+strconv.FormatInt(seq, 10)) // as rollback.lua publishes it
+		}
 		return m.rollbackCall(seq, prev, lease.Milliseconds())
 	}
 }
@@ -615,6 +631,7 @@ func (c *Client) waitTurns(ctx context.Context, channel string, w *waiter, expir
 		}
 		st.saw(ctx, c, next)
 		p.failed(c, a, next)
+		c.tried(channel, next.free, next.blocked)
 	}
 }
 
@@ -761,8 +778,10 @@ func (m *Mutex) waitEnded(ctx context.Context, a attempt) error {
 type pacing struct {
 	timer  *time.Timer
 	state  paceState
-	first  bool // staggering, and this Client's turn is first
-	splits int  // split votes in a row
+	first  bool          // staggering, and this Client's turn is first
+	splits int           // split votes in a row
+	split  bool          // waiting after a split vote that a majority denied: a release pauses first
+	took   time.Duration // how long the latest attempt took
 }
 
 type paceState uint8
@@ -792,6 +811,9 @@ func (p *pacing) arm(d time.Duration) {
 // take's lease. A take never cuts a pause short.
 func (p *pacing) hear(c *Client, channel string, n news, lease time.Duration) bool {
 	switch {
+	case n == released && p.state == waiting && p.split:
+		p.split, p.state = false, pausing
+		p.arm(p.pause(p.took, c.opts.nodeTimeout))
 	case n == released && p.state == waiting:
 		d, first := c.stagger(channel)
 		if d == 0 {
@@ -815,8 +837,22 @@ func (p *pacing) failed(c *Client, a, next attempt) {
 	if !next.split {
 		p.splits = 0
 	}
-	p.state = waiting
+	p.state, p.split, p.took = waiting, false, next.took
 	switch {
+	case next.split && next.held:
+		// Some nodes said yes, but a majority said no: another owner
+		// holds the lock on a bare majority (a node it lacks took this
+		// attempt: a write that never landed, a node restarted empty), or
+		// three contenders or more split the nodes and all roll back.
+		// Polling would take the free node and roll it back again and
+		// again: wait for news, as after a refusal, or the majority's
+		// PTTL. The news of a release then pauses the head as after a
+		// split, so that contenders who all rolled back do not retry in
+		// lockstep. The releases of the nodes this attempt took are no
+		// news (see Client.tried).
+		p.split = true
+		p.splits++
+		p.arm(a.freeIn + jitter(time.Millisecond))
 	case next.split:
 		// Contenders split the nodes and all rolled back; retrying at the
 		// next wake-up would keep them in lockstep (each rollback wakes the

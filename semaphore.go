@@ -250,6 +250,7 @@ func (s *Semaphore) await(ctx context.Context, maxWait, lease time.Duration, ren
 		var next attempt
 		permit, next = s.attempt(ctx, lease, renew)
 		next.ok = permit != nil
+		next.free, next.blocked = nil, nil // one slot's nodes: the channel is every slot's
 		return next
 	}, s.waitEnded)
 	return permit, err

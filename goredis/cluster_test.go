@@ -279,6 +279,8 @@ const (
 	holdLease   = 20 * time.Second
 	wakeWithin  = 2 * time.Second
 	waitTimeout = 10 * time.Second
+	wakeTimeout = 500 * time.Millisecond // the clients' node timeout
+	settle      = 2*wakeTimeout + 200*time.Millisecond
 )
 
 // TestClusterWaiterWokenByPubSub: a waiter blocked in Lock, three members
@@ -313,7 +315,7 @@ const (
 func TestClusterWaiterWokenByPubSub(t *testing.T) {
 	ctx := context.Background()
 	c := redlocktest.Start(t, 3, redlocktest.WithShards(3))
-	opts := []redlock.Option{redlock.WithNodeTimeout(250 * time.Millisecond)}
+	opts := []redlock.Option{redlock.WithNodeTimeout(wakeTimeout)}
 	holder, err := redlock.New(clusterNodes(t, c), opts...)
 	require.NoError(t, err)
 	defer holder.Close()
@@ -364,7 +366,7 @@ func TestClusterWaiterWokenByPubSub(t *testing.T) {
 		p.subscribedOn(t, onEveryMember(c, h))
 		require.NoError(t, c.KillShard(0, h))
 		// Told of the new connection, the waiter tries once more.
-		p.waits(t, 3, "the waiter did not try again after its connection to member 0 was replaced")
+		p.waits(t, 1, "the waiter did not try again after its connection to member 0 was replaced")
 		p.subscribedOn(t, [][]int{{b}, {h}, {h}})
 		p.wokenBy(t, unlock)
 	})
@@ -382,7 +384,7 @@ type blocked struct {
 	w      *wakeUp
 	name   string
 	held   *redlock.Mutex // the holder's
-	tries  int            // the waiter's attempts that found the lock held, on each member
+	tries  int            // busy when the waiter last waited (see waits)
 	done   chan struct{}  // closed when Lock returned
 	err    error          // Lock's; read after done
 	heldAt time.Time      // when Lock returned; read after done
@@ -411,15 +413,41 @@ func (w *wakeUp) block(t *testing.T, name string) *blocked {
 	return p
 }
 
-// waits returns once members 1 and 2 (a majority, and never killed here)
-// have both found the lock held by tries attempts of the waiter: its
-// latest attempt cannot take the lock, and it waits for news or its timer.
-func (p *blocked) waits(t *testing.T, tries int, msg string) {
+// waits returns once the waiter has made attempts more attempts that
+// found the lock held since the last call (each adds at least 2 to the
+// busy replies summed over the members: a majority said "held") and then
+// no attempt at all for settle: its latest attempt found the lock held,
+// and it waits for news or its timer, the holder's 20 s lease. A waiter
+// whose attempt failed instead (a node timed out on a busy machine) tries
+// again within 100 ms (retryAfterError), which settle, longer than an
+// attempt and that retry, tells apart. A count on one member only would
+// not do: an attempt decided at the majority leaves the third call
+// unanswered.
+func (p *blocked) waits(t *testing.T, attempts int, msg string) {
+	after := p.tries + 2*attempts
+	last, since := p.busy(), time.Now()
+	if !assert.Eventually(t, func() bool {
+		if n := p.busy(); n != last {
+			last, since = n, time.Now()
+		}
+		return last >= after && time.Since(since) >= settle
+	}, 10*time.Second, 10*time.Millisecond, msg) {
+		key := "redlock:{" + p.name + "}:lock"
+		t.Fatalf("busy replies by member: %d %d %d (wanted %d in all, then none for %v; the last came %v ago)",
+			p.w.seen[0].count(key), p.w.seen[1].count(key), p.w.seen[2].count(key), after, settle, time.Since(since).Round(time.Millisecond))
+	}
+	p.tries = last
+}
+
+// busy is the waiter's replies "held by another owner" for the lock,
+// summed over the members.
+func (p *blocked) busy() int {
 	key := "redlock:{" + p.name + "}:lock"
-	require.Eventually(t, func() bool {
-		return p.w.seen[1].count(key) >= tries && p.w.seen[2].count(key) >= tries
-	}, 5*time.Second, 5*time.Millisecond, msg)
-	p.tries = tries
+	n := 0
+	for _, s := range p.w.seen {
+		n += s.count(key)
+	}
+	return n
 }
 
 // subscribedOn checks that the waiter's subscription to the lock's
@@ -436,8 +464,7 @@ func (p *blocked) subscribedOn(t *testing.T, want [][]int) {
 // start, sooner than its timer would have let it try, and that it did not
 // try meanwhile.
 func (p *blocked) wokenBy(t *testing.T, release func(context.Context, *redlock.Mutex) error) {
-	key := "redlock:{" + p.name + "}:lock"
-	assert.Equal(t, p.tries, p.w.seen[2].count(key), "the waiter tried again while it should wait")
+	assert.Equal(t, p.tries, p.busy(), "the waiter tried again while it should wait")
 	start := time.Now()
 	require.NoError(t, release(context.Background(), p.held))
 	woken := assert.Eventually(t, func() bool {

@@ -49,6 +49,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/observe"
 	"github.com/redlock-go/redlock/redlocktest"
 )
 
@@ -72,6 +73,7 @@ func Run(t *testing.T, newNodes NewNodes) {
 	t.Run("QuorumOutcomes", s.quorumOutcomes)
 	t.Run("Rollback", s.rollback)
 	t.Run("WaitByPubSub", s.waitByPubSub)
+	t.Run("QuietWait", s.quietWait)
 	t.Run("Watchdog", s.watchdog)
 	t.Run("Lost", s.lost)
 	t.Run("PausedServer", s.pausedServer)
@@ -441,6 +443,77 @@ func (s suite) waitByPubSub(t *testing.T) {
 		})
 	})
 }
+
+// quietWait: a waiter behind a hold that lives on a bare majority (the
+// other server free: a write that never landed, a server restarted
+// empty) takes the free server at each attempt and rolls it back, and the
+// rollback publishes a release there. That release is the waiter's own
+// undoing, not news of the lock: it must not try again, or it spins,
+// hundreds of attempts a second for as long as the hold lasts. It waits
+// for news or the hold's PTTL (a minute here): two attempts, the first
+// and the one made once it queued, perhaps one more on a late message.
+// With two clients waiting, the rollbacks of each are releases for the
+// other, on a node that did not keep the lock from it: no news either.
+// Attempts that reach no quorum because a server timed out (a busy
+// machine) are not counted: they are retried after a backoff by design.
+// A MultiMutex's rollbacks publish on each of its locks' channels, and it
+// hears them all. (A Semaphore's waiter does not try a slot that a
+// majority holds: its scan sees it taken.)
+func (s suite) quietWait(t *testing.T) {
+	c := redlocktest.Start(t, 3)
+	for _, kind := range []string{"Mutex", "MultiMutex", "TwoClients"} {
+		t.Run(kind, func(t *testing.T) {
+			busy := &busyAttempts{}
+			cl, _ := s.client(t, c, redlock.WithObserver(busy))
+			name := "quiet-" + strings.ToLower(kind)
+			ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+			defer cancel()
+			var err error
+			switch kind {
+			case "Mutex":
+				seize(t, c, 0, name)
+				seize(t, c, 1, name)
+				err = cl.NewMutex(name).Lock(ctx)
+			case "TwoClients":
+				// Each client's rollbacks are a release for the other.
+				seize(t, c, 0, name)
+				seize(t, c, 1, name)
+				other, _ := s.client(t, c, redlock.WithObserver(busy))
+				done := make(chan error, 1)
+				go func() { done <- other.NewMutex(name).Lock(ctx) }()
+				err = cl.NewMutex(name).Lock(ctx)
+				require.ErrorIs(t, <-done, context.DeadlineExceeded)
+			case "MultiMutex":
+				seize(t, c, 0, name+"-b")
+				seize(t, c, 1, name+"-b")
+				err = cl.NewMultiMutex(name+"-a", name+"-b").Lock(ctx)
+			}
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+			n := busy.count()
+			t.Logf("%s: %d attempts found the lock held in 1.5s", kind, n)
+			most := 4
+			if kind == "TwoClients" {
+				most = 8
+			}
+			assert.LessOrEqual(t, n, most, "a waiter tried again on rollbacks' messages")
+		})
+	}
+}
+
+// busyAttempts is an Observer that counts the attempts a quorum decided
+// against: another owner holds the lock (or the permits).
+type busyAttempts struct {
+	observe.NopObserver
+	n atomic.Int64
+}
+
+func (b *busyAttempts) AttemptDone(_ context.Context, e observe.Attempt) {
+	if e.Outcome == observe.OutcomeBusy {
+		b.n.Add(1)
+	}
+}
+
+func (b *busyAttempts) count() int { return int(b.n.Load()) }
 
 // handoff holds name with a 20s fixed lease in one Client, starts a waiter
 // in another, calls release after 200ms and asserts that the waiter holds

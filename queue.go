@@ -340,7 +340,7 @@ func (c *Client) trying(channel string) {
 // tried records what the head's attempt on the lock of channel found, when
 // it failed: per node, whether it was free (a split attempt only) and
 // whether it kept the lock from the head (nil, as for a Semaphore: not
-// told). Until the next attempt:
+// told, so every node may have). Until the next attempt:
 //   - A release on a node that was free is no news: only a release on a
 //     node that kept the lock from the head can let it take the lock.
 //     Without that, the releases of other clients' attempts, each taking
@@ -361,6 +361,14 @@ func (c *Client) tried(channel string, free, blocked []bool) {
 		return
 	}
 	q.trying = false
+	if blocked == nil {
+		// Not told (a Semaphore's attempt, over slots that share the
+		// channel): any node may have kept the permits from the head.
+		blocked = make([]bool, len(q.taken))
+		for i := range blocked {
+			blocked[i] = true
+		}
+	}
 	q.free, q.blocked = free, blocked
 	for i, came := range q.copies {
 		if came && blocked != nil && blocked[i] {
@@ -445,7 +453,7 @@ func (c *Client) hearLocked(q *waitQueue, channel string, i int, msg []byte) {
 			q.copies[i] = true
 			return
 		case q.blocked == nil || !q.blocked[i]:
-			return
+			return // it did not keep the lock from the head's latest attempt, or woke the head already
 		}
 		q.blocked[i] = false
 		q.tell(released)

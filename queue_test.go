@@ -441,3 +441,41 @@ func TestUnitReleaseCopiesAfterAnAttempt(t *testing.T) {
 		})
 	}
 }
+
+// A Semaphore's attempt does not tell which nodes kept the permits from
+// the head (its slots share the channel): after it, the later copies of the
+// release it tried on wake the head, once per node, whether they came
+// during the attempt or after it.
+func TestUnitReleaseCopiesAfterASemaphoreAttempt(t *testing.T) {
+	const rel = "holder:1/5"
+	for _, during := range []bool{true, false} {
+		c, w := unitQueueClient(3)
+		c.heard(2, "ch", []byte(rel))
+		c.look("ch")
+		<-w.wake
+		p := unitPacing(t)
+		c.trying("ch")
+		if during {
+			c.heard(0, "ch", []byte(rel))
+		}
+		next := attempt{freeIn: time.Minute}
+		p.failed(c, next, next)
+		c.tried("ch", nil, nil)
+		if !during {
+			c.heard(0, "ch", []byte(rel))
+		}
+		select {
+		case <-w.wake:
+			n, lease := c.look("ch")
+			require.True(t, p.hear(c, "ch", n, lease), "node 0's copy (during the attempt: %v) does not make the head try", during)
+		default:
+			t.Fatalf("node 0's copy (during the attempt: %v) does not wake the head", during)
+		}
+		c.heard(0, "ch", []byte(rel)) // the same node again: nothing new
+		select {
+		case <-w.wake:
+			t.Fatal("a node's copy woke the head twice")
+		default:
+		}
+	}
+}

@@ -54,6 +54,12 @@ const maxClaims = 4
 // independent: it is renewed, lost and released on its own. Methods are
 // safe for concurrent use; goroutines of one process should share one
 // Semaphore, which steers them to different slots.
+//
+// With WithObserver, Acquire and TryAcquire report as a Mutex's Lock and
+// TryLock do (observe.OpAcquire, observe.OpTryAcquire), each permit is a
+// hold (HoldStarted, and HoldEnded when it is released, ends or is lost),
+// and a Permit's Release reports as Unlock does (observe.OpRelease), all
+// under the semaphore's name.
 type Semaphore struct {
 	c       *Client
 	name    string

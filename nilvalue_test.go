@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -129,4 +130,113 @@ func callZeroish(t *testing.T, fn reflect.Value, name string, made bool) {
 			assert.True(t, o.IsZero(), "%s: got %v, want the zero value", what, o)
 		}
 	}
+}
+
+// TestUnitNilValuesOfTheFamily (issue 27, point 5) walks what
+// TestNilAndZeroValues does not: values made by a working Client (one
+// dialled to loopback ports where nothing listens: no call below reaches
+// a node) with arguments its constructor refuses, a MultiMutex of no
+// names, and a nil context given to every method of values made well.
+// Each returns an error wrapping ErrInvalid at once, or its zero result,
+// and nothing panics.
+func TestUnitNilValuesOfTheFamily(t *testing.T) {
+	c, err := redlock.Dial([]string{"redis://127.0.0.1:1", "redis://127.0.0.1:2", "redis://127.0.0.1:3"})
+	require.NoError(t, err)
+	defer c.Close()
+	var nilClient *redlock.Client
+	bad := []struct {
+		name string
+		recv interface{}
+	}{
+		{"MultiMutex of no names", c.NewMultiMutex()},
+		{"MultiMutex of no names of a nil Client", nilClient.NewMultiMutex()},
+		{"MultiMutex of a name twice", c.NewMultiMutex("a", "a")},
+		{"MultiMutex of an empty name", c.NewMultiMutex("a", "")},
+		{"Mutex of an empty name", c.NewMutex("")},
+		{"RWMutex of an empty name", c.NewRWMutex("")},
+		{"RWMutex of a name beginning with }", c.NewRWMutex("}a")},
+		{"Semaphore of no permits", c.NewSemaphore("a", 0)},
+		{"Semaphore of too many permits", c.NewSemaphore("a", redlock.MaxPermits+1)},
+		{"Semaphore of an empty name", c.NewSemaphore("", 1)},
+	}
+	for _, r := range bad {
+		v := reflect.ValueOf(r.recv)
+		for i := 0; i < v.NumMethod(); i++ {
+			method := v.Type().Method(i)
+			t.Run(r.name+"/"+method.Name, func(t *testing.T) {
+				callZeroish(t, v.Method(i), method.Name, true)
+			})
+		}
+	}
+	good := []struct {
+		name string
+		recv interface{}
+	}{
+		{"Mutex", c.NewMutex("a")},
+		{"MultiMutex", c.NewMultiMutex("a", "b")},
+		{"RWMutex", c.NewRWMutex("a")},
+		{"Semaphore", c.NewSemaphore("a", 2)},
+	}
+	for _, r := range good {
+		v := reflect.ValueOf(r.recv)
+		for i := 0; i < v.NumMethod(); i++ {
+			method := v.Type().Method(i)
+			if !takesContext(method.Type) {
+				continue
+			}
+			t.Run(r.name+"/"+method.Name+"(nil ctx)", func(t *testing.T) {
+				callWithNilContext(t, v.Method(i), method.Name)
+			})
+		}
+	}
+}
+
+// takesContext reports whether the method type ft has a context.Context
+// argument.
+func takesContext(ft reflect.Type) bool {
+	ctxType := reflect.TypeOf((*context.Context)(nil)).Elem()
+	for i := 0; i < ft.NumIn(); i++ {
+		if ft.In(i) == ctxType {
+			return true
+		}
+	}
+	return false
+}
+
+// callWithNilContext calls fn with a nil context, a func that returns
+// zero values for a func (a non-nil one: the context is what is wrong),
+// and zero values otherwise, and checks that it does not panic, that
+// every error it returns wraps ErrInvalid, and that it answers without a
+// round trip.
+func callWithNilContext(t *testing.T, fn reflect.Value, name string) {
+	t.Helper()
+	errType := reflect.TypeOf((*error)(nil)).Elem()
+	ft := fn.Type()
+	args := make([]reflect.Value, ft.NumIn())
+	for i := range args {
+		in := ft.In(i)
+		args[i] = reflect.Zero(in) // a nil context.Context among them
+		if in.Kind() == reflect.Func {
+			args[i] = reflect.MakeFunc(in, func([]reflect.Value) []reflect.Value {
+				out := make([]reflect.Value, in.NumOut())
+				for j := range out {
+					out[j] = reflect.Zero(in.Out(j))
+				}
+				return out
+			})
+		}
+	}
+	begin := time.Now()
+	var out []reflect.Value
+	require.NotPanics(t, func() { out = fn.Call(args) }, name)
+	assert.Less(t, time.Since(begin), 50*time.Millisecond, "%s: an argument error is known without a round trip", name)
+	errs := 0
+	for _, o := range out {
+		if o.Type() == errType {
+			errs++
+			err, _ := o.Interface().(error)
+			assert.ErrorIs(t, err, redlock.ErrInvalid, "%s: its error", name)
+		}
+	}
+	assert.Equal(t, 1, errs, "%s returns one error", name)
 }

@@ -98,6 +98,32 @@ func (m *Mutex) acquireObserved(ctx context.Context, maxWait, lease time.Duratio
 	return ok, err
 }
 
+// semaphoreOp is the call of a Semaphore's acquisition that waits at most
+// maxWait.
+func semaphoreOp(maxWait time.Duration) observe.Op {
+	if maxWait >= 0 {
+		return observe.OpTryAcquire
+	}
+	return observe.OpAcquire
+}
+
+// acquireObserved is a Semaphore's acquire with events: OpStarted, then
+// AcquireDone. lease is as the caller gave it (0: the watchdog's).
+func (s *Semaphore) acquireObserved(ctx context.Context, maxWait, lease time.Duration) (*Permit, error) {
+	c := s.c
+	e := observe.OpStart{Op: semaphoreOp(maxWait), Lock: s.name, Lease: lease, Wait: maxWait}
+	ctx = c.obs.OpStarted(ctx, e)
+	start := now()
+	var w watching
+	p, err := s.acquireWith(ctx, maxWait, lease, &w)
+	done := observe.Acquire{Op: e.Op, Lock: s.name, Outcome: acquireOutcome(ctx, p != nil, err), Took: since(start), Queued: !w.from.IsZero(), Err: err}
+	if done.Queued {
+		done.Waited = since(w.from)
+	}
+	c.obs.AcquireDone(ctx, done)
+	return p, err
+}
+
 // releaseNote is what an observed Unlock records of its release; nil
 // when the Client has no Observer.
 type releaseNote struct {
@@ -112,10 +138,11 @@ func (n *releaseNote) set(o observe.UnlockOutcome, r *round) {
 	}
 }
 
-// unlockObserved is Unlock's release with events. m.op must be held.
-func (m *Mutex) unlockObserved(ctx context.Context) error {
+// unlockObserved is the release of Unlock (or of a Permit's Release: op
+// says which) with events. m.op must be held.
+func (m *Mutex) unlockObserved(ctx context.Context, op observe.Op) error {
 	c := m.c
-	ctx = c.obs.OpStarted(ctx, observe.OpStart{Op: observe.OpUnlock, Lock: m.name})
+	ctx = c.obs.OpStarted(ctx, observe.OpStart{Op: op, Lock: m.name})
 	start := now()
 	var note releaseNote
 	err := m.release(ctx, &note)

@@ -333,3 +333,98 @@ func TestObserverPubSubReconnect(t *testing.T) {
 	require.NoError(t, <-got)
 	require.NoError(t, b.Unlock(ctx))
 }
+
+// TestObserverSemaphore: a Semaphore's calls report as a Mutex's do, under
+// the semaphore's name. An Acquire that gets a permit at once; a
+// TryAcquire that finds every permit held and times out (busy, queued);
+// an Acquire that waits and is woken by another client's Release; a
+// Release, and one of a permit released before (not_held); a permit lost
+// when two of three nodes die (expired, lost). Every event of a call
+// carries the context its OpStarted returned.
+func TestObserverSemaphore(t *testing.T) {
+	const lease = 900 * time.Millisecond
+	cl := redlocktest.Start(t, 3)
+	c, rec := observed(t, cl, redlock.WithLease(lease))
+	other := dial(t, cl, redlock.WithLease(30*time.Second)).NewSemaphore("sem", 2)
+	ctx := context.Background()
+	s := c.NewSemaphore("sem", 2)
+	rec.reset()
+
+	p1, err := s.Acquire(ctx, 0)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"start Acquire sem", "hold sem watchdog=true", "attempt sem acquired", "acquire Acquire sem acquired"}, rec.of(""))
+	start := first[observe.OpStart](t, rec, "start Acquire")
+	assert.Equal(t, time.Duration(-1), start.Wait)
+	acq := first[observe.Acquire](t, rec, "acquire")
+	assert.False(t, acq.Queued)
+	assert.Nil(t, acq.Err)
+
+	p2, err := other.Acquire(ctx, 0)
+	require.NoError(t, err)
+	rec.reset()
+	q, err := s.TryAcquire(ctx, 200*time.Millisecond, 0)
+	require.NoError(t, err)
+	require.Nil(t, q, "every permit is held")
+	lines := rec.of("")
+	require.NotEmpty(t, lines)
+	assert.Equal(t, "start TryAcquire sem", lines[0])
+	assert.Contains(t, lines, "wait TryAcquire sem")
+	assert.Equal(t, "acquire TryAcquire sem busy", lines[len(lines)-1])
+	assert.Empty(t, rec.of("hold"))
+	start = first[observe.OpStart](t, rec, "start TryAcquire")
+	assert.Equal(t, 200*time.Millisecond, start.Wait)
+	acq = first[observe.Acquire](t, rec, "acquire")
+	assert.True(t, acq.Queued)
+	assert.GreaterOrEqual(t, acq.Waited, 150*time.Millisecond)
+	assert.LessOrEqual(t, acq.Waited, acq.Took)
+	assert.Nil(t, acq.Err)
+
+	rec.reset()
+	got := make(chan *redlock.Permit, 1)
+	go func() {
+		p, _ := s.Acquire(ctx, 0)
+		got <- p
+	}()
+	require.Eventually(t, func() bool { return rec.has("wait Acquire sem") }, 5*time.Second, 5*time.Millisecond, "%q", rec.of(""))
+	time.Sleep(100 * time.Millisecond) // subscribed on every node
+	require.NoError(t, p2.Release(ctx))
+	var p3 *redlock.Permit
+	select {
+	case p3 = <-got:
+		require.NotNil(t, p3, "the waiter failed")
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiter was not woken by the release")
+	}
+	assert.Equal(t, "start Acquire sem", rec.of("")[0])
+	assert.Equal(t, []string{"acquire Acquire sem acquired"}, rec.of("acquire"))
+	assert.Equal(t, []string{"hold sem watchdog=true"}, rec.of("hold"))
+	acq = first[observe.Acquire](t, rec, "acquire")
+	assert.True(t, acq.Queued)
+	assert.Positive(t, acq.Waited)
+
+	rec.reset()
+	require.NoError(t, p1.Release(ctx))
+	require.ErrorIs(t, p1.Release(ctx), redlock.ErrNotHeld)
+	assert.Equal(t, []string{
+		"start Release sem", "end sem released lost=false", "release sem released",
+		"start Release sem", "release sem not_held",
+	}, rec.of(""))
+	rel := first[observe.Release](t, rec, "release sem released")
+	assert.GreaterOrEqual(t, rel.Yes, 2)
+
+	rec.reset()
+	require.NoError(t, cl.Kill(0))
+	require.NoError(t, cl.Kill(1))
+	select {
+	case <-p3.Lost():
+	case <-time.After(3 * lease):
+		t.Fatal("the permit was never lost")
+	}
+	require.Eventually(t, func() bool { return rec.has("end sem expired lost=true") }, time.Second, 5*time.Millisecond, "%q", rec.of("end"))
+	end := first[observe.HoldEnd](t, rec, "end sem expired")
+	assert.True(t, end.Watchdog)
+	assert.Positive(t, end.Held)
+	require.ErrorIs(t, p3.Release(ctx), redlock.ErrNotHeld)
+	assert.Equal(t, []string{"release sem not_held"}, rec.of("release"))
+	assert.Empty(t, rec.lost, "events without their call's context")
+}

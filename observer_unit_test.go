@@ -40,8 +40,9 @@ func TestUnitAcquireOutcome(t *testing.T) {
 }
 
 func TestUnitEventNames(t *testing.T) {
-	assert.Equal(t, []string{"Lock", "TryLock", "Unlock", "ForceUnlock", "Op(?)"},
-		[]string{observe.OpLock.String(), observe.OpTryLock.String(), observe.OpUnlock.String(), observe.OpForceUnlock.String(), observe.Op(0).String()})
+	assert.Equal(t, []string{"Lock", "TryLock", "Unlock", "ForceUnlock", "Acquire", "TryAcquire", "Release", "Op(?)"},
+		[]string{observe.OpLock.String(), observe.OpTryLock.String(), observe.OpUnlock.String(), observe.OpForceUnlock.String(),
+			observe.OpAcquire.String(), observe.OpTryAcquire.String(), observe.OpRelease.String(), observe.Op(0).String()})
 	assert.Equal(t, []string{"acquired", "busy", "no_quorum", "canceled", "failed", "unknown"},
 		[]string{observe.OutcomeAcquired.String(), observe.OutcomeBusy.String(), observe.OutcomeNoQuorum.String(), observe.OutcomeCanceled.String(), observe.OutcomeFailed.String(), observe.Outcome(0).String()})
 	assert.Equal(t, []string{"released", "lowered", "not_held", "no_quorum", "unknown"},

@@ -901,6 +901,12 @@ func (p *pacing) pause(took, most time.Duration) time.Duration {
 //     leaves the owner one hold deeper than its code thinks, so that its
 //     last Unlock only lowers the count: check the error of inner Unlocks.
 func (m *Mutex) Unlock(ctx context.Context) error {
+	return m.unlock(ctx, observe.OpUnlock)
+}
+
+// unlock is Unlock, reported to the Observer as the call op (Unlock, or a
+// Permit's Release).
+func (m *Mutex) unlock(ctx context.Context, op observe.Op) error {
 	if err := m.ensureUsable(ctx); err != nil {
 		return err
 	}
@@ -910,7 +916,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 		return err // Close released the hold while this call waited for it
 	}
 	if m.c.obs != nil {
-		return m.unlockObserved(ctx)
+		return m.unlockObserved(ctx, op)
 	}
 	return m.release(ctx, nil)
 }

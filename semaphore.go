@@ -11,6 +11,8 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/hashicorp/go-multierror"
+
+	"github.com/redlock-go/redlock/observe"
 )
 
 // A semaphore of P permits is P slots, and a permit is a hold of one slot,
@@ -52,6 +54,12 @@ const maxClaims = 4
 // independent: it is renewed, lost and released on its own. Methods are
 // safe for concurrent use; goroutines of one process should share one
 // Semaphore, which steers them to different slots.
+//
+// With WithObserver, Acquire and TryAcquire report as a Mutex's Lock and
+// TryLock do (observe.OpAcquire, observe.OpTryAcquire), each permit is a
+// hold (HoldStarted, and HoldEnded when it is released, ends or is lost),
+// and a Permit's Release reports as Unlock does (observe.OpRelease), all
+// under the semaphore's name.
 type Semaphore struct {
 	c       *Client
 	name    string
@@ -205,6 +213,15 @@ func (s *Semaphore) acquire(ctx context.Context, maxWait, lease time.Duration) (
 	if d := drift(lease, s.c.opts.driftFactor); lease != 0 && lease <= d {
 		return nil, invalid("lease %v must exceed the clock drift allowance %v", lease, d)
 	}
+	if s.c.obs != nil {
+		return s.acquireObserved(ctx, maxWait, lease)
+	}
+	return s.acquireWith(ctx, maxWait, lease, nil)
+}
+
+// acquireWith is acquire once its arguments are checked; w, when the
+// Client has an Observer, records the wait.
+func (s *Semaphore) acquireWith(ctx context.Context, maxWait, lease time.Duration, w *watching) (*Permit, error) {
 	renew := lease == 0
 	if renew {
 		lease = s.c.opts.lease
@@ -223,6 +240,10 @@ func (s *Semaphore) acquire(ctx context.Context, maxWait, lease time.Duration) (
 		case maxWait == 0 || s.c.authRefused(a.err):
 			return nil, a.err
 		}
+	}
+	if w != nil {
+		w.from = now()
+		s.c.obs.WaitStarted(ctx, observe.Wait{Op: semaphoreOp(maxWait), Lock: s.name})
 	}
 	return s.await(ctx, maxWait, lease, renew, a)
 }
@@ -613,7 +634,7 @@ func (p *Permit) Release(ctx context.Context) error {
 	if p == nil || p.m == nil {
 		return invalid("a nil Permit, or one not returned by Acquire or TryAcquire")
 	}
-	err := p.m.Unlock(ctx)
+	err := p.m.unlock(ctx, observe.OpRelease)
 	if !errors.Is(err, ErrInvalid) {
 		p.s.released(p)
 	}

@@ -106,7 +106,7 @@ func (r *stallRecorder) events() ([]observe.WaitStall, []bool) {
 // owner on c, what wait then waits for.
 type stallCase struct {
 	name     string
-	observed bool // a Mutex call: its events get the context OpStarted returned
+	observed bool // a call that OpStarted begins (a Mutex's, a Semaphore's): its events get the context OpStarted returned
 	hold     func(ctx context.Context, c *redlock.Client, name string) error
 	wait     func(ctx context.Context, c *redlock.Client, name string) error
 }
@@ -137,7 +137,7 @@ var stallCases = []stallCase{
 	}, func(ctx context.Context, c *redlock.Client, n string) error {
 		return c.NewRWMutex(n).Lock(ctx)
 	}},
-	{"Semaphore Acquire", false, func(ctx context.Context, c *redlock.Client, n string) error {
+	{"Semaphore Acquire", true, func(ctx context.Context, c *redlock.Client, n string) error {
 		_, err := c.NewSemaphore(n, 1).Acquire(ctx, 0)
 		return err
 	}, func(ctx context.Context, c *redlock.Client, n string) error {

@@ -58,18 +58,26 @@ import (
 // must implement every method and breaks at compile time when one is
 // added.
 //
-// A Lock, LockLease, TryLock, Unlock or ForceUnlock that passes its
-// argument checks makes one call of OpStarted, then, on the same
-// goroutine and with the context that OpStarted returned, the events of
-// the call (AttemptDone, WaitStarted, WaitStalled) and exactly one end:
-// AcquireDone (Lock, LockLease, TryLock), ReleaseDone (Unlock) or
-// ForceDone (ForceUnlock). A call rejected before (redlock.ErrInvalid,
-// redlock.ErrClosed) makes none.
+// A Lock, LockLease, TryLock, Unlock or ForceUnlock, and a Semaphore's
+// Acquire or TryAcquire or a Permit's Release, that passes its argument
+// checks makes one call of OpStarted, then, on the same goroutine and with
+// the context that OpStarted returned, the events of the call
+// (AttemptDone, WaitStarted, WaitStalled) and exactly one end:
+// AcquireDone (Lock, LockLease, TryLock, Acquire, TryAcquire),
+// ReleaseDone (Unlock, Release) or ForceDone (ForceUnlock). A call
+// rejected before (redlock.ErrInvalid, redlock.ErrClosed) makes none.
+//
+// A Semaphore's permit is a hold like a Mutex's, named by the
+// semaphore's name: HoldStarted when Acquire or TryAcquire takes it,
+// HoldEnded when it is released, its fixed lease ends or it is lost.
 type Observer interface {
-	// OpStarted begins a call of a Mutex and returns the context for its
-	// later events: ctx, or one derived from it (a span's).
+	// OpStarted begins a call of a Mutex, a Semaphore or a Permit and
+	// returns the context for its later events: ctx, or one derived from
+	// it (a span's).
 	OpStarted(ctx context.Context, e OpStart) context.Context
-	// AttemptDone reports one acquisition round over every node.
+	// AttemptDone reports one acquisition round over every node (for a
+	// Semaphore, a round on one of its slots: a scan that finds no slot
+	// free on a majority makes none).
 	AttemptDone(ctx context.Context, e Attempt)
 	// WaitStarted reports that an acquisition waits for the lock: it
 	// subscribed and joined its Client's queue for the name.
@@ -78,19 +86,20 @@ type Observer interface {
 	// attempts reached no quorum because nodes failed, for the duration
 	// of redlock.WithStallWarning, and again at most once a minute while that
 	// lasts; the Client logs the same at Warn. A wait behind another
-	// owner's hold never stalls. A Semaphore's Acquire and TryAcquire
-	// report it too, with their caller's ctx.
+	// owner's hold never stalls.
 	WaitStalled(ctx context.Context, e WaitStall)
-	// AcquireDone ends a Lock, LockLease or TryLock.
+	// AcquireDone ends a Lock, LockLease or TryLock, or a Semaphore's
+	// Acquire or TryAcquire.
 	AcquireDone(ctx context.Context, e Acquire)
-	// ReleaseDone ends an Unlock.
+	// ReleaseDone ends an Unlock, or a Permit's Release.
 	ReleaseDone(ctx context.Context, e Release)
 	// ForceDone ends a ForceUnlock.
 	ForceDone(ctx context.Context, e Force)
 	// HoldStarted reports a new hold: the first acquisition of a Mutex that
-	// held nothing (not a re-entrant one).
+	// held nothing (not a re-entrant one), or a Semaphore's permit.
 	HoldStarted(e HoldStart)
-	// HoldEnded reports the end of a hold, once per HoldStarted, and why.
+	// HoldEnded reports the end of a hold, once per HoldStarted, and why:
+	// a permit lost is reported as a Mutex's lost hold is.
 	HoldEnded(e HoldEnd)
 	// RenewalDone reports one renewal round of the watchdog: one call
 	// renewing up to 250 holds on every node.
@@ -144,19 +153,23 @@ func (NopObserver) NodeChanged(NodeChange) {}
 // PubSubReconnected does nothing.
 func (NopObserver) PubSubReconnected(PubSubReconnect) {}
 
-// Op is the Mutex call an event belongs to.
+// Op is the call an event belongs to: a Mutex's, a Semaphore's or a
+// Permit's.
 type Op uint8
 
 // The calls that OpStarted begins.
 const (
-	OpLock        Op = iota + 1 // Lock, and LockLease (OpStart.Lease is then set)
-	OpTryLock                   // TryLock
-	OpUnlock                    // Unlock
-	OpForceUnlock               // ForceUnlock
+	OpLock        Op = iota + 1 // Mutex.Lock, and Mutex.LockLease (OpStart.Lease is then set)
+	OpTryLock                   // Mutex.TryLock
+	OpUnlock                    // Mutex.Unlock
+	OpForceUnlock               // Mutex.ForceUnlock
+	OpAcquire                   // Semaphore.Acquire
+	OpTryAcquire                // Semaphore.TryAcquire
+	OpRelease                   // Permit.Release
 )
 
-// String returns the call's name: "Lock", "TryLock", "Unlock" or
-// "ForceUnlock".
+// String returns the call's name: "Lock", "TryLock", "Unlock",
+// "ForceUnlock", "Acquire", "TryAcquire" or "Release".
 func (o Op) String() string {
 	switch o {
 	case OpLock:
@@ -167,16 +180,22 @@ func (o Op) String() string {
 		return "Unlock"
 	case OpForceUnlock:
 		return "ForceUnlock"
+	case OpAcquire:
+		return "Acquire"
+	case OpTryAcquire:
+		return "TryAcquire"
+	case OpRelease:
+		return "Release"
 	}
 	return "Op(?)"
 }
 
-// OpStart is the beginning of a Mutex call.
+// OpStart is the beginning of a call.
 type OpStart struct {
 	Op    Op
-	Lock  string        // the lock's name
-	Lease time.Duration // Lock, TryLock: the fixed lease; 0 with the watchdog
-	Wait  time.Duration // TryLock: the longest wait (0: one attempt); Lock: -1, until ctx ends
+	Lock  string        // the lock's name (a Semaphore's, for Acquire, TryAcquire and Release)
+	Lease time.Duration // Lock, TryLock, Acquire, TryAcquire: the fixed lease; 0 with the watchdog
+	Wait  time.Duration // TryLock, TryAcquire: the longest wait (0: one attempt); Lock, Acquire: -1, until ctx ends
 }
 
 // Outcome is how an acquisition, or one of its attempts, ended.
@@ -185,7 +204,7 @@ type Outcome uint8
 // The outcomes of acquisitions and attempts.
 const (
 	OutcomeAcquired Outcome = iota + 1 // held
-	OutcomeBusy                        // another owner held the lock (for the whole wait, for TryLock); an attempt whose vote was split
+	OutcomeBusy                        // another owner held the lock, or every permit was held (for the whole wait, for TryLock and TryAcquire); an attempt whose vote was split
 	OutcomeNoQuorum                    // too few nodes answered to decide (ErrNoQuorum)
 	OutcomeCanceled                    // ctx ended first
 	OutcomeFailed                      // anything else: Close, a rollback that failed, a quorum reached too late, credentials refused
@@ -246,7 +265,8 @@ type WaitStall struct {
 	Err   error // the last attempt's error, wrapping redlock.ErrNoQuorum and each node's error
 }
 
-// Acquire is the end of a Lock, LockLease or TryLock.
+// Acquire is the end of a Lock, LockLease or TryLock, or of a
+// Semaphore's Acquire or TryAcquire.
 type Acquire struct {
 	Op        Op
 	Lock      string
@@ -254,14 +274,15 @@ type Acquire struct {
 	Took      time.Duration // from the call to its return
 	Waited    time.Duration // of Took, the time spent waiting (after WaitStarted); 0 when it did not wait
 	Queued    bool          // it waited: WaitStarted was reported
-	Reentrant bool          // the owner held the lock already when the call began
+	Reentrant bool          // the owner held the lock already when the call began (never for a Semaphore: each permit is a new owner)
 	Err       error         // what the call returned
 }
 
-// UnlockOutcome is how an Unlock ended.
+// UnlockOutcome is how an Unlock, or a Permit's Release, ended.
 type UnlockOutcome uint8
 
-// The outcomes of Unlock.
+// The outcomes of Unlock and Release (which ends as released, not_held
+// or no_quorum: a permit is never re-entrant).
 const (
 	UnlockReleased UnlockOutcome = iota + 1 // the last hold: the lock is deleted and waiters are woken
 	UnlockLowered                           // an inner hold: the count went down by one
@@ -285,7 +306,7 @@ func (o UnlockOutcome) String() string {
 	return "unknown"
 }
 
-// Release is the end of an Unlock.
+// Release is the end of an Unlock, or of a Permit's Release.
 type Release struct {
 	Lock            string
 	Outcome         UnlockOutcome

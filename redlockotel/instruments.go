@@ -8,12 +8,12 @@ import (
 
 // The metrics' names.
 const (
-	MetricAcquireDuration = "redlock.acquire.duration"  // histogram, s: a Lock or TryLock call, from call to return, by operation and outcome
+	MetricAcquireDuration = "redlock.acquire.duration"  // histogram, s: a Lock, TryLock, Acquire or TryAcquire call, from call to return, by operation and outcome
 	MetricWaitDuration    = "redlock.wait.duration"     // histogram, s: the time a call that waited spent waiting, by operation
 	MetricHoldDuration    = "redlock.hold.duration"     // histogram, s: a hold, from its first acquisition to its end, by reason
 	MetricRenewalDuration = "redlock.renewal.duration"  // histogram, s: one renewal round of the watchdog
-	MetricAcquisitions    = "redlock.acquisitions"      // counter: Lock and TryLock calls, by operation and outcome
-	MetricReleases        = "redlock.releases"          // counter: Unlock calls, by outcome
+	MetricAcquisitions    = "redlock.acquisitions"      // counter: Lock, TryLock, Acquire and TryAcquire calls, by operation and outcome
+	MetricReleases        = "redlock.releases"          // counter: Unlock and Release calls, by outcome
 	MetricHoldsEnded      = "redlock.holds.ended"       // counter: holds ended, by reason and lost
 	MetricNodeErrors      = "redlock.node.errors"       // counter: a node's failed or quarantined answers, by node and error.type
 	MetricReconnects      = "redlock.pubsub.reconnects" // counter: pub/sub connections lost and replaced, by node
@@ -41,17 +41,17 @@ type instruments struct {
 func newInstruments(meter metric.Meter) (instruments, error) {
 	var ins instruments
 	var errs [13]error
-	ins.acquire, errs[0] = meter.Float64Histogram(MetricAcquireDuration, metric.WithUnit("s"), metric.WithDescription("Duration of Lock and TryLock calls, from call to return, waiting included."), metric.WithExplicitBucketBoundaries(callBuckets...))
-	ins.wait, errs[1] = meter.Float64Histogram(MetricWaitDuration, metric.WithUnit("s"), metric.WithDescription("Time that Lock and TryLock calls which found the lock held spent waiting for it."), metric.WithExplicitBucketBoundaries(callBuckets...))
+	ins.acquire, errs[0] = meter.Float64Histogram(MetricAcquireDuration, metric.WithUnit("s"), metric.WithDescription("Duration of Lock, TryLock, Acquire and TryAcquire calls, from call to return, waiting included."), metric.WithExplicitBucketBoundaries(callBuckets...))
+	ins.wait, errs[1] = meter.Float64Histogram(MetricWaitDuration, metric.WithUnit("s"), metric.WithDescription("Time that Lock, TryLock, Acquire and TryAcquire calls which found the lock (or every permit) held spent waiting for it."), metric.WithExplicitBucketBoundaries(callBuckets...))
 	ins.hold, errs[2] = meter.Float64Histogram(MetricHoldDuration, metric.WithUnit("s"), metric.WithDescription("Duration of holds, from the first acquisition to the end."), metric.WithExplicitBucketBoundaries(holdBuckets...))
 	ins.renewal, errs[3] = meter.Float64Histogram(MetricRenewalDuration, metric.WithUnit("s"), metric.WithDescription("Duration of the watchdog's renewal rounds."), metric.WithExplicitBucketBoundaries(callBuckets...))
-	ins.acquisitions, errs[4] = meter.Int64Counter(MetricAcquisitions, metric.WithUnit("{acquisition}"), metric.WithDescription("Lock and TryLock calls, by outcome."))
-	ins.releases, errs[5] = meter.Int64Counter(MetricReleases, metric.WithUnit("{release}"), metric.WithDescription("Unlock calls, by outcome."))
+	ins.acquisitions, errs[4] = meter.Int64Counter(MetricAcquisitions, metric.WithUnit("{acquisition}"), metric.WithDescription("Lock, TryLock, Acquire and TryAcquire calls, by outcome."))
+	ins.releases, errs[5] = meter.Int64Counter(MetricReleases, metric.WithUnit("{release}"), metric.WithDescription("Unlock and Release calls, by outcome."))
 	ins.holdsEnded, errs[6] = meter.Int64Counter(MetricHoldsEnded, metric.WithUnit("{hold}"), metric.WithDescription("Holds ended, by reason; redlock.hold.lost is true for the holds lost."))
 	ins.nodeErrors, errs[7] = meter.Int64Counter(MetricNodeErrors, metric.WithUnit("{error}"), metric.WithDescription("Answers of a node that failed or did not count (restart quarantine), by node and kind."))
 	ins.reconnects, errs[8] = meter.Int64Counter(MetricReconnects, metric.WithUnit("{reconnect}"), metric.WithDescription("Pub/sub connections lost and replaced, by node."))
 	ins.holds, errs[9] = meter.Int64ObservableGauge(MetricHolds, metric.WithUnit("{hold}"), metric.WithDescription("Holds held now."))
-	ins.waiters, errs[10] = meter.Int64ObservableGauge(MetricWaiters, metric.WithUnit("{waiter}"), metric.WithDescription("Lock and TryLock calls waiting for a lock now."))
+	ins.waiters, errs[10] = meter.Int64ObservableGauge(MetricWaiters, metric.WithUnit("{waiter}"), metric.WithDescription("Lock, TryLock, Acquire and TryAcquire calls waiting for a lock or a permit now."))
 	ins.quarantined, errs[11] = meter.Int64ObservableGauge(MetricQuarantined, metric.WithUnit("{node}"), metric.WithDescription("Nodes in restart quarantine now: they answer but do not count."))
 	ins.reachable, errs[12] = meter.Int64ObservableGauge(MetricReachable, metric.WithUnit("{node}"), metric.WithDescription("Nodes reachable now."))
 	return ins, errors.Join(errs[:]...)

@@ -11,7 +11,8 @@
 // ended by reason, node errors by node and kind, and pub/sub reconnects;
 // observable gauges of holds held, waiters, nodes in restart quarantine
 // and nodes reachable. Spans: one per Lock (and LockLease), TryLock,
-// Unlock and ForceUnlock, a child of the span in the call's context, with
+// Unlock and ForceUnlock, Semaphore.Acquire and TryAcquire and
+// Permit.Release, a child of the span in the call's context, with
 // an event per attempt and per node (answered, failed, quarantined). The
 // lock's name is an attribute of spans only with WithLockNames (names can
 // be sensitive), and never of metrics (it would make one series per
@@ -45,7 +46,7 @@ const ScopeName = "github.com/redlock-go/redlock/redlockotel"
 
 // The attributes of the metrics and spans.
 const (
-	AttrOperation = attribute.Key("redlock.operation")       // the Mutex call: Lock, TryLock, Unlock, ForceUnlock
+	AttrOperation = attribute.Key("redlock.operation")       // the call: Lock, TryLock, Unlock, ForceUnlock; a Semaphore's Acquire, TryAcquire; a Permit's Release
 	AttrOutcome   = attribute.Key("redlock.outcome")         // how an acquisition, an attempt or an Unlock ended
 	AttrLockName  = attribute.Key("redlock.lock.name")       // the lock's name, on spans, with WithLockNames only
 	AttrNode      = attribute.Key("redlock.node")            // a node's name
@@ -192,7 +193,7 @@ func (o *Observer) OpStarted(ctx context.Context, e observe.OpStart) context.Con
 	if e.Lease > 0 {
 		attrs = append(attrs, attribute.Float64("redlock.lease", e.Lease.Seconds()))
 	}
-	if e.Op == observe.OpTryLock {
+	if e.Op == observe.OpTryLock || e.Op == observe.OpTryAcquire {
 		attrs = append(attrs, attribute.Float64("redlock.wait", e.Wait.Seconds()))
 	}
 	ctx, _ = o.tracer.Start(ctx, "redlock."+e.Op.String(), trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))

@@ -257,6 +257,65 @@ func TestContendedRun(t *testing.T) {
 	assert.Positive(t, attr(bTry, "redlock.waited").AsFloat64())
 }
 
+// TestSemaphoreRun: a Semaphore's calls are counted and traced as a
+// Mutex's, under their own operations. One permit: an Acquire gets it, a
+// TryAcquire with no wait is busy, a TryAcquire that waits gets it when
+// it is released; two Releases.
+func TestSemaphoreRun(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	p := newProbe(t, cl, nil, redlockotel.WithLockNames())
+	ctx := context.Background()
+	s := p.client.NewSemaphore("pool", 1)
+
+	held, err := s.Acquire(ctx, 0)
+	require.NoError(t, err)
+	none, err := s.TryAcquire(ctx, 0, 0)
+	require.NoError(t, err)
+	require.Nil(t, none)
+	got := make(chan *redlock.Permit, 1)
+	go func() {
+		q, _ := s.TryAcquire(ctx, 10*time.Second, 0)
+		got <- q
+	}()
+	p.eventually(t, redlockotel.MetricWaiters, 1)
+	time.Sleep(200 * time.Millisecond)
+	require.NoError(t, held.Release(ctx))
+	q := <-got
+	require.NotNil(t, q)
+	require.NoError(t, q.Release(ctx))
+
+	opAcquire, opTryAcquire := redlockotel.AttrOperation.String("Acquire"), redlockotel.AttrOperation.String("TryAcquire")
+	assert.Equal(t, int64(1), p.count(t, redlockotel.MetricAcquisitions, opAcquire, acquired))
+	assert.Equal(t, int64(1), p.count(t, redlockotel.MetricAcquisitions, opTryAcquire, busy))
+	assert.Equal(t, int64(1), p.count(t, redlockotel.MetricAcquisitions, opTryAcquire, acquired))
+	assert.Equal(t, int64(3), p.count(t, redlockotel.MetricAcquireDuration))
+	assert.Equal(t, int64(1), p.count(t, redlockotel.MetricWaitDuration, opTryAcquire), "only the call that waited")
+	assert.GreaterOrEqual(t, p.histogramSum(t, redlockotel.MetricWaitDuration), 0.2)
+	assert.Equal(t, int64(2), p.count(t, redlockotel.MetricReleases, released))
+	assert.Equal(t, int64(2), p.count(t, redlockotel.MetricHoldsEnded, byRelease, notLost))
+	assert.Equal(t, int64(0), p.count(t, redlockotel.MetricHolds))
+	assert.Equal(t, int64(0), p.count(t, redlockotel.MetricWaiters))
+
+	// As in TestContendedRun, the waiting TryAcquire may end its span
+	// before the Release that woke it.
+	names := p.spanNames()
+	require.Len(t, names, 5, "%q", names)
+	assert.Equal(t, []string{"redlock.Acquire", "redlock.TryAcquire"}, names[:2])
+	require.ElementsMatch(t, []string{"redlock.Release", "redlock.TryAcquire"}, names[2:4])
+	assert.Equal(t, "redlock.Release", names[4])
+	spans := p.spans.Ended()
+	assert.Equal(t, "pool", attr(spans[0], redlockotel.AttrLockName).AsString())
+	assert.Contains(t, events(spans[0], p.urls), "redlock.attempt", "the slot's acquisition round")
+	assert.Equal(t, "busy", attr(spans[1], redlockotel.AttrOutcome).AsString())
+	assert.Equal(t, codes.Unset, spans[1].Status().Code, "busy is not an error")
+	assert.Equal(t, 0.0, attr(spans[1], "redlock.wait").AsFloat64())
+	waited := spans[2+slices.Index(names[2:4], "redlock.TryAcquire")]
+	assert.Equal(t, 10.0, attr(waited, "redlock.wait").AsFloat64())
+	assert.Contains(t, events(waited, p.urls), "redlock.wait")
+	assert.Equal(t, "acquired", attr(waited, redlockotel.AttrOutcome).AsString())
+	assert.Equal(t, "released", attr(spans[4], redlockotel.AttrOutcome).AsString())
+}
+
 func TestKilledNode(t *testing.T) {
 	cl := redlocktest.Start(t, 3)
 	p := newProbe(t, cl, nil)

@@ -224,7 +224,7 @@ func (o *demoObserver) setGauges() {
 	}
 	o.mu.Unlock()
 	o.r.set("redlock_holds_active", "Holds held now.", o.l(), float64(holds))
-	o.r.set("redlock_waiters", "Lock and TryLock calls waiting for a lock now.", o.l(), float64(waiters))
+	o.r.set("redlock_waiters", "Lock, TryLock, Acquire and TryAcquire calls waiting for a lock or a permit now.", o.l(), float64(waiters))
 	o.r.set("redlock_nodes_reachable", "Nodes reachable now.", o.l(), float64(reachable))
 	o.r.set("redlock_nodes_quarantined", "Nodes in restart quarantine now: they answer but do not count.", o.l(), float64(len(nodes)))
 }
@@ -242,16 +242,16 @@ func (o *demoObserver) WaitStarted(context.Context, observe.Wait) { o.change(&o.
 
 func (o *demoObserver) AcquireDone(_ context.Context, e observe.Acquire) {
 	op := []string{"redlock_operation", e.Op.String(), "redlock_outcome", e.Outcome.String()}
-	o.r.add("redlock_acquisitions_total", "Lock and TryLock calls, by outcome.", o.l(op...), 1)
-	o.r.observe("redlock_acquire_duration_seconds", "Duration of Lock and TryLock calls, from call to return, waiting included.", o.l(op...), e.Took)
+	o.r.add("redlock_acquisitions_total", "Lock, TryLock, Acquire and TryAcquire calls, by outcome.", o.l(op...), 1)
+	o.r.observe("redlock_acquire_duration_seconds", "Duration of Lock, TryLock, Acquire and TryAcquire calls, from call to return, waiting included.", o.l(op...), e.Took)
 	if e.Queued {
 		o.change(&o.waiters, -1)
-		o.r.observe("redlock_wait_duration_seconds", "Time that Lock and TryLock calls which found the lock held spent waiting for it.", o.l(op[:2]...), e.Waited)
+		o.r.observe("redlock_wait_duration_seconds", "Time that Lock, TryLock, Acquire and TryAcquire calls which found the lock (or every permit) held spent waiting for it.", o.l(op[:2]...), e.Waited)
 	}
 }
 
 func (o *demoObserver) ReleaseDone(_ context.Context, e observe.Release) {
-	o.r.add("redlock_releases_total", "Unlock calls, by outcome.", o.l("redlock_outcome", e.Outcome.String()), 1)
+	o.r.add("redlock_releases_total", "Unlock and Release calls, by outcome.", o.l("redlock_outcome", e.Outcome.String()), 1)
 	o.nodeErrors(e.Nodes)
 }
 

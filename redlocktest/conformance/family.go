@@ -114,6 +114,46 @@ type recorder struct {
 	acquires []error // an acquisition failed otherwise than by the run's end
 	notHeld  []error // a release said ErrNotHeld while Lost was open
 	releases []error // other release errors: no quorum in time
+	stalls   []stall // this process's scheduling stalls (watch)
+}
+
+// stall is a time this process did not run a ticking goroutine: the
+// machine was too busy.
+type stall struct {
+	end, gap int64 // mono time it ran again, and how long it had not
+}
+
+// watch records every stall of this process longer than 50 ms until run
+// ends: a 5 ms ticker that finds more time gone by since its last tick.
+func (r *recorder) watch(run context.Context) {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	last := r.mono()
+	for {
+		select {
+		case <-run.Done():
+			return
+		case <-tick.C:
+		}
+		now := r.mono()
+		if gap := now - last; gap > int64(50*time.Millisecond) {
+			r.mu.Lock()
+			r.stalls = append(r.stalls, stall{end: now, gap: gap})
+			r.mu.Unlock()
+		}
+		last = now
+	}
+}
+
+// stalled returns the longest stall that ended within [from, to].
+func (r *recorder) stalled(from, to int64) time.Duration {
+	var most int64
+	for _, s := range r.stalls {
+		if s.end >= from && s.end-s.gap <= to {
+			most = max(most, s.gap)
+		}
+	}
+	return time.Duration(most)
 }
 
 func newRecorder() *recorder { return &recorder{begin: time.Now()} }
@@ -213,8 +253,12 @@ func (r *recorder) keep(ctx, run context.Context, h hold, got chan<- struct{}, a
 
 // result logs a scenario's counts and fails the test on a violation, a
 // kept hold lost, an acquisition that failed otherwise than by the run's
-// end, or a release that said ErrNotHeld while Lost was open. It returns
-// the holds for the scenario's own assertions.
+// end, or a release that said ErrNotHeld while Lost was open. A kept hold
+// lost while this process stalled for a quarter lease or more in the
+// lease before is logged instead: the machine was too busy to renew it,
+// or its servers to answer, in time (seen once, on a 2-core machine at
+// a load of 9, in 30 runs). It returns the holds for the scenario's own
+// assertions.
 func (r *recorder) result(t *testing.T, what string, permits int, conflict func(a, b hold) bool) []hold {
 	t.Helper()
 	r.mu.Lock()
@@ -231,13 +275,18 @@ func (r *recorder) result(t *testing.T, what string, permits int, conflict func(
 		switch {
 		case h.long && h.lost:
 			keptLost++
-			t.Errorf("%v was lost, with a majority of servers up and counted all along", h)
+			if st := r.stalled(h.end-int64(famLease), h.end); st >= famLease/4 {
+				t.Logf("%v was lost while this process stalled %v in its last lease: the machine, not the lock", h, st)
+			} else {
+				t.Errorf("%v was lost, with a majority of servers up and counted all along (this process stalled at most %v in its last lease)", h, st)
+			}
 		case h.long:
 			kept++
 		case h.lost:
 			lost++
 		}
 	}
+	t.Logf("longest stall of this process: %v", r.stalled(0, r.mono()))
 	t.Logf("%s: %d holds (%d kept through the faults), %d violations, %d late, %d lost (%d of the kept), %d release errors, %.1fs",
 		what, len(r.holds), kept+keptLost, len(violations), len(late), lost+keptLost, keptLost,
 		len(r.releases)+len(r.notHeld), time.Since(r.begin).Seconds())
@@ -332,6 +381,11 @@ func runFamily(t *testing.T, c *redlocktest.Cluster, cls []*redlock.Client, r *r
 	run, stop := context.WithCancel(ctx)
 	defer stop()
 	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		r.watch(run)
+	}()
 	for _, k := range keep {
 		got := make(chan struct{}, 1)
 		wg.Add(1)

@@ -256,9 +256,8 @@ func (r *recorder) keep(ctx, run context.Context, h hold, got chan<- struct{}, a
 // end, or a release that said ErrNotHeld while Lost was open. A kept hold
 // lost while this process stalled for a quarter lease or more in the
 // lease before is logged instead: the machine was too busy to renew it,
-// or its servers to answer, in time (seen once, on a 2-core machine at
-// a load of 9, in 30 runs). It returns the holds for the scenario's own
-// assertions.
+// or its servers to answer, in time (seen on a 2-core machine at a load
+// of 9). It returns the holds for the scenario's own assertions.
 func (r *recorder) result(t *testing.T, what string, permits int, conflict func(a, b hold) bool) []hold {
 	t.Helper()
 	r.mu.Lock()

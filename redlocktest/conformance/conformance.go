@@ -80,6 +80,9 @@ func Run(t *testing.T, newNodes NewNodes) {
 	t.Run("Fencing", s.fencing)
 	t.Run("QuarantineOnRestart", s.quarantine)
 	t.Run("MinorityKillAndPause", s.minorityKillAndPause)
+	t.Run("RWMutexChaos", s.rwChaos)
+	t.Run("SemaphoreChaos", s.semaphoreChaos)
+	t.Run("MultiMutexChaos", s.multiChaos)
 }
 
 const (

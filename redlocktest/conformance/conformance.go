@@ -20,11 +20,13 @@
 // from NewNodes, breaks the servers as it needs (seizing keys for another
 // owner, killing, pausing and restarting servers) and checks the outcome:
 // reentrancy, the quorum rule, rollback of failed acquisitions, pub/sub
-// wake-up of waiters, watchdog renewal, loss, calls that honour their
-// deadlines while a server is frozen, fencing tokens, restart quarantine,
-// and mutual exclusion under a killed and a paused minority, checked by an
-// independent recorder of hold spans. The whole suite takes about 20
-// seconds, also with -race; it needs redis-server (see package
+// wake-up of waiters, a quiet wait behind a hold on a bare majority,
+// watchdog renewal, loss, calls that honour their deadlines while a server
+// is frozen, fencing tokens, restart quarantine, and mutual exclusion under
+// a killed and a paused minority, checked by an independent recorder of
+// hold spans, for the Mutex and (family.go) the RWMutex, the Semaphore and
+// the MultiMutex. The whole suite takes about 40 seconds, also with -race;
+// it needs redis-server (see package
 // redlocktest). Every call it makes is bounded, so a broken implementation
 // fails it rather than hanging it.
 //

@@ -30,6 +30,7 @@ type RWMutex struct {
 	name   string
 	w, r   *Mutex // the writer side and the reader side: two owners
 	intent string // a waiting writer's intent
+	behind string // the readers' intent: readers that waited behind a write hold go before the next writer
 	own    string // what a reader's own hash is named after its owner field
 }
 
@@ -43,7 +44,7 @@ func (c *Client) NewRWMutex(name string) *RWMutex {
 	}
 	base := c.base(name) + "rw:"
 	channel := base + "unlock"
-	rw := &RWMutex{name: name, intent: base + "wait", own: base + "r:"}
+	rw := &RWMutex{name: name, intent: base + "wait", behind: base + "rwait", own: base + "r:"}
 	rw.w = newMutexAt(c, name, base, channel)
 	rw.r = newOwnerOf(c, name, func(field string) []lockKeys {
 		return []lockKeys{
@@ -96,17 +97,28 @@ func (rw *RWMutex) ensureMade() error {
 	return nil
 }
 
+// grace is how long the readers' intent lives once a reader got in or a
+// writer met it, in milliseconds: the time the readers woken by the
+// release of a write hold, in every Client, have to get in before the
+// next writer; a sixteenth of the node timeout (15 ms by default). On
+// loopback such a reader gets in within a few milliseconds of the
+// release; a writer that meets the intent waits it out, so the grace is
+// also what each write hold costs writers under a steady read load.
+func (rw *RWMutex) grace() int64 {
+	return max((rw.w.c.opts.nodeTimeout / 16).Milliseconds(), 1)
+}
+
 // readCall is rw_read.lua's call for an attempt of the reader side.
 func (rw *RWMutex) readCall(count int, leaseMs, seq, _ int64) call {
 	r := rw.r
-	return rwReadScript.call(r.key, r.more[0].key, r.marks, rw.w.key, rw.intent, r.field, count, leaseMs, seq, rw.w.field)
+	return rwReadScript.call(r.key, r.more[0].key, r.marks, rw.w.key, rw.intent, rw.behind, r.field, count, leaseMs, seq, rw.w.field, rw.grace())
 }
 
 // writeCall is rw_write.lua's call for an attempt of the writer side.
 func (rw *RWMutex) writeCall(count int, leaseMs, seq, fencing int64) call {
 	w := rw.w
 	margin := (4 * w.c.opts.nodeTimeout).Milliseconds()
-	return rwWriteScript.call(w.key, w.marks, w.fence, rw.r.key, rw.intent, w.field, count, leaseMs, seq, fencing, margin, rw.own, rw.r.field)
+	return rwWriteScript.call(w.key, w.marks, w.fence, rw.r.key, rw.intent, rw.behind, w.field, count, leaseMs, seq, fencing, margin, rw.own, rw.r.field, rw.grace())
 }
 
 // RLock waits until this owner holds the lock for reading, or ctx ends;

@@ -63,8 +63,8 @@ var (
 	repairScript   = newScript(-1, repairLua)
 	fenceScript    = newScript(-1, fenceLua)
 	pingScript     = newScript(0, pingLua)
-	rwReadScript   = newScript(5, rwReadLua)
-	rwWriteScript  = newScript(5, rwWriteLua)
+	rwReadScript   = newScript(6, rwReadLua)
+	rwWriteScript  = newScript(6, rwWriteLua)
 	rwWithdraw     = newScript(1, rwWithdrawLua)
 	slotsScript    = newScript(-1, slotsLua) // a semaphore's permits
 	leasesScript   = newScript(1, leasesLua) // the longest lease in use (leases.go)

@@ -7,26 +7,44 @@
 -- KEYS[3]  the owners' rollback marks (see rollback.lua)
 -- KEYS[4]  the writer's lock hash
 -- KEYS[5]  a waiting writer's intent: its owner field, with a PTTL
+-- KEYS[6]  the readers' intent: readers wait behind a write hold, and go
+--          before the next writer (see rw_write.lua); with a PTTL
 -- ARGV[1]  reader owner field
 -- ARGV[2]  hold count to record
 -- ARGV[3]  lease in milliseconds
 -- ARGV[4]  attempt sequence number of this owner (increasing)
 -- ARGV[5]  the owner field of the same RWMutex's writer side: its write
 --          hold and its intent do not keep its reads out
+-- ARGV[6]  grace: how long the readers' intent lives once a reader got in
+--          (or a writer met it), for the other readers woken by the same
+--          release to follow, milliseconds
 -- Returns  {1, 0} the reader holds the lock here now; {0, pttl} a writer
---          holds it, or waits for it and this reader holds nothing here
---          yet (writers are not starved by new readers); {0, 0} when this
---          attempt was already rolled back.
+--          holds it (then the readers' intent is left here, for the
+--          writer's PTTL and ARGV[6] more, or longer if it was there
+--          already), or a writer waits for it and this reader holds nothing
+--          here yet (writers are not starved by new readers; a writer's
+--          intent does not refuse readers while the readers' intent is
+--          here); {0, 0} when this attempt was already rolled back.
+-- Safety: the intents only refuse, or relax a refusal that is itself only
+-- an intent; what keeps a reader from a writer (the writer's lock hash
+-- here) is checked whatever the intents say.
 local seqf = ARGV[1] .. '#'
 local mark = redis.call('hget', KEYS[3], ARGV[1])
 if mark and tonumber(mark) >= tonumber(ARGV[4]) then
   return {0, 0}
 end
+local grace = tonumber(ARGV[6])
 if redis.call('exists', KEYS[4]) == 1 and not redis.call('hget', KEYS[4], ARGV[5] .. '#') then
-  return {0, redis.call('pttl', KEYS[4])}
+  local pttl = redis.call('pttl', KEYS[4])
+  local px = math.max(pttl, 0) + grace
+  if redis.call('pttl', KEYS[6]) < px then -- -2 when absent
+    redis.call('set', KEYS[6], '1', 'PX', px)
+  end
+  return {0, pttl}
 end
+local behind = redis.call('exists', KEYS[6]) == 1
 local seq = redis.call('hget', KEYS[2], seqf)
-if not seq then
+if not seq and not behind then
   local intent = redis.call('get', KEYS[5])
   if intent and intent ~= ARGV[5] then
     return {0, redis.call('pttl', KEYS[5])}
@@ -39,6 +57,12 @@ for i = 1, 2 do
   end
   if redis.call('pttl', KEYS[i]) < tonumber(ARGV[3]) then
     redis.call('pexpire', KEYS[i], ARGV[3])
+  end
+end
+if behind then
+  local pttl = redis.call('pttl', KEYS[6])
+  if pttl < 0 or pttl > grace then
+    redis.call('pexpire', KEYS[6], grace)
   end
 end
 return {1, 0}

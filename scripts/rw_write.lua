@@ -5,6 +5,7 @@
 -- KEYS[3]  the writers' fencing counter (used when ARGV[5] is not '0')
 -- KEYS[4]  the readers' hash (see rw_read.lua)
 -- KEYS[5]  a waiting writer's intent
+-- KEYS[6]  the readers' intent (see rw_read.lua)
 -- ARGV[1]  writer owner field
 -- ARGV[2]  hold count to record
 -- ARGV[3]  lease in milliseconds
@@ -17,12 +18,19 @@
 --          field (ARGV[7] .. owner); the same hash slot as KEYS
 -- ARGV[8]  the owner field of the same RWMutex's reader side: its reads
 --          do not keep its writes out (a downgrade holds both)
+-- ARGV[9]  grace: the longest the readers' intent lives once a writer met
+--          it, milliseconds (see rw_read.lua)
 -- Returns  {1, counter} the writer holds the lock here now (counter: the
 --          fencing counter, 0 without fencing); {0, pttl} another writer
---          holds it, or readers do: then the writer's intent is left here,
---          so that no new reader comes in, for the longest PTTL of those
---          readers and ARGV[6] more; {0, 0} when this attempt was already
---          rolled back.
+--          holds it; or the readers' intent is here and this writer holds
+--          nothing here: readers that waited behind a write hold go first,
+--          for ARGV[9] at most from now (the intent's PTTL is cut to it),
+--          and the writer leaves no intent of its own; or readers hold it:
+--          then the writer's intent is left here, so that no new reader
+--          comes in, for the longest PTTL of those readers and ARGV[6]
+--          more; {0, 0} when this attempt was already rolled back.
+-- Safety: the intents only refuse; what keeps a writer from the others
+-- (the writer's lock hash, the live readers) is checked whatever they say.
 -- Readers whose own hash has expired (their process died) are dropped
 -- from the readers' hash here.
 local seqf = ARGV[1] .. '#'
@@ -33,6 +41,15 @@ end
 local seq = redis.call('hget', KEYS[1], seqf)
 if not seq and redis.call('exists', KEYS[1]) == 1 then
   return {0, redis.call('pttl', KEYS[1])}
+end
+if not seq and redis.call('exists', KEYS[6]) == 1 then
+  local grace = tonumber(ARGV[9])
+  local pttl = redis.call('pttl', KEYS[6])
+  if pttl < 0 or pttl > grace then
+    redis.call('pexpire', KEYS[6], grace)
+    pttl = grace
+  end
+  return {0, pttl}
 end
 local wait
 local readers = redis.call('hkeys', KEYS[4])

@@ -15,13 +15,27 @@ import (
 // while holding only read holds, would wait for itself and is refused.
 // Methods of one RWMutex are safe for concurrent use and act as one owner.
 //
-// Writers are not starved by a stream of readers: a writer that finds
-// readers inside leaves its intent on the nodes, which keeps new readers
-// out (readers that already hold may re-enter) until the readers inside
-// have left and the writer got in, or the intent expired: it lives the
-// readers' longest remaining lease and four node timeouts more, and the
-// waiting writer renews it with each attempt, and takes it back when it
-// stops waiting. A stream of writers may, in turn, keep readers waiting.
+// Neither side starves. Writers are not starved by a stream of readers:
+// a writer that finds readers inside leaves its intent on the nodes, which
+// keeps new readers out (readers that already hold may re-enter) until the
+// readers inside have left and the writer got in, or the intent expired:
+// it lives the readers' longest remaining lease and four node timeouts
+// more, and the waiting writer renews it with each attempt, and takes it
+// back when it stops waiting. Readers are not starved by a stream of
+// writers (phase-fair): a reader that finds a write hold leaves the
+// readers' intent on the nodes, and after that hold ends the next writer
+// is kept out until the readers woken by its release got in: for a grace
+// of a sixteenth of the node timeout after the first of them got in, or
+// after that writer first met the intent. So, with writers looping, a
+// waiting reader gets in before a third write hold begins: a reader that
+// finds a write hold gets in when it ends; one that came while a writer
+// waited for the readers inside may see that writer's hold begin, and the
+// next one, which its retry after the release finds, and gets in when that
+// one ends. A waiting writer gets in after the grace, the read holds then
+// in progress, and the writers ahead of it. Both bounds assume that
+// waiters hear of releases (pub/sub) and try within the grace; a reader
+// that stops waiting leaves the readers' intent to expire (the grace after
+// the next writer meets it, or the write hold's lease and the grace).
 //
 // An RWMutex's keys (PREFIX{NAME}:rw:...) are not a Mutex's: an RWMutex and
 // a Mutex of one name do not exclude each other. Fencing tokens (with

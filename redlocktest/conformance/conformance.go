@@ -498,7 +498,11 @@ func (s suite) quietWait(t *testing.T) {
 			t.Logf("%s: %d attempts found the lock held in 1.5s", kind, n)
 			most := 4
 			if kind == "TwoClients" {
-				most = 8
+				// 4 to 7 on an idle machine; up to 12 seen under make
+				// stress, where the attempts are slow and each client's
+				// rollback can come during the other's attempt (news
+				// that stays). A spin makes hundreds.
+				most = 20
 			}
 			assert.LessOrEqual(t, n, most, "a waiter tried again on rollbacks' messages")
 		})
@@ -531,6 +535,17 @@ func (s suite) handoff(t *testing.T, c *redlocktest.Cluster, name string,
 	wc, _ := s.client(t, c)
 	holder, waiter := hc.NewMutex(name), wc.NewMutex(name)
 	require.NoError(t, holder.LockLease(ctx, 20*time.Second))
+	// The hold is on every server before the release: a server where the
+	// holder's write had not landed would be free to the waiter, and a
+	// ForceUnlock still on its way there would delete the waiter's key.
+	require.Eventually(t, func() bool {
+		for i := 0; i < c.N(); i++ {
+			if m, err := holders(c, i, name); err != nil || len(m) != 1 {
+				return false
+			}
+		}
+		return true
+	}, 5*time.Second, 5*time.Millisecond, "the holder's write never reached every server")
 
 	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	got := make(chan error, 1)

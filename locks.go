@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	"slices"
 	"context"
 	"strconv"
 )
@@ -127,14 +128,28 @@ func (m *Mutex) releaseCall(target int, seq int64, mark int, markMs int64) call 
 	return s.made(m.appendChannels(sha))
 }
 
-// forceCall is force.lua's call, publishing msg; marks live at least
-// markMs.
-func (m *Mutex) forceCall(msg string, markMs int64) call {
+// forceCall is force.lua's call deleting the holds of owners (field: the
+// latest sequence seen), publishing msg; marks live at least markMs.
+func (m *Mutex) forceCall(msg string, markMs int64, owners map[string]int64) call {
 	n := m.locks()
-	sha := forceScript.begin(2*n, 2+n)
+	sha := forceScript.begin(2*n, 3+2*len(owners)+n)
 	sha = m.appendPairs(sha)
-	sha = append(sha, msg, markMs)
+	sha = append(sha, msg, markMs, len(owners))
+	fields := make([]string, 0, len(owners))
+	for f := range owners {
+		fields = append(fields, f)
+	}
+	slices.Sort(fields) // the same call to every node
+	for _, f := range fields {
+		sha = append(sha, f, owners[f])
+	}
 	return forceScript.made(m.appendChannels(sha))
+}
+
+// holdersCall is holders.lua's call: the owners of the locks on a node.
+func (m *Mutex) holdersCall() call {
+	sha := holdersScript.begin(2*m.locks(), 0)
+	return holdersScript.made(m.appendPairs(sha))
 }
 
 // inspectCall is inspect.lua's call for this owner.

@@ -66,8 +66,17 @@ func (r *diffRun) release(now int64) diffCall {
 
 func (r *diffRun) force(now int64) diffCall {
 	l, ttl := r.lock(), r.ttl()
-	got := l.m.Force(now, ttl)
-	return diffCall{args: sha(&forceScript, 2, l.key, l.marks, "force:x/1", ttl, "redlock:{diff}:unlock"), want: []int64{got}, tol: []bool{false}}
+	named := make(map[int]int64)
+	args := []interface{}{l.key, l.marks, "force:x/1", ttl, 0}
+	for o := range diffOwners {
+		if r.rng.IntN(2) == 0 {
+			named[o] = r.rng.Int64N(13) // 0: a field without a sequence, as holders.lua says
+			args = append(args, diffOwners[o], named[o])
+		}
+	}
+	args[4] = len(named)
+	got := l.m.Force(now, ttl, named)
+	return diffCall{args: sha(&forceScript, 2, append(args, "redlock:{diff}:unlock")...), want: []int64{got}, tol: []bool{false}}
 }
 
 func (r *diffRun) inspect(now int64) diffCall {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -1050,8 +1051,12 @@ func (c *Client) releaseHolds(ctx context.Context, ms []*Mutex) *multierror.Erro
 	return errs
 }
 
-// ForceUnlock deletes the lock whoever holds it and wakes its waiters. It
-// reports whether the lock was held on a quorum. When too few nodes answered
+// ForceUnlock deletes the holds of the lock, whoever holds it, and wakes its
+// waiters. It reads who holds it on every node first, then deletes those
+// holds only: a hold taken after that read (a waiter woken by the force's
+// message from one node can take the lock on a node the force has not
+// reached yet) is left alone. It reports whether the lock was held on a
+// quorum. When too few nodes answered
 // to tell, it returns ErrNoQuorum (wrapping ctx.Err() when ctx ended); the
 // lock is deleted where they did. A hold of this client's own Mutex values
 // that is forced away is seen as lost at the next renewal.
@@ -1066,16 +1071,57 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 		start = now()
 	}
 	msg := "force:" + m.field + "/" + strconv.FormatInt(m.seq.Add(1), 10)
-	r := c.fanout(ctx, m.forceCall(msg, c.opts.lease.Milliseconds()), classifyOne, (*ballot).done, nil)
+	owners, seen := m.holders(ctx)
+	r := seen
+	if len(owners) > 0 {
+		r = c.fanout(ctx, m.forceCall(msg, c.opts.lease.Milliseconds(), owners), classifyOne, (*ballot).done, nil)
+	}
 	m.wakeLocal("")
 	var err error
-	if !r.ballot.won() && !r.ballot.denied() {
+	switch {
+	case len(owners) == 0 && !seen.ballot.won():
+		err = withCtx(ctx, seen.noQuorum("force unlock "+quoteName(m.name)))
+	case len(owners) == 0:
+		r.ballot = newBallot(len(c.peers)) // nothing held anywhere: not forced
+		r.ballot.no = seen.ballot.yes
+	case !r.ballot.won() && !r.ballot.denied():
 		err = withCtx(ctx, r.noQuorum("force unlock "+quoteName(m.name)))
 	}
 	if c.obs != nil {
 		c.forceDone(ctx, m, r, r.ballot.won(), err, since(start))
 	}
 	return r.ballot.won(), err
+}
+
+// holders reads the owners of the lock on every node (holders.lua), for
+// ForceUnlock: each owner field found on a node that answered, with the
+// latest sequence of its writes seen. The round tells how many answered
+// (yes: an answer).
+func (m *Mutex) holders(ctx context.Context) (map[string]int64, *round) {
+	owners := make(map[string]int64)
+	var mu sync.Mutex
+	classify := func(reply interface{}) vote {
+		vs, err := redis.Strings(reply, nil)
+		if err != nil || len(vs)%2 != 0 {
+			return voteFailed
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for i := 0; i < len(vs); i += 2 {
+			seq, err := strconv.ParseInt(vs[i+1], 10, 64)
+			if err != nil {
+				return voteFailed
+			}
+			if s, ok := owners[vs[i]]; !ok || seq > s {
+				owners[vs[i]] = seq
+			}
+		}
+		return voteYes
+	}
+	r := m.c.fanout(ctx, m.holdersCall(), classify, (*ballot).done, nil)
+	mu.Lock()
+	defer mu.Unlock()
+	return maps.Clone(owners), r
 }
 
 // inspect asks every node whether pred holds of its state and decides by

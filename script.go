@@ -26,6 +26,8 @@ var (
 	releaseLua string
 	//go:embed scripts/force.lua
 	forceLua string
+	//go:embed scripts/holders.lua
+	holdersLua string
 	//go:embed scripts/inspect.lua
 	inspectLua string
 	//go:embed scripts/view.lua
@@ -57,6 +59,7 @@ var (
 	rollbackScript = newScript(-1, markLua+dropLua+rollbackLua)
 	releaseScript  = newScript(-1, markLua+dropLua+releaseLua)
 	forceScript    = newScript(-1, markLua+forceLua)
+	holdersScript  = newScript(-1, holdersLua)
 	inspectScript  = newScript(-1, inspectLua)
 	viewScript     = newScript(1, viewLua)
 	renewScript    = newScript(-1, renewLua)
@@ -75,7 +78,7 @@ var (
 	releaseShared  = newScript(-1, markLua+dropSharedLua+releaseLua)
 
 	// scripts lists every script, for loading them all at once.
-	scripts = []*script{&acquireScript, &rollbackScript, &releaseScript, &forceScript, &inspectScript, &viewScript, &renewScript, &repairScript, &fenceScript, &pingScript, &rwReadScript, &rwWriteScript, &rwWithdraw, &slotsScript, &leasesScript, &rollbackShared, &releaseShared}
+	scripts = []*script{&acquireScript, &rollbackScript, &releaseScript, &forceScript, &holdersScript, &inspectScript, &viewScript, &renewScript, &repairScript, &fenceScript, &pingScript, &rwReadScript, &rwWriteScript, &rwWithdraw, &slotsScript, &leasesScript, &rollbackShared, &releaseShared}
 )
 
 // script is a Lua script: its source, for SCRIPT LOAD and EVAL, its SHA1,

@@ -120,21 +120,47 @@ func (s *Store) Release(now int64, owner int, count, seq int64, mark bool, markT
 	return 1
 }
 
-// Force is force.lua: delete the lock whoever holds it, marking every
-// owner found at its sequence here; 1 when a lock was deleted.
-func (s *Store) Force(now, markTTL int64) int64 {
+// Force is force.lua: delete the holds of the owners named (owner: the
+// latest sequence of its writes the caller saw) whose sequence here is no
+// later, marking each at its sequence here; the lock goes once no owner
+// is left in it. 1 when a hold was deleted.
+func (s *Store) Force(now, markTTL int64, named map[int]int64) int64 {
 	s.expire(now)
 	if !s.Lock.Exists {
 		return 0
 	}
 	ttl := max(pttl(s.Lock, now), markTTL)
-	for o, f := range s.Owners {
-		if f.HasSeq {
+	gone := false
+	for o, seen := range named {
+		f := &s.Owners[o]
+		switch {
+		case f.HasSeq && f.Seq <= seen:
 			s.mark(now, o, f.Seq, ttl)
+			*f = Field{}
+			gone = true
+		case !f.HasSeq && f.HasCount:
+			f.Count, f.HasCount = 0, false
+			gone = true
 		}
 	}
-	s.delLock()
+	if !gone {
+		return 0
+	}
+	if !s.anyCount() {
+		s.delLock()
+	}
 	return 1
+}
+
+// anyCount reports whether an owner has a count field in the lock hash
+// (force.lua's "an owner is left").
+func (s *Store) anyCount() bool {
+	for _, f := range s.Owners {
+		if f.HasCount {
+			return true
+		}
+	}
+	return false
 }
 
 // Inspect is inspect.lua: {exists, the owner's count, pttl}.

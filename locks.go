@@ -1,8 +1,8 @@
 package redlock
 
 import (
-	"slices"
 	"context"
+	"slices"
 	"strconv"
 )
 

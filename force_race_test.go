@@ -26,12 +26,7 @@ func TestForceUnlockSparesAHoldTakenMeanwhile(t *testing.T) {
 	ctx := context.Background()
 	const name = "forced"
 	key := "redlock:{" + name + "}:lock"
-	for i := 0; i < 3; i++ {
-		_, err := cl.Do(i, "HSET", key, "holder:1", 1, "holder:1#", 1)
-		require.NoError(t, err)
-		_, err = cl.Do(i, "PEXPIRE", key, 60000)
-		require.NoError(t, err)
-	}
+	seizeAt(t, cl, name, "holder:1", 0, 1, 2)
 	trs, forcer := strayClient(t, cl, WithQuarantine(0))
 	for i := 2; i < 5; i++ {
 		trs[i].strand(forceScript.hash, nil)

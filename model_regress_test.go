@@ -227,12 +227,7 @@ func TestModelStragglerAfterALaterAttemptsRollback(t *testing.T) {
 	ctx := context.Background()
 	const name = "superseded"
 	key := "redlock:{" + name + "}:lock"
-	for i := 1; i < 3; i++ {
-		_, err := cl.Do(i, "HSET", key, "intruder:1", 1, "intruder:1#", 1)
-		require.NoError(t, err)
-		_, err = cl.Do(i, "PEXPIRE", key, 60000)
-		require.NoError(t, err)
-	}
+	seizeAt(t, cl, name, "intruder:1", 1, 2)
 	trs, c := strayClient(t, cl)
 	m := c.NewMutex(name)
 	trs[0].strand(acquireScript.hash, nil)
@@ -353,6 +348,20 @@ func TestModelFencingTokenOfAnAcquisitionSpanningAHold(t *testing.T) {
 	t.Logf("owner 0's token %d, then owner 1's %d", token0, token1)
 	assert.Greater(t, token1, token0, "the later hold's token is not above the earlier one's")
 	require.NoError(t, o1.Unlock(ctx))
+}
+
+// seizeAt makes owner hold name on the given servers for a minute, as the
+// library writes a hold: the count in the owner's field, its write's
+// sequence (1) in "<owner>#".
+func seizeAt(t *testing.T, cl *redlocktest.Cluster, name, owner string, servers ...int) {
+	t.Helper()
+	key := "redlock:{" + name + "}:lock"
+	for _, i := range servers {
+		_, err := cl.Do(i, "HSET", key, owner, 1, owner+"#", 1)
+		require.NoError(t, err)
+		_, err = cl.Do(i, "PEXPIRE", key, 60000)
+		require.NoError(t, err)
+	}
 }
 
 // strayClient returns a Client over a strayTransport to each node of cl

@@ -22,35 +22,59 @@
 -- here while another node, not forced yet, still had it), and repair.lua
 -- must not write it back. The marks live as long as the key would have, and
 -- at least ARGV[2].
+-- The minimal ACL of the README has no HDEL: a lock left with other owners
+-- is written again without the deleted ones (DEL, HSET, PEXPIRE), which
+-- only a hold taken while the force was on its way makes happen.
 local n = tonumber(ARGV[3])
+local named = {}
+for j = 1, n do
+  named[ARGV[2 + 2 * j]] = tonumber(ARGV[3 + 2 * j])
+end
 local deleted = 0
 for i = 1, #KEYS / 2 do
   local lock = KEYS[2 * i - 1]
-  if redis.call('exists', lock) == 1 then
-    local ttl = math.max(redis.call('pttl', lock), tonumber(ARGV[2]))
-    local gone = false
-    for j = 1, n do
-      local owner, seen = ARGV[2 + 2 * j], tonumber(ARGV[3 + 2 * j])
-      local seq = redis.call('hget', lock, owner .. '#')
-      if seq and tonumber(seq) <= seen then
-        mark(KEYS[2 * i], owner, seq, ttl)
-        redis.call('hdel', lock, owner, owner .. '#')
-        gone = true
-      elseif not seq and redis.call('hdel', lock, owner) == 1 then
-        gone = true
+  local all = redis.call('hgetall', lock)
+  if #all > 0 then
+    local pttl = redis.call('pttl', lock)
+    local ttl = math.max(pttl, tonumber(ARGV[2]))
+    local seqs = {}
+    for j = 1, #all, 2 do
+      if string.sub(all[j], -1) == '#' then
+        seqs[string.sub(all[j], 1, -2)] = all[j + 1]
       end
     end
-    if gone then
-      deleted = 1
-      local left = false
-      for _, f in ipairs(redis.call('hkeys', lock)) do
-        if string.sub(f, -1) ~= '#' then
+    local gone, keep, left = {}, {}, false
+    for j = 1, #all, 2 do
+      local f = all[j]
+      local owner = f
+      if string.sub(f, -1) == '#' then
+        owner = string.sub(f, 1, -2)
+      end
+      local seen = named[owner]
+      if seen and (not seqs[owner] or tonumber(seqs[owner]) <= seen) then
+        gone[owner] = true
+      else
+        keep[#keep + 1] = f
+        keep[#keep + 1] = all[j + 1]
+        if f == owner then
           left = true
-          break
         end
       end
-      if not left then
-        redis.call('del', lock)
+    end
+    if next(gone) then
+      deleted = 1
+      for owner in pairs(gone) do
+        if seqs[owner] then
+          mark(KEYS[2 * i], owner, seqs[owner], ttl)
+        end
+      end
+      redis.call('del', lock)
+      if left then
+        redis.call('hset', lock, unpack(keep))
+        if pttl > 0 then
+          redis.call('pexpire', lock, pttl)
+        end
+      else
         redis.call('publish', ARGV[3 + 2 * n + i], ARGV[1])
       end
     end

@@ -111,13 +111,43 @@ type recorder struct {
 
 	mu       sync.Mutex // protects the fields below
 	holds    []hold
-	acquires []error // an acquisition failed otherwise than by the run's end
-	notHeld  []error // a release said ErrNotHeld while Lost was open
-	// readerNotHeld is the same for a looping reader of RWMutexChaos: a
-	// known defect, logged (see end).
-	readerNotHeld []error
-	releases      []error // other release errors: no quorum in time
-	stalls        []stall // this process's scheduling stalls (watch)
+	acquires []error    // an acquisition failed otherwise than by the run's end
+	notHeld  []notHeld  // a release said ErrNotHeld while Lost was open
+	wipes    [][2]int64 // mono times between which a server lost its data (restarted empty, or killed)
+	releases []error    // other release errors: no quorum in time
+	stalls   []stall    // this process's scheduling stalls (watch)
+}
+
+// notHeld is a hold whose release said ErrNotHeld while its Lost was open.
+type notHeld struct {
+	h   hold
+	err error
+}
+
+// wiped records that a server lost its data between from and to (mono).
+func (r *recorder) wiped(from, to int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.wipes = append(r.wipes, [2]int64{from, to})
+}
+
+// excused reports whether a looping hold's ErrNotHeld is the loss of a
+// hold that lived on a bare majority: a server lost its data while the
+// hold lived (contenders can leave a hold on exactly a majority of the
+// servers, and one of them restarted empty or was killed), so the release
+// found it on too few servers before the watchdog could notice and close
+// Lost. A kept hold is never excused: it is repaired before every fault.
+// r.mu must be held.
+func (r *recorder) excused(h hold) bool {
+	if h.long {
+		return false
+	}
+	for _, w := range r.wipes {
+		if w[0] <= h.end && w[1] >= h.start {
+			return true
+		}
+	}
+	return false
 }
 
 // stall is a time this process did not run a ticking goroutine: the
@@ -191,15 +221,8 @@ func (r *recorder) end(ctx context.Context, h hold, tk taken) {
 	defer r.mu.Unlock()
 	r.holds = append(r.holds, h)
 	switch {
-	case errors.Is(err, redlock.ErrNotHeld) && !h.lost && h.lock == "rw-chaos" && !h.write:
-		// A known defect, not diagnosed yet (issue 27): once in about 40
-		// runs of RWMutexChaos (goredis, make test), a looping reader's
-		// RUnlock 1 ms after its RLock said ErrNotHeld, its Lost open,
-		// with no violation. It is counted and logged, not failed, until
-		// it is understood; every other hold still fails on it.
-		r.readerNotHeld = append(r.readerNotHeld, fmt.Errorf("%v: %w", h, err))
 	case errors.Is(err, redlock.ErrNotHeld) && !h.lost:
-		r.notHeld = append(r.notHeld, fmt.Errorf("%v: %w", h, err))
+		r.notHeld = append(r.notHeld, notHeld{h, err})
 	case err != nil:
 		r.releases = append(r.releases, err)
 	}
@@ -299,11 +322,17 @@ func (r *recorder) result(t *testing.T, what string, permits int, conflict func(
 	t.Logf("%s: %d holds (%d kept through the faults), %d violations, %d late, %d lost (%d of the kept), %d release errors, %.1fs",
 		what, len(r.holds), kept+keptLost, len(violations), len(late), lost+keptLost, keptLost,
 		len(r.releases)+len(r.notHeld), time.Since(r.begin).Seconds())
-	report(t, true, "acquisition failed otherwise than by the run's end", r.acquires)
-	report(t, true, "release of a hold whose Lost was open", r.notHeld)
-	for _, err := range r.readerNotHeld {
-		t.Logf("KNOWN DEFECT (issue 27, not failed): a reader's release said not held while its Lost was open: %v", err)
+	var unexcused []error
+	for _, n := range r.notHeld {
+		err := fmt.Errorf("%v: %w", n.h, n.err)
+		if r.excused(n.h) {
+			t.Logf("a hold lost when a server it lived on lost its data, seen at its release: %v", err)
+			continue
+		}
+		unexcused = append(unexcused, err)
 	}
+	report(t, true, "acquisition failed otherwise than by the run's end", r.acquires)
+	report(t, true, "release of a hold whose Lost was open", unexcused)
 	report(t, false, "release", r.releases)
 	assert.Positive(t, len(r.holds)-kept-keptLost, "no looping owner got a hold")
 	return slices.Clone(r.holds)
@@ -339,7 +368,13 @@ func familyFaults(ctx context.Context, c *redlocktest.Cluster, cls []*redlock.Cl
 		return steps, err
 	}
 	time.Sleep(200 * time.Millisecond)
-	if err := step("restart server 0", c.Restart(0)); err != nil {
+	wipe := func(f func(int) error, i int) error {
+		from := r.mono()
+		err := f(i)
+		r.wiped(from, r.mono())
+		return err
+	}
+	if err := step("restart server 0", wipe(c.Restart, 0)); err != nil {
 		return steps, err
 	}
 	time.Sleep(800 * time.Millisecond)
@@ -352,12 +387,12 @@ func familyFaults(ctx context.Context, c *redlocktest.Cluster, cls []*redlock.Cl
 		}
 		time.Sleep(famLease / 2) // a renewal round or more: the repairs
 		if i == 0 {
-			if err := step("restart server 1", c.Restart(1)); err != nil {
+			if err := step("restart server 1", wipe(c.Restart, 1)); err != nil {
 				return steps, err
 			}
 		}
 	}
-	if err := step("kill server 2", c.Kill(2)); err != nil {
+	if err := step("kill server 2", wipe(c.Kill, 2)); err != nil {
 		return steps, err
 	}
 	time.Sleep(famLease + 300*time.Millisecond)

@@ -296,6 +296,12 @@ func (c *Client) dequeue(channel string, w *waiter, won bool, lease time.Duratio
 		if won {
 			q.lease = lease // the turn is counted by tookTurn
 		}
+		if i == 0 {
+			// What the head's attempts found is not the next head's: an
+			// attempt that won, or ended by Close or ctx, is never tried.
+			q.trying, q.free, q.blocked = false, nil, nil
+			clear(q.copies)
+		}
 		switch {
 		case len(q.waiters) == 0:
 			c.keepIdle(channel)

@@ -17,6 +17,7 @@ type lockKeys struct {
 	key     string  // the lock hash
 	marks   string  // rollback marks of the lock's owners (scripts/mark.lua)
 	fence   string  // the lock's fencing counter (WithFencing)
+	intent  string  // the waiters' intent on the lock (scripts/acquire.lua); a semaphore's slots share one
 	channel string  // the unlock channel
 	side    *rwSide // a read-write lock's key: what repair.lua checks of its other side; nil for a lock of one owner alone (a Mutex, a MultiMutex's name, a semaphore's slot)
 }
@@ -36,14 +37,16 @@ func (k *lockKeys) appendRepair(keys, argv []interface{}, field string, count in
 	return append(keys, k.key, k.marks, other), append(argv, field, count, seq, kind, peer, own)
 }
 
-// keysAt returns the keys base+"lock", base+"rollback", base+"fence" and
-// the channel, cut from one string: one allocation, not four.
+// keysAt returns the keys base+"lock", base+"rollback", base+"fence",
+// base+"intent" and the channel, cut from one string: one allocation, not
+// five.
 func keysAt(base, channel string) lockKeys {
-	all := base + "lock" + base + "rollback" + base + "fence" + channel
+	all := base + "lock" + base + "rollback" + base + "fence" + base + "intent" + channel
 	a := len(base) + len("lock")
 	b := a + len(base) + len("rollback")
 	d := b + len(base) + len("fence")
-	return lockKeys{key: all[:a], marks: all[a:b], fence: all[b:d], channel: all[d:]}
+	e := d + len(base) + len("intent")
+	return lockKeys{key: all[:a], marks: all[a:b], fence: all[b:d], intent: all[d:e], channel: all[e:]}
 }
 
 // locks is how many locks m holds at once.
@@ -76,19 +79,24 @@ func (m *Mutex) appendPairs(sha []interface{}) []interface{} {
 
 // acquireCall is acquire.lua's call for an attempt writing count holds
 // with sequence seq and a lease of leaseMs; fencing is the counters' TTL
-// (0: no fencing). With tell (one lock only) the attempt tells the
-// waiters of its take; subscribed says whether this Client waits.
-func (m *Mutex) acquireCall(count int, leaseMs, seq, fencing int64, tell, subscribed bool) call {
+// (0: no fencing); intent, when not empty, is a waiter's, which the
+// attempt leaves where it is refused (intent.go). With tell (one lock
+// only) the attempt tells the waiters of its take; subscribed says
+// whether this Client waits.
+func (m *Mutex) acquireCall(count int, leaseMs, seq, fencing int64, intent string, tell, subscribed bool) call {
 	if m.via != nil {
 		return m.via(count, leaseMs, seq, fencing)
 	}
 	n := m.locks()
-	sha := acquireScript.begin(3*n, 7)
+	sha := acquireScript.begin(4*n, 9)
 	for i := 0; i < n; i++ {
 		k := m.lock(i)
-		sha = append(sha, k.key, k.marks, k.fence)
+		sha = append(sha, k.key, k.marks, k.fence, k.intent)
 	}
-	sha = append(sha, m.field, count, leaseMs, seq, fencing)
+	if intent == "" {
+		intent = "0"
+	}
+	sha = append(sha, m.field, count, leaseMs, seq, fencing, intent, m.c.intentMargin())
 	if tell && n == 1 {
 		sub := 0
 		if subscribed {

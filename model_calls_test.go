@@ -30,6 +30,7 @@ var diffMakers = map[string]func(r *diffRun, now int64) diffCall{
 	"repair":   (*diffRun).repair,
 	"fence":    (*diffRun).fence,
 	"ping":     (*diffRun).ping,
+	"withdraw": (*diffRun).withdraw,
 }
 
 func (r *diffRun) acquire(now int64) diffCall {
@@ -38,7 +39,18 @@ func (r *diffRun) acquire(now int64) diffCall {
 	if r.rng.IntN(2) == 0 {
 		a.FenceTTL = r.ttl()
 	}
-	args := sha(&acquireScript, 3, l.key, l.marks, l.fence, diffOwners[a.Owner], a.Count, a.Lease, a.Seq, a.FenceTTL)
+	intent := "0"
+	if r.rng.IntN(2) == 0 {
+		// A waiter's attempt, with stamps that collide; the owner is the
+		// waiter, or, as a semaphore's slot owner, another.
+		a.Stamp, a.Waiter = 1+r.rng.Int64N(3), r.owner()
+		if r.rng.IntN(3) > 0 {
+			a.Waiter = a.Owner
+		}
+		intent = diffIntent(a.Stamp, a.Waiter)
+	}
+	a.Margin = r.ttl()
+	args := sha(&acquireScript, 4, l.key, l.marks, l.fence, l.intent, diffOwners[a.Owner], a.Count, a.Lease, a.Seq, a.FenceTTL, intent, a.Margin)
 	if r.rng.IntN(3) == 0 {
 		// Nobody subscribes on the test's server: PUBSUB NUMSUB says 0.
 		a.Tell, a.Subscribed = true, r.rng.Int64N(2)
@@ -50,6 +62,17 @@ func (r *diffRun) acquire(now int64) diffCall {
 		c.want, c.tol = append(c.want, got.Subs), append(c.tol, false)
 	}
 	return c
+}
+
+// diffIntent is a waiter's intent as the client writes it.
+func diffIntent(stamp int64, waiter int) string {
+	return strconv.FormatInt(stamp, 10) + "/" + diffOwners[waiter]
+}
+
+func (r *diffRun) withdraw(now int64) diffCall {
+	l, stamp, waiter := r.lock(), 1+r.rng.Int64N(3), r.owner()
+	got := l.m.Withdraw(now, stamp, waiter)
+	return diffCall{args: sha(&withdrawScript, 1, l.intent, diffIntent(stamp, waiter), "redlock:{diff}:unlock"), want: []int64{got}, tol: []bool{false}}
 }
 
 func (r *diffRun) rollback(now int64) diffCall {
@@ -306,6 +329,13 @@ func stateDiff(got []interface{}, want model.Store) string {
 	n, err := strconv.ParseInt(fence, 10, 64)
 	if want.Fence.Exists && (err != nil || !near(n, want.Counter, true)) || !want.Fence.Exists && fence != "" {
 		return fmt.Sprintf("counter %q, model %d (exists %v)", fence, want.Counter, want.Fence.Exists)
+	}
+	if why := keyDiff("intent", got[7], want.Intent); why != "" {
+		return why
+	}
+	intent, _ := redis.String(got[6], nil)
+	if w := diffIntent(want.IntentStamp, want.IntentWaiter); want.Intent.Exists && intent != w || !want.Intent.Exists && intent != "" {
+		return fmt.Sprintf("intent %q, model %q (exists %v)", intent, w, want.Intent.Exists)
 	}
 	return ""
 }

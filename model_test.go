@@ -50,19 +50,20 @@ const diffOwnPrefix = "redlock:{diff}:r:"
 
 // diffLock is one lock's keys, and the model of them.
 type diffLock struct {
-	key, marks, fence string
-	m                 model.Store
+	key, marks, fence, intent string
+	m                         model.Store
 }
 
-// dumpLua reads the state of every lock given (three keys each): per lock
+// dumpLua reads the state of every lock given (four keys each): per lock
 // {PTTL lock, HGETALL lock, PTTL marks, HGETALL marks, GET fence or ”,
-// PTTL fence}.
+// PTTL fence, GET intent or ”, PTTL intent}.
 const dumpLua = `
 local out = {}
-for i = 1, #KEYS, 3 do
+for i = 1, #KEYS, 4 do
   out[#out + 1] = {redis.call('pttl', KEYS[i]), redis.call('hgetall', KEYS[i]),
     redis.call('pttl', KEYS[i + 1]), redis.call('hgetall', KEYS[i + 1]),
-    redis.call('get', KEYS[i + 2]) or '', redis.call('pttl', KEYS[i + 2])}
+    redis.call('get', KEYS[i + 2]) or '', redis.call('pttl', KEYS[i + 2]),
+    redis.call('get', KEYS[i + 3]) or '', redis.call('pttl', KEYS[i + 3])}
 end
 return out`
 
@@ -98,11 +99,11 @@ func TestModelScriptsMatchRedis(t *testing.T) {
 	r := &diffRun{t: t, rng: rand.New(rand.NewPCG(seed, 15)), conn: conn, counts: map[string]int{}, dump: redis.NewScript(-1, dumpLua)}
 	for i := 0; i < 3; i++ {
 		tag := fmt.Sprintf("redlock:{diff%d}:", i)
-		r.main = append(r.main, &diffLock{key: tag + "lock", marks: tag + "rollback", fence: tag + "fence"})
+		r.main = append(r.main, &diffLock{key: tag + "lock", marks: tag + "rollback", fence: tag + "fence", intent: tag + "intent"})
 	}
 	for _, o := range diffOwners {
 		key := diffOwnPrefix + o
-		r.own = append(r.own, &diffLock{key: key, marks: key + ":rollback", fence: key + ":fence"})
+		r.own = append(r.own, &diffLock{key: key, marks: key + ":rollback", fence: key + ":fence", intent: key + ":intent"})
 	}
 	r.locks = append(append(r.locks, r.main...), r.own...)
 	for _, s := range scripts {
@@ -133,7 +134,7 @@ func (r *diffRun) enough(n int) bool {
 	return true
 }
 
-var diffScripts = []string{"acquire", "rollback", "release", "force", "inspect", "view", "renew", "repair", "fence", "ping"}
+var diffScripts = []string{"acquire", "rollback", "release", "force", "inspect", "view", "renew", "repair", "fence", "ping", "withdraw"}
 
 // batch sends k random calls, each followed by a dump, in one pipeline,
 // and checks them.
@@ -168,9 +169,9 @@ func (r *diffRun) batch(k int) {
 }
 
 func (r *diffRun) dumpKeys() []interface{} {
-	keys := []interface{}{3 * len(r.locks)}
+	keys := []interface{}{4 * len(r.locks)}
 	for _, l := range r.locks {
-		keys = append(keys, l.key, l.marks, l.fence)
+		keys = append(keys, l.key, l.marks, l.fence, l.intent)
 	}
 	return keys
 }
@@ -198,10 +199,13 @@ func (r *diffRun) next() diffCall {
 func (r *diffRun) expire() diffCall {
 	l := r.locks[r.rng.IntN(len(r.locks))]
 	var key string
-	switch r.rng.IntN(3) {
+	switch r.rng.IntN(4) {
 	case 0:
 		key = l.key
 		l.m.Lock, l.m.Owners = model.Key{}, [model.MaxOwners]model.Field{}
+	case 3:
+		key = l.intent
+		l.m.Intent, l.m.IntentStamp, l.m.IntentWaiter = model.Key{}, 0, 0
 	case 1:
 		key = l.marks
 		l.m.Marks, l.m.Mark = model.Key{}, [model.MaxOwners]model.Mark{}

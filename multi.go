@@ -49,7 +49,8 @@ func (c *Client) NewMultiMutex(names ...string) *Mutex {
 	first := newMutex(c, sorted[0])
 	m.lockKeys, m.field = first.lockKeys, first.field
 	for _, name := range sorted[1:] {
-		m.more = append(m.more, keysAt(c.base(name), ""))
+		base := c.base(name)
+		m.more = append(m.more, keysAt(base, base+"unlock")) // every name's waiters hear its releases
 	}
 	return m
 }

@@ -126,6 +126,60 @@ func TestMultiMutexWakesForAnyName(t *testing.T) {
 	}
 }
 
+// TestMultiMutexWakesForItsLastName: a MultiMutex waiting for two names
+// held by others under long leases wakes by pub/sub when the name it does
+// not queue on (its second) is released last; and a Mutex waiting for a
+// MultiMutex's second name wakes when that MultiMutex is released. Before,
+// a MultiMutex's names but its first had no unlock channel: neither was
+// told, and each waited for the 20 s leases.
+func TestMultiMutexWakesForItsLastName(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	c, other := dial(t, cl), dial(t, cl)
+	ctx := context.Background()
+	x, y := other.NewMutex("lx"), other.NewMutex("ly")
+	require.NoError(t, x.LockLease(ctx, 20*time.Second))
+	require.NoError(t, y.LockLease(ctx, 20*time.Second))
+
+	got := make(chan time.Time, 1)
+	go func() {
+		m := c.NewMultiMutex("lx", "ly")
+		if m.LockLease(ctx, 20*time.Second) == nil {
+			got <- time.Now()
+		}
+	}()
+	sleep(100 * time.Millisecond)
+	require.NoError(t, x.Unlock(ctx)) // lx first: the waiter tries and fails on ly
+	sleep(100 * time.Millisecond)
+	released := time.Now()
+	require.NoError(t, y.Unlock(ctx))
+	var m *redlock.Mutex
+	select {
+	case at := <-got:
+		t.Logf("the MultiMutex got both names %v after the last release", at.Sub(released))
+	case <-time.After(5 * time.Second):
+		t.Fatal("the MultiMutex was not woken by the release of its second name")
+	}
+
+	m = c.NewMultiMutex("mx", "my")
+	require.NoError(t, m.LockLease(ctx, 20*time.Second))
+	woke := make(chan time.Time, 1)
+	go func() {
+		if y := other.NewMutex("my"); y.Lock(ctx) == nil {
+			woke <- time.Now()
+			_ = y.Unlock(ctx)
+		}
+	}()
+	sleep(100 * time.Millisecond)
+	released = time.Now()
+	require.NoError(t, m.Unlock(ctx))
+	select {
+	case at := <-woke:
+		t.Logf("the Mutex of the second name got it %v after the MultiMutex's release", at.Sub(released))
+	case <-time.After(5 * time.Second):
+		t.Fatal("a Mutex waiting for a MultiMutex's second name was not woken by its release")
+	}
+}
+
 func TestMultiMutexForceUnlock(t *testing.T) {
 	cl := redlocktest.Start(t, 3)
 	c := dial(t, cl)

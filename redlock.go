@@ -72,6 +72,7 @@ type Client struct {
 	made     atomic.Bool  // newClient made every peer: work started by a node's events may read peers
 	votes    votes        // which node each server process votes through (votes.go)
 	leases   leaseShare   // the longest lease in use, published and learned (leases.go)
+	intents  waitIntents  // the intents of the waits under way, for Close (intent.go)
 
 	ctx    context.Context // cancelled by Close once holds are released; parent of background work
 	cancel context.CancelFunc
@@ -253,6 +254,7 @@ func (c *Client) Close() error {
 
 		ctx, cancel := context.WithTimeout(context.Background(), c.closeTimeout())
 		errs := c.releaseHolds(ctx, held)
+		c.withdrawAll(ctx)
 		cancel()
 
 		c.cancel()

@@ -239,7 +239,7 @@ func (m *Mutex) acquireWith(ctx context.Context, maxWait, lease time.Duration, w
 		// attempt (see contention); a re-entrant one never waits. On a
 		// lock waited for lately, the first attempt tells the waiters of
 		// other clients when it takes the lock.
-		a = m.try(ctx, lease, renew, lately, false)
+		a = m.try(ctx, lease, renew, "", lately, false)
 		if lately && (a.ok || a.split) {
 			m.c.tookTurn(m.channel, max(a.subs+1, 0)) // this Client was not subscribed
 		}
@@ -260,10 +260,12 @@ func (m *Mutex) holds() bool {
 	return count > 0
 }
 
-// try makes one acquisition round. With tell, it tells the waiters when it
-// creates the lock's key on a node (a take, see queue.go); subscribed says
-// whether this Client is subscribed to the lock's channel (it waits).
-func (m *Mutex) try(ctx context.Context, lease time.Duration, renew, tell, subscribed bool) attempt {
+// try makes one acquisition round. intent, when not empty, is a waiter's,
+// which the attempt leaves where it is refused (intent.go). With
+// tell, it tells the waiters when it creates the lock's key on a node (a
+// take, see queue.go); subscribed says whether this Client is subscribed
+// to the lock's channel (it waits).
+func (m *Mutex) try(ctx context.Context, lease time.Duration, renew bool, intent string, tell, subscribed bool) attempt {
 	if err := ctx.Err(); err != nil {
 		return attempt{err: err, ended: true}
 	}
@@ -294,7 +296,7 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew, tell, subsc
 	if c.opts.fencing && prev == 0 && !m.shared {
 		fencing = c.fenceTTL(lease).Milliseconds()
 	}
-	cl := m.acquireCall(prev+1, lease.Milliseconds(), seq, fencing, tell, subscribed)
+	cl := m.acquireCall(prev+1, lease.Milliseconds(), seq, fencing, intent, tell, subscribed)
 	r := c.fanout(ctx, cl, classifyAcquire, (*ballot).certain, m.rollback(seq, prev, lease))
 	ok := r.ballot.won() && validity(lease, since(start), dr) > 0
 	var token int64
@@ -573,18 +575,27 @@ func (m *Mutex) await(ctx context.Context, maxWait, lease time.Duration, renew b
 		expired = t.C
 	}
 	defer m.listen(ctx)()
+	var intent string
+	var ik intentKeys
+	if m.leavesIntent() {
+		intent, ik = intentOf(now().Add(-a.took), m.field), m.intentKeys()
+		c.intents.add(intent, ik)
+	}
 	w := c.enqueue(m.channel, m, a.took)
 	won := false
 	defer func() { c.dequeue(m.channel, w, won && !m.shared, lease) }()
 	won, err := c.waitTurns(ctx, m.channel, w, expired, a, stall{what: "lock", name: m.name}, func() attempt {
 		start := now()
-		next := m.try(ctx, lease, renew, true, true)
+		next := m.try(ctx, lease, renew, intent, true, true)
 		c.timed(m.channel, since(start))
 		if next.ok || next.split {
 			c.tookTurn(m.channel, max(next.subs, 0))
 		}
 		return next
 	}, m.waitEnded)
+	if intent != "" {
+		c.withdraw(ctx, intent, won, ik)
+	}
 	return won, err
 }
 

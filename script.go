@@ -46,6 +46,8 @@ var (
 	rwWriteLua string
 	//go:embed scripts/rw_withdraw.lua
 	rwWithdrawLua string
+	//go:embed scripts/withdraw.lua
+	withdrawLua string
 	//go:embed scripts/slots.lua
 	slotsLua string
 	//go:embed scripts/leases.lua
@@ -69,8 +71,9 @@ var (
 	rwReadScript   = newScript(6, rwReadLua)
 	rwWriteScript  = newScript(6, rwWriteLua)
 	rwWithdraw     = newScript(1, rwWithdrawLua)
-	slotsScript    = newScript(-1, slotsLua) // a semaphore's permits
-	leasesScript   = newScript(1, leasesLua) // the longest lease in use (leases.go)
+	withdrawScript = newScript(-1, withdrawLua) // a waiter's intents (intent.go)
+	slotsScript    = newScript(-1, slotsLua)    // a semaphore's permits
+	leasesScript   = newScript(1, leasesLua)    // the longest lease in use (leases.go)
 
 	// The reader side of a read-write lock releases and rolls back with
 	// drop_shared.lua: its readers share one hash.
@@ -78,7 +81,7 @@ var (
 	releaseShared  = newScript(-1, markLua+dropSharedLua+releaseLua)
 
 	// scripts lists every script, for loading them all at once.
-	scripts = []*script{&acquireScript, &rollbackScript, &releaseScript, &forceScript, &holdersScript, &inspectScript, &viewScript, &renewScript, &repairScript, &fenceScript, &pingScript, &rwReadScript, &rwWriteScript, &rwWithdraw, &slotsScript, &leasesScript, &rollbackShared, &releaseShared}
+	scripts = []*script{&acquireScript, &rollbackScript, &releaseScript, &forceScript, &holdersScript, &inspectScript, &viewScript, &renewScript, &repairScript, &fenceScript, &pingScript, &rwReadScript, &rwWriteScript, &rwWithdraw, &withdrawScript, &slotsScript, &leasesScript, &rollbackShared, &releaseShared}
 )
 
 // script is a Lua script: its source, for SCRIPT LOAD and EVAL, its SHA1,

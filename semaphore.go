@@ -64,10 +64,11 @@ type Semaphore struct {
 	c       *Client
 	name    string
 	permits int
-	bad     error  // why every call fails (bad arguments); nil when usable
-	base    string // PREFIX{NAME}:sem:, the slots' keys' prefix
-	channel string // where every slot's releases are published
-	scan    call   // slots.lua over every slot, built once
+	bad     error    // why every call fails (bad arguments); nil when usable
+	base    string   // PREFIX{NAME}:sem:, the slots' keys' prefix
+	channel string   // where every slot's releases are published
+	keys    []string // every slot's lock hash, then the semaphore's waiters' intent (intent.go)
+	scan    call     // slots.lua over every slot, built once
 
 	// mu protects local, room and freed: hints, never trusted for safety.
 	mu    sync.Mutex
@@ -105,11 +106,12 @@ func (c *Client) NewSemaphore(name string, permits int) *Semaphore {
 	}
 	s.base = c.opts.prefix + "{" + name + "}:sem:"
 	s.channel = s.base + "unlock"
-	keys := make([]string, permits)
-	for i := range keys {
-		keys[i] = s.base + strconv.Itoa(i) + ":lock"
+	s.keys = make([]string, permits+1)
+	for i := range permits {
+		s.keys[i] = s.base + strconv.Itoa(i) + ":lock"
 	}
-	s.scan = slotsCall(keys)
+	s.keys[permits] = s.base + "intent"
+	s.scan = slotsCall(s.keys, "", 0)
 	s.local = make([]slotUse, permits)
 	s.room, s.freed = true, -1
 	return s
@@ -130,11 +132,20 @@ func checkSemaphore(name string, permits, prefix int) error {
 	return nil
 }
 
-// slotsCall prepares slots.lua over keys, on the lane of the first slot.
-func slotsCall(keys []string) call {
-	sha := slotsScript.begin(len(keys), 0)
+// slotsCall prepares slots.lua over keys (every slot's lock hash, then the
+// semaphore's intent), on the lane of the first slot; a waiter's scan
+// leaves its intent, with margin ms (see intent.go).
+func slotsCall(keys []string, intent string, margin int64) call {
+	args := 0
+	if intent != "" {
+		args = 2
+	}
+	sha := slotsScript.begin(len(keys), args)
 	for _, k := range keys {
 		sha = append(sha, k)
+	}
+	if intent != "" {
+		sha = append(sha, intent, margin)
 	}
 	return slotsScript.made(sha)
 }
@@ -231,7 +242,7 @@ func (s *Semaphore) acquireWith(ctx context.Context, maxWait, lease time.Duratio
 		// An Acquire behind this Client's waiters joins them without a
 		// first attempt: the queue is FIFO.
 		var p *Permit
-		if p, a = s.attempt(ctx, lease, renew); p != nil {
+		if p, a = s.attempt(ctx, lease, renew, ""); p != nil {
 			return p, nil
 		}
 		switch {
@@ -267,13 +278,17 @@ func (s *Semaphore) await(ctx context.Context, maxWait, lease time.Duration, ren
 	w := c.enqueue(s.channel, nil, a.took)
 	defer c.dequeue(s.channel, w, false, 0)
 	var permit *Permit
+	intent := intentOf(now().Add(-a.took), c.newField())
+	ik := intentKeys{keys: s.keys[s.permits:], channels: []string{s.channel}}
+	c.intents.add(intent, ik)
 	_, err := c.waitTurns(ctx, s.channel, w, expired, a, stall{what: "semaphore", name: s.name}, func() attempt {
 		var next attempt
-		permit, next = s.attempt(ctx, lease, renew)
+		permit, next = s.attempt(ctx, lease, renew, intent)
 		next.ok = permit != nil
 		next.free, next.blocked = nil, nil // one slot's nodes: the channel is every slot's
 		return next
 	}, s.waitEnded)
+	c.withdraw(ctx, intent, permit != nil, ik)
 	return permit, err
 }
 
@@ -288,15 +303,16 @@ func (s *Semaphore) waitEnded(ctx context.Context, a attempt) error {
 
 // attempt makes one attempt at a permit: a guess while the last scan
 // showed room, then, unless the guess won or failed for want of a quorum,
-// a scan and a claim of the free slots it found. When it gets no permit,
+// a scan and a claim of the free slots it found; a waiter's (intent not
+// empty) leaves its intent (intent.go). When it gets no permit,
 // its freeIn is when to try again at the latest: at once when the scan
 // found free slots it did not try, else when the soonest slot is free on
 // a majority.
-func (s *Semaphore) attempt(ctx context.Context, lease time.Duration, renew bool) (*Permit, attempt) {
+func (s *Semaphore) attempt(ctx context.Context, lease time.Duration, renew bool, intent string) (*Permit, attempt) {
 	start := now()
 	split := false
 	if i, ok := s.guess(); ok {
-		p, a := s.try(ctx, i, lease, renew)
+		p, a := s.try(ctx, i, lease, renew, intent)
 		if p != nil || a.err != nil {
 			a.took = since(start)
 			return p, a
@@ -304,14 +320,14 @@ func (s *Semaphore) attempt(ctx context.Context, lease time.Duration, renew bool
 		split = a.split
 		s.setRoom(false) // another owner has the slot: scan until one is free again
 	}
-	t := s.scanSlots(ctx)
+	t := s.scanSlots(ctx, intent)
 	if t.err != nil {
 		return nil, attempt{err: t.err, ended: t.ended, took: since(start), nodes: t.r.nodeResults()}
 	}
 	var p *Permit
 	a := attempt{freeIn: -1}
 	if len(t.freeSet) > 0 {
-		p, a = s.claim(ctx, &t.freeSet, lease, renew)
+		p, a = s.claim(ctx, &t.freeSet, lease, renew, intent)
 	}
 	s.setRoom(len(t.freeSet) > 0)
 	if p == nil && a.err == nil {
@@ -333,13 +349,13 @@ func (s *Semaphore) attempt(ctx context.Context, lease time.Duration, renew bool
 // one, a try fails for want of a quorum, or maxClaims tries found their
 // slot taken (another owner was faster). It removes the slots it tried
 // from free. A split vote is remembered in the attempt it returns.
-func (s *Semaphore) claim(ctx context.Context, free *[]int, lease time.Duration, renew bool) (*Permit, attempt) {
+func (s *Semaphore) claim(ctx context.Context, free *[]int, lease time.Duration, renew bool, intent string) (*Permit, attempt) {
 	var a attempt
 	split := false
 	for k := 0; k < maxClaims && len(*free) > 0; k++ {
 		i := s.choose(free)
 		var p *Permit
-		if p, a = s.try(ctx, i, lease, renew); p != nil || a.err != nil {
+		if p, a = s.try(ctx, i, lease, renew, intent); p != nil || a.err != nil {
 			return p, a
 		}
 		split = split || a.split
@@ -348,10 +364,12 @@ func (s *Semaphore) claim(ctx context.Context, free *[]int, lease time.Duration,
 	return nil, a
 }
 
-// try makes one acquisition round on slot i, as a new owner of its lock.
-func (s *Semaphore) try(ctx context.Context, i int, lease time.Duration, renew bool) (*Permit, attempt) {
+// try makes one acquisition round on slot i, as a new owner of its lock,
+// leaving a waiter's intent (when not empty) where it is refused.
+func (s *Semaphore) try(ctx context.Context, i int, lease time.Duration, renew bool, intent string) (*Permit, attempt) {
 	m := newMutexAt(s.c, s.name, s.base+strconv.Itoa(i)+":", s.channel)
-	a := m.try(ctx, lease, renew, false, false)
+	m.lockKeys.intent = s.keys[s.permits] // the slots share the semaphore's
+	a := m.try(ctx, lease, renew, intent, false, false)
 	s.tried(i, m, a.ok)
 	if !a.ok {
 		return nil, a
@@ -485,9 +503,13 @@ type slotTally struct {
 // scanSlots reads every slot on every node, and decides as soon as a slot
 // is free on a majority, or none can be. The slots free on a majority
 // are in the tally's freeSet.
-func (s *Semaphore) scanSlots(ctx context.Context) *slotTally {
+func (s *Semaphore) scanSlots(ctx context.Context, intent string) *slotTally {
 	c := s.c
-	t := newSlotTally(s, c.launch(s.scan, classifySlots(s.permits), nil))
+	scan := s.scan
+	if intent != "" {
+		scan = slotsCall(s.keys, intent, c.intentMargin())
+	}
+	t := newSlotTally(s, c.launch(scan, classifySlots(s.permits), nil))
 	t.r.collect(ctx, t.certain)
 	t.certain(&t.r.ballot) // counts the nodes collect gave up on
 	if len(t.nodes) < t.q && t.open > 0 {

@@ -172,7 +172,7 @@ func scriptRun(conn redis.Conn, src redlockScripts, n int) ([]*scriptCost, error
 	ok, one, held := "OK", int64(1), []interface{}{int64(1), int64(0)}
 	acquire := func(kind string, count, seq int) func(int) []interface{} {
 		return func(i int) []interface{} {
-			return []interface{}{"EVALSHA", sha["acquire"], 3, key(kind, i), key(kind+"-marks", i), key(kind+"-fence", i), owner, count, lease, seq, 0}
+			return []interface{}{"EVALSHA", sha["acquire"], 4, key(kind, i), key(kind+"-marks", i), key(kind+"-fence", i), key(kind+"-intent", i), owner, count, lease, seq, 0, "0", 1000}
 		}
 	}
 	const block = 1000 // keys per turn, and holds per renew.lua call of the last shape

@@ -1,69 +1,115 @@
 -- acquire: take or re-enter every lock of one owner on this node, or none.
--- KEYS     three per lock (one lock for a Mutex, several for a MultiMutex):
---          KEYS[3i-2] the lock hash, KEYS[3i-1] the owners' rollback marks
---          (see rollback.lua), KEYS[3i] the lock's fencing counter (used
---          when ARGV[5] is not '0')
+-- KEYS     four per lock (one lock for a Mutex, several for a MultiMutex):
+--          KEYS[4i-3] the lock hash, KEYS[4i-2] the owners' rollback marks
+--          (see rollback.lua), KEYS[4i-1] the lock's fencing counter (used
+--          when ARGV[5] is not '0'), KEYS[4i] the waiters' intent on the
+--          lock: "<stamp>/<owner>" of the oldest waiter that was refused
+--          it, with a PTTL (the slots of a semaphore share one)
 -- ARGV[1]  owner field ("<client id>:<owner id>")
 -- ARGV[2]  hold count to record (the client's authoritative count)
 -- ARGV[3]  lease in milliseconds
 -- ARGV[4]  attempt sequence number of this owner (increasing)
 -- ARGV[5]  '0', or, for a new hold with fencing on, how long the fencing
 --          counters live after this acquisition, milliseconds: increment them
--- ARGV[6]  optional, with one lock: its unlock channel, sent by an attempt
+-- ARGV[6]  '0', or the intent "<stamp>/<waiter>" of a waiter that leaves
+--          it when it is refused: the stamp is when it began to wait, Unix
+--          milliseconds by its clock, the waiter its owner field (a
+--          semaphore's waiter, whose slot owners differ, names itself).
+--          An intent with an older stamp (ties: the smaller waiter) goes
+--          first
+-- ARGV[7]  how long an intent outlives what refused it, milliseconds
+-- ARGV[8]  optional, with one lock: its unlock channel, sent by an attempt
 --          that tells the waiters of its take (see queue.go). When this
 --          attempt creates the key and other clients than the owner's are
 --          subscribed, it publishes "+<lease>/<subscribers>/<owner>/<sequence>",
 --          subscribers being the clients subscribed on this node
--- ARGV[7]  with ARGV[6]: '1' when the owner's client is subscribed (a
+-- ARGV[9]  with ARGV[8]: '1' when the owner's client is subscribed (a
 --          waiter's attempt), '0' when not
 -- Returns  {1, counter} the owner holds every lock here now; counter is the
 --          largest fencing counter after this acquisition (0 without
 --          fencing); {1, counter, subscribers} when it created the key with
---          ARGV[6];
---          {0, pttl}    another owner holds a lock here: pttl is the longest
---          PTTL of those held by others (-1 when one has no expiry), or
+--          ARGV[8];
+--          {0, pttl}    another owner holds a lock here, or another
+--          waiter's intent that goes first is on a lock this owner does not
+--          hold here: pttl is the longest PTTL of those (-1 when one has no
+--          expiry); with ARGV[6], the owner's intent is then left on every
+--          lock it does not hold here and whose intent does not go first,
+--          for that PTTL and ARGV[7] more; or
 --          {0, 0} when this attempt was already rolled back (it arrived
 --          late, after its own rollback; nobody waits for that answer).
 -- All or none: nothing is written unless every lock is free or the
 -- owner's. The field ARGV[1]..'#' keeps the sequence of the owner's latest
 -- write, so a late, reordered write of an older attempt changes nothing.
+-- Safety: an intent only refuses; what keeps two owners apart (the lock
+-- hashes) is checked whatever the intents say. An owner that takes a lock
+-- here takes its own intent on it away.
 local seqf = ARGV[1] .. '#'
-local n = #KEYS / 3
-local seqs = {} -- per lock: the owner's sequence there, false where the key is absent
+local n = #KEYS / 4
+local stamp, waiter = string.match(ARGV[6], '^(%d+)/(.*)$')
+stamp = tonumber(stamp)
+local seqs = {}    -- per lock: the owner's sequence there, false where it does not hold it
+local intents = {} -- per lock the owner does not hold here: its intent, false for none
 local wait
+local function longest(pttl)
+  if not wait or (wait >= 0 and (pttl < 0 or pttl > wait)) then
+    wait = pttl
+  end
+end
+-- first: whether intent v goes before this owner's
+local function first(v)
+  local s, w = string.match(v, '^(%d+)/(.*)$')
+  if not stamp then
+    return true
+  end
+  if w == waiter then
+    return false
+  end
+  s = tonumber(s)
+  return not s or s < stamp or (s == stamp and w < waiter)
+end
 for i = 1, n do
   -- Every attempt looks for a mark: one written after the attempt was sent
   -- (its rollback, or a release that overtook it) is the one that matters.
-  local mark = redis.call('hget', KEYS[3 * i - 1], ARGV[1])
+  local mark = redis.call('hget', KEYS[4 * i - 2], ARGV[1])
   if mark and tonumber(mark) >= tonumber(ARGV[4]) then
     return {0, 0}
   end
-  local lock = KEYS[3 * i - 2]
-  if redis.call('exists', lock) == 0 then
-    seqs[i] = false
-  else
-    seqs[i] = redis.call('hget', lock, seqf)
-    if not seqs[i] then
-      local pttl = redis.call('pttl', lock)
-      if not wait or (wait >= 0 and (pttl < 0 or pttl > wait)) then
-        wait = pttl
-      end
+  local lock = KEYS[4 * i - 3]
+  seqs[i] = redis.call('hget', lock, seqf)
+  if not seqs[i] then
+    if redis.call('exists', lock) == 1 then
+      longest(redis.call('pttl', lock))
+    end
+    intents[i] = redis.call('get', KEYS[4 * i])
+    if intents[i] and first(intents[i]) then
+      longest(redis.call('pttl', KEYS[4 * i]))
     end
   end
 end
 if wait then
+  if stamp then
+    local px = math.max(wait, 0) + tonumber(ARGV[7])
+    for i = 1, n do
+      if not seqs[i] and not (intents[i] and first(intents[i])) then
+        redis.call('set', KEYS[4 * i], ARGV[6], 'PX', px)
+      end
+    end
+  end
   return {0, wait}
 end
-local subs -- with ARGV[6], when this attempt creates the key
+local subs -- with ARGV[8], when this attempt creates the key
 for i = 1, n do
-  local lock = KEYS[3 * i - 2]
+  local lock = KEYS[4 * i - 3]
   if not seqs[i] then
+    if intents[i] and stamp and string.match(intents[i], '^%d+/(.*)$') == waiter then
+      redis.call('del', KEYS[4 * i]) -- this waiter's: gone once it holds
+    end
     redis.call('hset', lock, ARGV[1], ARGV[2], seqf, ARGV[4])
     redis.call('pexpire', lock, ARGV[3])
-    if ARGV[6] then
-      subs = redis.call('pubsub', 'numsub', ARGV[6])[2]
-      if subs > tonumber(ARGV[7]) then
-        redis.call('publish', ARGV[6], '+' .. ARGV[3] .. '/' .. subs .. '/' .. ARGV[1] .. '/' .. ARGV[4])
+    if ARGV[8] then
+      subs = redis.call('pubsub', 'numsub', ARGV[8])[2]
+      if subs > tonumber(ARGV[9]) then
+        redis.call('publish', ARGV[8], '+' .. ARGV[3] .. '/' .. subs .. '/' .. ARGV[1] .. '/' .. ARGV[4])
       end
     end
   else
@@ -88,11 +134,11 @@ local t = redis.call('time')
 local floor = (tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)) * 1024
 local top = 0
 for i = 1, n do
-  local c = tonumber(redis.call('get', KEYS[3 * i]) or '0') + 1
+  local c = tonumber(redis.call('get', KEYS[4 * i - 1]) or '0') + 1
   if c < floor then
     c = floor
   end
-  redis.call('set', KEYS[3 * i], string.format('%d', c), 'PX', ARGV[5])
+  redis.call('set', KEYS[4 * i - 1], string.format('%d', c), 'PX', ARGV[5])
   if c > top then
     top = c
   end

@@ -22,6 +22,11 @@ type AcquireArgs struct {
 	Tell        bool
 	Subscribed  int64
 	Subscribers int64
+	// Stamp is ARGV[6]'s stamp, 0 for '0' (a new acquisition: no intent);
+	// Waiter its waiter (an owner number); Margin is ARGV[7].
+	Stamp  int64
+	Waiter int
+	Margin int64
 }
 
 // AcquireReply is acquire.lua's reply: {1, counter[, subs]} or {0, pttl}.
@@ -37,19 +42,40 @@ func (s *Store) Acquire(now int64, a AcquireArgs) AcquireReply {
 	if s.marked(a.Owner, a.Seq) {
 		return AcquireReply{N: 0, Subs: -1}
 	}
+	held := s.Owners[a.Owner].HasSeq
+	var wait int64
+	refused, first := false, false
+	longest := func(p int64) {
+		if !refused || wait >= 0 && (p < 0 || p > wait) {
+			wait, refused = p, true
+		}
+	}
+	if !held {
+		if s.Lock.Exists {
+			longest(pttl(s.Lock, now))
+		}
+		if first = s.Intent.Exists && s.intentFirst(a); first {
+			longest(pttl(s.Intent, now))
+		}
+	}
+	if refused {
+		if a.Stamp != 0 && !held && !first {
+			s.setIntent(now, a.Stamp, a.Waiter, max(wait, 0)+a.Margin)
+		}
+		return AcquireReply{N: wait, Subs: -1}
+	}
 	subs := int64(-1)
-	if !s.Lock.Exists {
+	if !held {
+		if s.Intent.Exists && a.Stamp != 0 && s.IntentWaiter == a.Waiter {
+			s.delIntent()
+		}
 		s.hset(a.Owner, a.Count, a.Seq)
 		pexpire(&s.Lock, now, a.Lease, false, s.delLock)
 		if a.Tell {
 			subs = a.Subscribers
 		}
 	} else {
-		f := s.Owners[a.Owner]
-		if !f.HasSeq {
-			return AcquireReply{N: pttl(s.Lock, now), Subs: -1}
-		}
-		if f.Seq < a.Seq {
+		if s.Owners[a.Owner].Seq < a.Seq {
 			s.hset(a.Owner, a.Count, a.Seq)
 		}
 		if pttl(s.Lock, now) < a.Lease {

@@ -37,6 +37,11 @@ type Store struct {
 	Mark    [MaxOwners]Mark
 	Fence   Key
 	Counter int64
+	// Intent is the waiters' intent on the lock (acquire.lua's KEYS[4]):
+	// the stamp and the waiter of "<stamp>/<waiter>" (intent.go).
+	Intent       Key
+	IntentStamp  int64
+	IntentWaiter int
 	// NoMarks removes the rollback marks mechanism (mark.lua writes
 	// nothing): for the counterexample that shows what marks are for.
 	NoMarks bool
@@ -53,6 +58,9 @@ func (s *Store) expire(now int64) {
 	}
 	if gone(s.Fence, now) {
 		s.Fence, s.Counter = Key{}, 0
+	}
+	if gone(s.Intent, now) {
+		s.delIntent()
 	}
 }
 

@@ -31,11 +31,27 @@ var diffMakers = map[string]func(r *diffRun, now int64) diffCall{
 	"fence":    (*diffRun).fence,
 	"ping":     (*diffRun).ping,
 	"withdraw": (*diffRun).withdraw,
+	"multi":    (*diffRun).acquireMulti,
+	"slot":     (*diffRun).acquireSlot,
+	"slots":    (*diffRun).slots,
 }
 
 func (r *diffRun) acquire(now int64) diffCall {
 	l := r.lock()
-	a := model.AcquireArgs{Owner: r.owner(), Count: 1 + r.rng.Int64N(3), Lease: r.ttl(), Seq: r.seq()}
+	a, intent := r.acquireArgs()
+	args := sha(&acquireScript, 4, l.key, l.marks, l.fence, l.intent, diffOwners[a.Owner], a.Count, a.Lease, a.Seq, a.FenceTTL, intent, a.Margin)
+	if r.rng.IntN(3) == 0 {
+		// Nobody subscribes on the test's server: PUBSUB NUMSUB says 0.
+		a.Tell, a.Subscribed = true, r.rng.Int64N(2)
+		args = append(args, "redlock:{diff}:unlock", a.Subscribed)
+	}
+	return acquireCall(args, l.m.Acquire(now, a))
+}
+
+// acquireArgs draws acquire.lua's arguments but its keys, and the intent
+// argument as sent.
+func (r *diffRun) acquireArgs() (model.AcquireArgs, string) {
+	a := model.AcquireArgs{Owner: r.owner(), Count: 1 + r.rng.Int64N(3), Lease: r.ttl(), Seq: r.seq(), Margin: r.ttl()}
 	if r.rng.IntN(2) == 0 {
 		a.FenceTTL = r.ttl()
 	}
@@ -43,36 +59,22 @@ func (r *diffRun) acquire(now int64) diffCall {
 	if r.rng.IntN(2) == 0 {
 		// A waiter's attempt, with stamps that collide; the owner is the
 		// waiter, or, as a semaphore's slot owner, another.
-		a.Stamp, a.Waiter = 1+r.rng.Int64N(3), r.owner()
+		a.Stamp, a.Waiter = r.stamp(), r.owner()
 		if r.rng.IntN(3) > 0 {
 			a.Waiter = a.Owner
 		}
 		intent = diffIntent(a.Stamp, a.Waiter)
 	}
-	a.Margin = r.ttl()
-	args := sha(&acquireScript, 4, l.key, l.marks, l.fence, l.intent, diffOwners[a.Owner], a.Count, a.Lease, a.Seq, a.FenceTTL, intent, a.Margin)
-	if r.rng.IntN(3) == 0 {
-		// Nobody subscribes on the test's server: PUBSUB NUMSUB says 0.
-		a.Tell, a.Subscribed = true, r.rng.Int64N(2)
-		args = append(args, "redlock:{diff}:unlock", a.Subscribed)
-	}
-	got := l.m.Acquire(now, a)
+	return a, intent
+}
+
+// acquireCall is the call sent with args and the model's reply to it.
+func acquireCall(args []interface{}, got model.AcquireReply) diffCall {
 	c := diffCall{args: args, want: []int64{b2i(got.Yes), got.N}, tol: []bool{false, true}}
 	if got.Subs >= 0 {
 		c.want, c.tol = append(c.want, got.Subs), append(c.tol, false)
 	}
 	return c
-}
-
-// diffIntent is a waiter's intent as the client writes it.
-func diffIntent(stamp int64, waiter int) string {
-	return strconv.FormatInt(stamp, 10) + "/" + diffOwners[waiter]
-}
-
-func (r *diffRun) withdraw(now int64) diffCall {
-	l, stamp, waiter := r.lock(), 1+r.rng.Int64N(3), r.owner()
-	got := l.m.Withdraw(now, stamp, waiter)
-	return diffCall{args: sha(&withdrawScript, 1, l.intent, diffIntent(stamp, waiter), "redlock:{diff}:unlock"), want: []int64{got}, tol: []bool{false}}
 }
 
 func (r *diffRun) rollback(now int64) diffCall {
@@ -330,11 +332,11 @@ func stateDiff(got []interface{}, want model.Store) string {
 	if want.Fence.Exists && (err != nil || !near(n, want.Counter, true)) || !want.Fence.Exists && fence != "" {
 		return fmt.Sprintf("counter %q, model %d (exists %v)", fence, want.Counter, want.Fence.Exists)
 	}
-	if why := keyDiff("intent", got[7], want.Intent); why != "" {
+	if why := keyDiff("intent", got[7], want.Intent.Key); why != "" {
 		return why
 	}
 	intent, _ := redis.String(got[6], nil)
-	if w := diffIntent(want.IntentStamp, want.IntentWaiter); want.Intent.Exists && intent != w || !want.Intent.Exists && intent != "" {
+	if w := diffIntent(want.Intent.Stamp, want.Intent.Waiter); want.Intent.Exists && intent != w || !want.Intent.Exists && intent != "" {
 		return fmt.Sprintf("intent %q, model %q (exists %v)", intent, w, want.Intent.Exists)
 	}
 	return ""

@@ -82,7 +82,8 @@ type diffRun struct {
 	t      *testing.T
 	rng    *rand.Rand
 	conn   redis.Conn
-	locks  []*diffLock // main, then own
+	locks  []*diffLock // main, then own, then sem
+	sem    *diffLock   // a semaphore's shared intent (its other keys unused): main are its slots
 	main   []*diffLock // the locks the scripts are called on
 	own    []*diffLock // by owner: its own hash as a reader (diffOwnPrefix + owner), for repair.lua's read-write entries
 	counts map[string]int
@@ -105,7 +106,9 @@ func TestModelScriptsMatchRedis(t *testing.T) {
 		key := diffOwnPrefix + o
 		r.own = append(r.own, &diffLock{key: key, marks: key + ":rollback", fence: key + ":fence", intent: key + ":intent"})
 	}
+	r.sem = &diffLock{key: "redlock:{diff}:sem:lock", marks: "redlock:{diff}:sem:rollback", fence: "redlock:{diff}:sem:fence", intent: "redlock:{diff}:sem:intent"}
 	r.locks = append(append(r.locks, r.main...), r.own...)
+	r.locks = append(r.locks, r.sem)
 	for _, s := range scripts {
 		_, err := conn.Do("SCRIPT", "LOAD", s.src)
 		require.NoError(t, err)
@@ -134,7 +137,7 @@ func (r *diffRun) enough(n int) bool {
 	return true
 }
 
-var diffScripts = []string{"acquire", "rollback", "release", "force", "inspect", "view", "renew", "repair", "fence", "ping", "withdraw"}
+var diffScripts = []string{"acquire", "rollback", "release", "force", "inspect", "view", "renew", "repair", "fence", "ping", "withdraw", "multi", "slot", "slots"}
 
 // batch sends k random calls, each followed by a dump, in one pipeline,
 // and checks them.
@@ -205,7 +208,7 @@ func (r *diffRun) expire() diffCall {
 		l.m.Lock, l.m.Owners = model.Key{}, [model.MaxOwners]model.Field{}
 	case 3:
 		key = l.intent
-		l.m.Intent, l.m.IntentStamp, l.m.IntentWaiter = model.Key{}, 0, 0
+		l.m.Intent = model.Intent{}
 	case 1:
 		key = l.marks
 		l.m.Marks, l.m.Mark = model.Key{}, [model.MaxOwners]model.Mark{}

@@ -1,40 +1,143 @@
 package model
 
-// The waiters' intents (intent.go in the root package): acquire.lua's
-// KEYS[4] and withdraw.lua. The explorer's owners are Mutexes of one
-// name, which leave no intent (their Stamp is 0) and meet none; the
-// differential test holds these to the scripts.
+// The waiters' intents (intent.go in the root package), the acquisition
+// of several locks at once (a MultiMutex) and a semaphore's scan:
+// acquire.lua, withdraw.lua and slots.lua. The explorer's owners are
+// Mutexes of one name, which leave no intent (their Stamp is 0) and meet
+// none; the differential test holds these to the scripts.
 
-// intentFirst reports whether the intent here goes before a's: a new
-// acquisition (no stamp) comes after every intent; a waiter's own does
-// not keep it out; else the older stamp, and on a tie the smaller waiter.
-func (s *Store) intentFirst(a AcquireArgs) bool {
+// Intent is a waiters' intent key: "<stamp>/<waiter>", waiter an owner
+// number, with its expiry.
+type Intent struct {
+	Key
+	Stamp  int64
+	Waiter int
+}
+
+func (k *Intent) expire(now int64) {
+	if gone(k.Key, now) {
+		*k = Intent{}
+	}
+}
+
+// first reports whether the intent goes before the one of a waiter with
+// stamp (0: a new acquisition, which comes after every intent): a
+// waiter's own does not keep it out; else the older stamp, and on a tie
+// the smaller waiter.
+func (k *Intent) first(stamp int64, waiter int) bool {
 	switch {
-	case a.Stamp == 0:
+	case !k.Exists:
+		return false
+	case stamp == 0:
 		return true
-	case s.IntentWaiter == a.Waiter:
+	case k.Waiter == waiter:
 		return false
 	}
-	return s.IntentStamp < a.Stamp || s.IntentStamp == a.Stamp && s.IntentWaiter < a.Waiter
+	return k.Stamp < stamp || k.Stamp == stamp && k.Waiter < waiter
 }
 
-// setIntent is SET intent "<stamp>/<waiter>" PX ms.
-func (s *Store) setIntent(now, stamp int64, waiter int, ms int64) {
-	s.Intent = Key{Exists: true, Exp: now + ms}
-	s.IntentStamp, s.IntentWaiter = stamp, waiter
+// set is SET intent "<stamp>/<waiter>" PX ms.
+func (k *Intent) set(now, stamp int64, waiter int, ms int64) {
+	*k = Intent{Key: Key{Exists: true, Exp: now + ms}, Stamp: stamp, Waiter: waiter}
 }
 
-// delIntent is DEL intent.
-func (s *Store) delIntent() { s.Intent, s.IntentStamp, s.IntentWaiter = Key{}, 0, 0 }
-
-// Withdraw is withdraw.lua for this lock's intent: the waiter's intent
-// with stamp goes; it returns how many went (0 or 1). Whether it publishes
-// is not modelled.
-func (s *Store) Withdraw(now, stamp int64, waiter int) int64 {
-	s.expire(now)
-	if !s.Intent.Exists || s.IntentStamp != stamp || s.IntentWaiter != waiter {
-		return 0
+// AcquireAll is acquire.lua over several locks on one node, a
+// MultiMutex's: every lock or none (Subscribers only with one lock).
+func AcquireAll(now int64, locks []*Store, a AcquireArgs) AcquireReply {
+	var wait int64
+	refused := false
+	longest := func(p int64) {
+		if !refused || wait >= 0 && (p < 0 || p > wait) {
+			wait, refused = p, true
+		}
 	}
-	s.delIntent()
-	return 1
+	held := make([]bool, len(locks))
+	first := make([]bool, len(locks))
+	for i, s := range locks {
+		s.expire(now)
+		if s.marked(a.Owner, a.Seq) {
+			return AcquireReply{N: 0, Subs: -1}
+		}
+		if held[i] = s.Owners[a.Owner].HasSeq; held[i] {
+			continue
+		}
+		if s.Lock.Exists {
+			longest(pttl(s.Lock, now))
+		}
+		if first[i] = s.Intent.first(a.Stamp, a.Waiter); first[i] {
+			longest(pttl(s.Intent.Key, now))
+		}
+	}
+	if refused {
+		for i, s := range locks {
+			if a.Stamp != 0 && !held[i] && !first[i] {
+				s.Intent.set(now, a.Stamp, a.Waiter, max(wait, 0)+a.Margin)
+			}
+		}
+		return AcquireReply{N: wait, Subs: -1}
+	}
+	subs := int64(-1)
+	for i, s := range locks {
+		if held[i] {
+			if s.Owners[a.Owner].Seq < a.Seq {
+				s.hset(a.Owner, a.Count, a.Seq)
+			}
+			if pttl(s.Lock, now) < a.Lease {
+				pexpire(&s.Lock, now, a.Lease, false, s.delLock)
+			}
+			continue
+		}
+		if s.Intent.Exists && a.Stamp != 0 && s.Intent.Waiter == a.Waiter {
+			s.Intent = Intent{}
+		}
+		s.hset(a.Owner, a.Count, a.Seq)
+		pexpire(&s.Lock, now, a.Lease, false, s.delLock)
+		if a.Tell && len(locks) == 1 {
+			subs = a.Subscribers
+		}
+	}
+	if a.FenceTTL == 0 {
+		return AcquireReply{Yes: true, Subs: subs}
+	}
+	var top int64
+	for _, s := range locks {
+		top = max(top, s.bumpFence(now, a.FenceTTL))
+	}
+	return AcquireReply{Yes: true, N: top, Subs: subs}
+}
+
+// Withdraw is withdraw.lua over intents: each that is the waiter's with
+// stamp goes; it returns how many went. Whether it publishes is not
+// modelled.
+func Withdraw(now int64, intents []*Intent, stamp int64, waiter int) int64 {
+	n := int64(0)
+	for _, k := range intents {
+		k.expire(now)
+		if k.Exists && k.Stamp == stamp && k.Waiter == waiter {
+			*k = Intent{}
+			n++
+		}
+	}
+	return n
+}
+
+// Slots is slots.lua: every slot's PTTL (-2 free, -1 no expiry); with a
+// waiter's stamp (not 0), its intent is left on the semaphore's intent
+// unless another goes first, for the shortest PTTL of the held slots and
+// margin more.
+func Slots(now int64, slots []*Store, intent *Intent, stamp int64, waiter int, margin int64) []int64 {
+	out := make([]int64, len(slots))
+	soonest := int64(-1)
+	for i, s := range slots {
+		s.expire(now)
+		out[i] = pttl(s.Lock, now)
+		if out[i] >= 0 && (soonest < 0 || out[i] < soonest) {
+			soonest = out[i]
+		}
+	}
+	intent.expire(now)
+	if stamp != 0 && !intent.first(stamp, waiter) {
+		intent.set(now, stamp, waiter, max(soonest, 0)+margin)
+	}
+	return out
 }

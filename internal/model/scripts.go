@@ -36,56 +36,9 @@ type AcquireReply struct {
 	Subs int64 // -1: not in the reply
 }
 
-// Acquire is acquire.lua.
+// Acquire is acquire.lua for one lock (a Mutex's; see AcquireAll).
 func (s *Store) Acquire(now int64, a AcquireArgs) AcquireReply {
-	s.expire(now)
-	if s.marked(a.Owner, a.Seq) {
-		return AcquireReply{N: 0, Subs: -1}
-	}
-	held := s.Owners[a.Owner].HasSeq
-	var wait int64
-	refused, first := false, false
-	longest := func(p int64) {
-		if !refused || wait >= 0 && (p < 0 || p > wait) {
-			wait, refused = p, true
-		}
-	}
-	if !held {
-		if s.Lock.Exists {
-			longest(pttl(s.Lock, now))
-		}
-		if first = s.Intent.Exists && s.intentFirst(a); first {
-			longest(pttl(s.Intent, now))
-		}
-	}
-	if refused {
-		if a.Stamp != 0 && !held && !first {
-			s.setIntent(now, a.Stamp, a.Waiter, max(wait, 0)+a.Margin)
-		}
-		return AcquireReply{N: wait, Subs: -1}
-	}
-	subs := int64(-1)
-	if !held {
-		if s.Intent.Exists && a.Stamp != 0 && s.IntentWaiter == a.Waiter {
-			s.delIntent()
-		}
-		s.hset(a.Owner, a.Count, a.Seq)
-		pexpire(&s.Lock, now, a.Lease, false, s.delLock)
-		if a.Tell {
-			subs = a.Subscribers
-		}
-	} else {
-		if s.Owners[a.Owner].Seq < a.Seq {
-			s.hset(a.Owner, a.Count, a.Seq)
-		}
-		if pttl(s.Lock, now) < a.Lease {
-			pexpire(&s.Lock, now, a.Lease, false, s.delLock)
-		}
-	}
-	if a.FenceTTL == 0 {
-		return AcquireReply{Yes: true, Subs: subs}
-	}
-	return AcquireReply{Yes: true, N: s.bumpFence(now, a.FenceTTL), Subs: subs}
+	return AcquireAll(now, []*Store{s}, a)
 }
 
 // bumpFence is acquire.lua's fencing part: the counter grows by one and

@@ -37,11 +37,9 @@ type Store struct {
 	Mark    [MaxOwners]Mark
 	Fence   Key
 	Counter int64
-	// Intent is the waiters' intent on the lock (acquire.lua's KEYS[4]):
-	// the stamp and the waiter of "<stamp>/<waiter>" (intent.go).
-	Intent       Key
-	IntentStamp  int64
-	IntentWaiter int
+	// Intent is the waiters' intent on the lock (acquire.lua's KEYS[4]);
+	// a semaphore's slots share one (see Slots).
+	Intent Intent
 	// NoMarks removes the rollback marks mechanism (mark.lua writes
 	// nothing): for the counterexample that shows what marks are for.
 	NoMarks bool
@@ -59,9 +57,7 @@ func (s *Store) expire(now int64) {
 	if gone(s.Fence, now) {
 		s.Fence, s.Counter = Key{}, 0
 	}
-	if gone(s.Intent, now) {
-		s.delIntent()
-	}
+	s.Intent.expire(now)
 }
 
 func gone(k Key, now int64) bool { return k.Exists && k.Exp != 0 && now > k.Exp }

@@ -401,7 +401,15 @@ func (c *Client) timed(channel string, took time.Duration) {
 func (c *Client) wakeLocal(channel, msg string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	q := c.queues[channel]
+	c.wakeLocked(c.queues[channel], msg)
+	for _, to := range c.links[channel] {
+		c.wakeLocked(c.queues[to], msg)
+	}
+}
+
+// wakeLocked tells q, when there is one, of a release (msg, as for
+// wakeLocal). c.mu must be held.
+func (c *Client) wakeLocked(q *waitQueue, msg string) {
 	if q == nil || (msg != "" && msg == q.last) {
 		return
 	}

@@ -364,7 +364,7 @@ func (m *Mutex) failedAttempt(ctx context.Context, r *round, lease, elapsed time
 func (m *Mutex) rollback(seq int64, prev int, lease time.Duration) func() call {
 	return func() call {
 		if prev == 0 {
-			m.c.rollingBack(m.channel, m.field+"/"+strconv.FormatInt(seq, 10)) // as rollback.lua publishes it
+			m.c.rollingBack(m.queue(), m.field+"/"+strconv.FormatInt(seq, 10)) // as rollback.lua publishes it
 		}
 		return m.rollbackCall(seq, prev, lease.Milliseconds())
 	}
@@ -575,21 +575,26 @@ func (m *Mutex) await(ctx context.Context, maxWait, lease time.Duration, renew b
 		expired = t.C
 	}
 	defer m.listen(ctx)()
+	queue := m.queue()
+	if queue != m.channel {
+		c.link(m.channel, queue)
+		defer c.unlink(m.channel, queue)
+	}
 	var intent string
 	var ik intentKeys
 	if m.leavesIntent() {
 		intent, ik = intentOf(now().Add(-a.took), m.field), m.intentKeys()
 		c.intents.add(intent, ik)
 	}
-	w := c.enqueue(m.channel, m, a.took)
+	w := c.enqueue(queue, m, a.took)
 	won := false
-	defer func() { c.dequeue(m.channel, w, won && !m.shared, lease) }()
-	won, err := c.waitTurns(ctx, m.channel, w, expired, a, stall{what: "lock", name: m.name}, func() attempt {
+	defer func() { c.dequeue(queue, w, won && !m.shared, lease) }()
+	won, err := c.waitTurns(ctx, queue, w, expired, a, stall{what: "lock", name: m.name}, func() attempt {
 		start := now()
 		next := m.try(ctx, lease, renew, intent, true, true)
-		c.timed(m.channel, since(start))
+		c.timed(queue, since(start))
 		if next.ok || next.split {
-			c.tookTurn(m.channel, max(next.subs, 0))
+			c.tookTurn(queue, max(next.subs, 0))
 		}
 		return next
 	}, m.waitEnded)
@@ -597,6 +602,18 @@ func (m *Mutex) await(ctx context.Context, maxWait, lease time.Duration, renew b
 		c.withdraw(ctx, intent, won, ik)
 	}
 	return won, err
+}
+
+// queue is the name of the Client's queue where m's waiters wait: the
+// lock's channel, where they wait in line; for a reader (a shared hold), a
+// queue of its own that hears the channel (linked to it), so that the
+// readers a Client has waiting wait side by side, not in line, and all
+// try as a release comes, together.
+func (m *Mutex) queue() string {
+	if m.shared {
+		return m.channel + "\x00" + m.field
+	}
+	return m.channel
 }
 
 // waitTurns is the loop of a waiter w in the queue of channel in this

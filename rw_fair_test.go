@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/observe"
 	"github.com/redlock-go/redlock/redlocktest"
 )
 
@@ -157,4 +158,82 @@ func TestRWMutexReaderWaitsBoundedWriteHolds(t *testing.T) {
 		assert.LessOrEqual(t, n, int64(bound), "attempt %d: the reader waited through %d write holds", i, n)
 	}
 	assert.Greater(t, writes.Load(), before, "the writer was starved")
+}
+
+// attemptTimes is an Observer that keeps when each acquired attempt began
+// and ended.
+type attemptTimes struct {
+	observe.NopObserver
+	mu    sync.Mutex
+	spans [][2]time.Time
+}
+
+func (a *attemptTimes) AttemptDone(_ context.Context, e observe.Attempt) {
+	if e.Outcome != observe.OutcomeAcquired {
+		return
+	}
+	end := time.Now()
+	a.mu.Lock()
+	a.spans = append(a.spans, [2]time.Time{end.Add(-e.Took), end})
+	a.mu.Unlock()
+}
+
+// TestRWMutexReadersOfOneClientEnterTogether: six readers of one Client
+// wait behind a write hold, with 20 ms of latency on every node; when the
+// write hold ends, their attempts that take the lock are under way at
+// once: at least five of the six began before the first of them ended.
+// Before, they waited in the Client's line, and each tried once the one
+// before it had its hold: one began before the first ended.
+func TestRWMutexReadersOfOneClientEnterTogether(t *testing.T) {
+	cl := redlocktest.Start(t, 3, redlocktest.WithProxy())
+	times := &attemptTimes{}
+	wc, rc := dial(t, cl), dial(t, cl, redlock.WithObserver(times))
+	ctx := context.Background()
+	w := wc.NewRWMutex("rw-together")
+	require.NoError(t, w.Lock(ctx))
+	const readers = 6
+	var wg sync.WaitGroup
+	for range readers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rc.NewRWMutex("rw-together")
+			rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			if assert.NoError(t, r.RLock(rctx)) {
+				assert.NoError(t, r.RUnlock(ctx))
+			}
+		}()
+	}
+	sleep(300 * time.Millisecond) // every reader waits
+	for i := range 3 {
+		require.NoError(t, cl.SetLatency(i, 20*time.Millisecond))
+	}
+	released := time.Now()
+	require.NoError(t, w.Unlock(ctx))
+	wg.Wait()
+
+	times.mu.Lock()
+	defer times.mu.Unlock()
+	var after [][2]time.Time
+	for _, s := range times.spans {
+		if s[0].After(released) {
+			after = append(after, s)
+		}
+	}
+	require.Len(t, after, readers, "one acquired attempt per reader after the release")
+	firstEnd := after[0][1]
+	for _, s := range after {
+		if s[1].Before(firstEnd) {
+			firstEnd = s[1]
+		}
+	}
+	under := 0
+	for _, s := range after {
+		if s[0].Before(firstEnd) {
+			under++
+		}
+	}
+	t.Logf("%d of %d readers' winning attempts began before the first ended; the last ended %v after the release", under, readers, after[len(after)-1][1].Sub(released).Round(time.Millisecond))
+	assert.GreaterOrEqual(t, under, readers-1, "the readers of one Client got in one after another")
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/redlocktest"
+	"github.com/redlock-go/redlock/redlocktest/checker"
 )
 
 // The chaos suite: owners in several Clients and several processes contend
@@ -197,15 +198,17 @@ func runChaos(t *testing.T, sc chaosScenario) {
 	}
 	require.NoError(t, err)
 
-	v := checkExclusion(total.Spans)
+	violations, late := checker.Check(total.Spans, 1, nil)
 	first := stop
 	for _, s := range total.Spans {
 		first = min(first, s.Start)
 	}
 	g := longestGap(total.Spans, first, stop)
-	overran := map[holdSpan]bool{} // holds another owner took over after their validity
-	for _, o := range v.Late {
-		overran[o.First] = true
+	overran := map[checker.Span]bool{} // holds another owner took over after their validity
+	for _, o := range late {
+		for _, a := range o.Open {
+			overran[a] = true
+		}
 	}
 	var tl []string
 	for _, m := range marks {
@@ -214,7 +217,7 @@ func runChaos(t *testing.T, sc chaosScenario) {
 	t.Logf("%d acquisitions (%d in worker processes, %d reentrant), %d violations, %d holds lost, "+
 		"longest unavailable %v (+%v to +%v); counter %d of %d increments (%d answered after their validity, %d given up), %d holds overran their validity, "+
 		"%d unlocks found the hold gone, %d failed attempts, %d failed unlocks; timeline %s",
-		total.Acquired, fromWorkers, total.Reentered, len(v.Violations), total.Lost,
+		total.Acquired, fromWorkers, total.Reentered, len(violations), total.Lost,
 		g.Len().Round(time.Millisecond), time.Duration(g.From-t0).Round(time.Millisecond), time.Duration(g.To-t0).Round(time.Millisecond),
 		counter, total.Increments, total.LateSets, total.Aborted, len(overran),
 		total.NotHeld, total.LockErrors, total.UnlockErrors, strings.Join(tl, " "))
@@ -223,9 +226,9 @@ func runChaos(t *testing.T, sc chaosScenario) {
 		t.Logf("failed attempt: %s", e)
 	}
 	assert.Empty(t, total.Errors, "unexpected errors of the owners")
-	for i, o := range v.Violations {
+	for i, o := range violations {
 		if i == 10 {
-			t.Errorf("... and %d more violations", len(v.Violations)-i)
+			t.Errorf("... and %d more violations", len(violations)-i)
 			break
 		}
 		t.Errorf("violation: %v", o)
@@ -556,7 +559,7 @@ func restartHazardRun(t *testing.T, tc restartHazardCase) {
 	// A's requests to nodes 3 and 4 wait for a connection within their node
 	// timeout: once it has passed, they can no longer land there.
 	time.Sleep(200 * time.Millisecond)
-	spanA := holdSpan{Owner: "A", Start: monoNow(), Valid: monoNow() + int64(time.Until(a.Until()))}
+	spanA := checker.Span{Owner: "A", Start: monoNow(), Valid: monoNow() + int64(time.Until(a.Until()))}
 	lostA := a.Lost()
 	for i := 0; i < 3; i++ {
 		require.Len(t, lockHolders(t, cl, i, "hazard"), 1, "A holds node %d", i)
@@ -580,10 +583,10 @@ func restartHazardRun(t *testing.T, tc restartHazardCase) {
 		wait = 200 * time.Millisecond
 	}
 	ok, err := b.TryLock(ctx, wait, 0)
-	var spans []holdSpan
+	var spans []checker.Span
 	increments := 1
 	if ok {
-		spanB := holdSpan{Owner: "B", Start: monoNow(), Valid: monoNow() + int64(time.Until(b.Until()))}
+		spanB := checker.Span{Owner: "B", Start: monoNow(), Valid: monoNow() + int64(time.Until(b.Until()))}
 		seenB, err := redis.Int(counter.Do("INCRBY", "counter", 0)) // B's GET
 		require.NoError(t, err)
 		_, err = counter.Do("SET", "counter", seenB+1) // B's SET
@@ -599,17 +602,17 @@ func restartHazardRun(t *testing.T, tc restartHazardCase) {
 	assert.False(t, closed(lostA), "A's Lost closed: A would have stopped")
 	assert.True(t, time.Now().Before(a.Until()), "A's validity ended")
 
-	v := checkExclusion(spans)
+	violations, _ := checker.Check(spans, 1, nil)
 	got, err3 := redis.Int(counter.Do("GET", "counter"))
 	require.NoError(t, err3)
 	t.Logf("%s: B got the lock: %v (err %v); %d violations; counter %d after %d increments",
-		tc.why, ok, err, len(v.Violations), got, increments)
+		tc.why, ok, err, len(violations), got, increments)
 
 	if !tc.twoHolders {
 		// The safety test: B is refused, one holder, nothing lost.
 		assert.False(t, ok, "two holders")
 		require.ErrorIs(t, err, redlock.ErrQuarantined)
-		assert.Empty(t, v.Violations)
+		assert.Empty(t, violations)
 		assert.Equal(t, increments, got)
 		unlockRetrying(t, a)
 		return
@@ -631,7 +634,7 @@ func restartHazardRun(t *testing.T, tc restartHazardCase) {
 	waitReachable(t, clientA)
 	assert.False(t, isHeld(t, a), "A holds only nodes 1 and 2")
 	assert.True(t, isHeld(t, b))
-	assert.Len(t, v.Violations, 1, "the checker must see two holders")
+	assert.Len(t, violations, 1, "the checker must see two holders")
 	assert.Equal(t, 1, got, "two increments, one lost")
 
 	// A's Unlock finds B on a majority: ErrNotHeld. B's succeeds.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/redlocktest"
+	"github.com/redlock-go/redlock/redlocktest/checker"
 )
 
 // MultiMutex: one owner of several names, all or none on each node.
@@ -240,7 +241,7 @@ func TestMultiMutexOverlappingSetsNeverHoldANameTwice(t *testing.T) {
 	const run = 3 * time.Second // the chaos below happens within it
 
 	var mu sync.Mutex
-	spans := map[string][]holdSpan{}
+	spans := map[string][]checker.Span{}
 	holds := map[string]int{}
 	var wg sync.WaitGroup
 	errs := make(chan error, len(sets)*len(clients))
@@ -259,7 +260,7 @@ func TestMultiMutexOverlappingSetsNeverHoldANameTwice(t *testing.T) {
 						errs <- fmt.Errorf("%s: %w", owner, err)
 						return
 					}
-					sp := holdSpan{Owner: owner, Start: monoNow(), Valid: monoNow() + int64(time.Until(m.Until()))}
+					sp := checker.Span{Owner: owner, Start: monoNow(), Valid: monoNow() + int64(time.Until(m.Until()))}
 					time.Sleep(time.Duration(1+(ci+si)%3) * time.Millisecond)
 					sp.End = monoNow()
 					select {
@@ -293,8 +294,8 @@ func TestMultiMutexOverlappingSetsNeverHoldANameTwice(t *testing.T) {
 	assert.Len(t, holds, len(sets)*len(clients), "an owner never got its names: %v", holds)
 	total := 0
 	for name, ivs := range spans {
-		v := checkExclusion(ivs)
-		assert.Empty(t, v.Violations, "%s held by two owners at once: %v", name, v.Violations)
+		violations, _ := checker.Check(ivs, 1, nil)
+		assert.Empty(t, violations, "%s held by two owners at once: %v", name, violations)
 		total += len(ivs)
 	}
 	t.Logf("%d holds of names by %d owners, each between %d and %d times", total, len(holds), minOf(holds), maxOf(holds))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/redlocktest"
+	"github.com/redlock-go/redlock/redlocktest/checker"
 )
 
 // RWMutex: many readers or one writer on a quorum.
@@ -20,11 +21,11 @@ import (
 // rwSpans collects the holds of a read-write lock, readers' and writers'.
 type rwSpans struct {
 	mu      sync.Mutex
-	readers []holdSpan
-	writers []holdSpan
+	readers []checker.Span
+	writers []checker.Span
 }
 
-func (s *rwSpans) add(write bool, sp holdSpan) {
+func (s *rwSpans) add(write bool, sp checker.Span) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if write {
@@ -34,16 +35,24 @@ func (s *rwSpans) add(write bool, sp holdSpan) {
 	}
 }
 
-// violations are the writers' holds that overlapped another owner's hold,
-// read or write, within their validity.
-func (s *rwSpans) violations() []spanOverlap {
-	var out []spanOverlap
-	for i, w := range s.writers {
-		for _, other := range append(append([]holdSpan{}, s.readers...), s.writers[i+1:]...) {
-			out = append(out, checkExclusion([]holdSpan{w, other}).Violations...)
-		}
+// violations are the holds that began beside another owner's, one of the
+// two a write hold, within the validity promised to the other.
+func (s *rwSpans) violations() []checker.Overlap[rwHold] {
+	var holds []rwHold
+	for _, r := range s.readers {
+		holds = append(holds, rwHold{r, false})
 	}
-	return out
+	for _, w := range s.writers {
+		holds = append(holds, rwHold{w, true})
+	}
+	v, _ := checker.Check(holds, 1, func(a, b rwHold) bool { return a.write || b.write })
+	return v
+}
+
+// rwHold is a read or a write hold of the read-write lock.
+type rwHold struct {
+	checker.Span
+	write bool
 }
 
 // maxReaders is how many read holds were ever held at once.
@@ -63,7 +72,7 @@ func (s *rwSpans) maxReaders() int {
 
 // holdFor records one hold of rw (the write hold when write) that lasts d.
 func (s *rwSpans) holdFor(rw *redlock.RWMutex, owner string, write bool, d time.Duration) {
-	sp := holdSpan{Owner: owner, Start: monoNow(), Valid: monoNow() + int64(time.Until(rw.Until()))}
+	sp := checker.Span{Owner: owner, Start: monoNow(), Valid: monoNow() + int64(time.Until(rw.Until()))}
 	time.Sleep(d)
 	sp.End = monoNow()
 	select {

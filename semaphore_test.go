@@ -20,6 +20,7 @@ import (
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/observe"
 	"github.com/redlock-go/redlock/redlocktest"
+	"github.com/redlock-go/redlock/redlocktest/checker"
 )
 
 // The distributed semaphore (docs/algorithm.md, "Semaphore"): never more
@@ -59,7 +60,7 @@ func heldSlots(t *testing.T, cl *redlocktest.Cluster, name string, most int) []i
 // counting from its Start to its End, or to its Valid when that comes
 // first and valid is set: then a holder that overran the validity it was
 // promised (a starved process) counts only while the promise lasted.
-func mostAtOnce(spans []holdSpan, valid bool) int {
+func mostAtOnce(spans []checker.Span, valid bool) int {
 	type edge struct {
 		at   int64
 		step int
@@ -87,16 +88,16 @@ func mostAtOnce(spans []holdSpan, valid bool) int {
 }
 
 func TestSemaphoreCheckerCountsAtOnce(t *testing.T) {
-	span := func(start, end, valid int64) holdSpan { return holdSpan{Start: start, End: end, Valid: valid} }
+	span := func(start, end, valid int64) checker.Span { return checker.Span{Start: start, End: end, Valid: valid} }
 	tests := []struct {
 		name            string
-		spans           []holdSpan
+		spans           []checker.Span
 		atOnce, inValid int
 	}{
 		{"none", nil, 0, 0},
-		{"back to back", []holdSpan{span(0, 5, 0), span(5, 9, 0)}, 1, 1},
-		{"three", []holdSpan{span(0, 10, 0), span(1, 4, 0), span(2, 3, 0), span(4, 6, 0)}, 3, 3},
-		{"overran its validity", []holdSpan{span(0, 10, 5), span(6, 9, 0)}, 2, 1},
+		{"back to back", []checker.Span{span(0, 5, 0), span(5, 9, 0)}, 1, 1},
+		{"three", []checker.Span{span(0, 10, 0), span(1, 4, 0), span(2, 3, 0), span(4, 6, 0)}, 3, 3},
+		{"overran its validity", []checker.Span{span(0, 10, 5), span(6, 9, 0)}, 2, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -116,7 +117,7 @@ type semHolder struct {
 	inside *atomic.Int32 // holders inside, by this process's count
 	most   *atomic.Int32
 
-	spans  []holdSpan
+	spans  []checker.Span
 	errs   []string
 	losses int
 }
@@ -144,7 +145,7 @@ func (h *semHolder) run() {
 
 // hold records one span of p.
 func (h *semHolder) hold(p *redlock.Permit, k int) {
-	span := holdSpan{Owner: fmt.Sprintf("%s/%d", h.tag, k), Start: monoNow()}
+	span := checker.Span{Owner: fmt.Sprintf("%s/%d", h.tag, k), Start: monoNow()}
 	valid := func() {
 		if u := p.Until(); !u.IsZero() {
 			span.Valid = monoNow() + int64(time.Until(u))
@@ -211,7 +212,7 @@ func TestSemaphoreNeverMoreThanPermits(t *testing.T) {
 	}
 	wg.Wait()
 
-	var spans []holdSpan
+	var spans []checker.Span
 	var errs []string
 	losses := 0
 	for _, h := range holders {

@@ -19,6 +19,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/redlocktest/checker"
 )
 
 // Owners of the chaos suite: goroutines that contend for one lock, each with
@@ -51,18 +52,18 @@ type ownerPlan struct {
 
 // ownerReport is what owners did; reports of many owners add up.
 type ownerReport struct {
-	Spans        []holdSpan `json:"spans"`
-	Acquired     int        `json:"acquired"`   // holds taken (reentries not counted)
-	Reentered    int        `json:"reentered"`  // reentrant acquisitions on top of a hold
-	Increments   int        `json:"increments"` // counter SETs made while holding
-	LateSets     int        `json:"lateSets"`   // of which answered after the validity ended
-	Aborted      int        `json:"aborted"`    // increments given up: too little validity left
-	Lost         int        `json:"lost"`       // holds whose Lost closed while relied on
-	NotHeld      int        `json:"notHeld"`    // Unlock said ErrNotHeld though Lost was not seen
-	LockErrors   int        `json:"lockErrors"` // attempts that failed (no quorum, deadline)
-	UnlockErrors int        `json:"unlockErrors"`
-	Errors       []string   `json:"errors"`  // unexpected: fail the test
-	Samples      []string   `json:"samples"` // a few errors of failed attempts, for the log
+	Spans        []checker.Span `json:"spans"`
+	Acquired     int            `json:"acquired"`   // holds taken (reentries not counted)
+	Reentered    int            `json:"reentered"`  // reentrant acquisitions on top of a hold
+	Increments   int            `json:"increments"` // counter SETs made while holding
+	LateSets     int            `json:"lateSets"`   // of which answered after the validity ended
+	Aborted      int            `json:"aborted"`    // increments given up: too little validity left
+	Lost         int            `json:"lost"`       // holds whose Lost closed while relied on
+	NotHeld      int            `json:"notHeld"`    // Unlock said ErrNotHeld though Lost was not seen
+	LockErrors   int            `json:"lockErrors"` // attempts that failed (no quorum, deadline)
+	UnlockErrors int            `json:"unlockErrors"`
+	Errors       []string       `json:"errors"`  // unexpected: fail the test
+	Samples      []string       `json:"samples"` // a few errors of failed attempts, for the log
 }
 
 func (r *ownerReport) add(o ownerReport) {
@@ -209,7 +210,7 @@ func (o *owner) run() {
 // hold is one hold, from Lock's return to the last Unlock. It reports false
 // when the Mutex could not be brought back to holding nothing.
 func (o *owner) hold() bool {
-	span := holdSpan{Owner: o.id, Start: monoNow()}
+	span := checker.Span{Owner: o.id, Start: monoNow()}
 	lost := o.m.Lost()
 	valid := o.validity(0)
 	depth := 1
@@ -227,7 +228,7 @@ func (o *owner) hold() bool {
 			o.r.Spans = append(o.r.Spans, span)
 			o.r.Lost++
 			o.r.Acquired++
-			span = holdSpan{Owner: o.id, Start: monoNow()}
+			span = checker.Span{Owner: o.id, Start: monoNow()}
 			lost, valid = o.m.Lost(), o.validity(0)
 		case ok:
 			depth = 2

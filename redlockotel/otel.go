@@ -26,7 +26,6 @@ package redlockotel
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,8 +36,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/observe"
+	"github.com/redlock-go/redlock/observe/errkind"
 )
 
 // ScopeName is the instrumentation scope of the Meter and the Tracer.
@@ -329,25 +328,10 @@ func (o *Observer) end(span trace.Span, failed bool, err error) {
 }
 
 // ErrorType is the kind of a node's error, as the error.type attribute of
-// redlock.node.errors says it: "quarantined" (restart quarantine, or a
-// node refusing INFO), "auth" (credentials refused), "timeout" (no answer
-// within the node timeout), "unreachable" (not sent: the node has no
-// working connection), "closed" (the Client was closed), "other".
-func ErrorType(err error) string {
-	switch {
-	case errors.Is(err, redlock.ErrQuarantined):
-		return "quarantined"
-	case errors.Is(err, redlock.ErrAuth):
-		return "auth"
-	case errors.Is(err, redlock.ErrClosed):
-		return "closed"
-	case errors.Is(err, redlock.ErrNotSent):
-		return "unreachable"
-	case errors.Is(err, context.DeadlineExceeded):
-		return "timeout"
-	}
-	return "other"
-}
+// redlock.node.errors says it: errkind.Of(err) (package
+// github.com/redlock-go/redlock/observe/errkind, which lists the kinds),
+// the same words as the redlock command's error_type label.
+func ErrorType(err error) string { return errkind.Of(err) }
 
 func errString(err error) string {
 	if err == nil {

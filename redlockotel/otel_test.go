@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/observe/errkind"
 	"github.com/redlock-go/redlock/redlockotel"
 	"github.com/redlock-go/redlock/redlocktest"
 )
@@ -395,18 +396,13 @@ func TestQuarantinedNode(t *testing.T) {
 	assert.Equal(t, "no_quorum", attr(s, redlockotel.AttrOutcome).AsString())
 }
 
+// TestErrorType: ErrorType is errkind.Of (tested there), the kinds the
+// redlock command's metrics name too.
 func TestErrorType(t *testing.T) {
-	for _, tc := range []struct {
-		err  error
-		want string
-	}{
-		{&redlock.NodeError{Node: "a", Err: redlock.ErrQuarantined}, "quarantined"},
-		{&redlock.NodeError{Node: "a", Err: redlock.ErrAuth}, "auth"},
-		{&redlock.NodeError{Node: "a", Err: context.DeadlineExceeded}, "timeout"},
-		{&redlock.NodeError{Node: "a", Err: redlock.ErrNotSent}, "unreachable"},
-		{redlock.ErrClosed, "closed"},
-		{redlock.ReplyError("ERR no"), "other"},
+	for _, err := range []error{
+		redlock.ErrQuarantined, redlock.ErrAuth, context.DeadlineExceeded, redlock.ErrNotSent, redlock.ErrClosed, redlock.ReplyError("ERR no"),
 	} {
-		assert.Equal(t, tc.want, redlockotel.ErrorType(tc.err), "%v", tc.err)
+		assert.Equal(t, errkind.Of(err), redlockotel.ErrorType(err), "%v", err)
 	}
+	assert.Equal(t, "quarantined", redlockotel.ErrorType(&redlock.NodeError{Node: "a", Err: redlock.ErrQuarantined}))
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -13,8 +12,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/observe"
+	"github.com/redlock-go/redlock/observe/errkind"
 )
 
 // `redlock demo --metrics ADDR` serves the demo's metrics at
@@ -291,26 +290,9 @@ func (o *demoObserver) nodeErrors(nodes []observe.NodeResult) {
 	for _, n := range nodes {
 		if n.Answer == observe.AnswerFailed || n.Answer == observe.AnswerQuarantined {
 			o.r.add("redlock_node_errors_total", "Answers of a node that failed or did not count (restart quarantine), by node and kind.",
-				o.l("redlock_node", n.Node, "error_type", errorType(n.Err)), 1)
+				o.l("redlock_node", n.Node, "error_type", errkind.Of(n.Err)), 1)
 		}
 	}
-}
-
-// errorType is the kind of a node's error, as the redlockotel module names it.
-func errorType(err error) string {
-	switch {
-	case errors.Is(err, redlock.ErrQuarantined):
-		return "quarantined"
-	case errors.Is(err, redlock.ErrAuth):
-		return "auth"
-	case errors.Is(err, redlock.ErrClosed):
-		return "closed"
-	case errors.Is(err, redlock.ErrNotSent):
-		return "unreachable"
-	case errors.Is(err, context.DeadlineExceeded):
-		return "timeout"
-	}
-	return "other"
 }
 
 // demoMetrics serves the demo's metrics at http://addr/metrics when addr

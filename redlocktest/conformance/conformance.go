@@ -35,11 +35,10 @@
 package conformance
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -53,6 +52,7 @@ import (
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/observe"
 	"github.com/redlock-go/redlock/redlocktest"
+	"github.com/redlock-go/redlock/redlocktest/checker"
 )
 
 // NewNodes makes the quorum members of one test: one *redlock.Node per
@@ -839,46 +839,6 @@ func (s suite) quarantine(t *testing.T) {
 	require.NoError(t, m.Unlock(ctx))
 }
 
-// span is one continuous hold of one owner, on the monotonic clock of the
-// test process (nanoseconds since the test began).
-type span struct {
-	owner      int
-	start, end int64 // Lock returned; right before Unlock
-	valid      int64 // Until read at end: the validity the owner was promised
-	lost       bool  // Lost was closed at end
-}
-
-// overlaps returns every pair of spans of different owners that share
-// time, sorted by start, split into violations (the second owner took the
-// lock within the validity promised to the first) and late ones (the
-// first overran its validity: not the lock's fault).
-func overlaps(spans []span) (violations, late [][2]span) {
-	s := slices.Clone(spans)
-	slices.SortFunc(s, func(a, b span) int { return cmp.Compare(a.start, b.start) })
-	var open []span
-	for _, b := range s {
-		kept := open[:0]
-		for _, a := range open {
-			if a.end > b.start {
-				kept = append(kept, a)
-			}
-		}
-		open = kept
-		for _, a := range open {
-			if a.owner == b.owner {
-				continue
-			}
-			if b.start >= a.valid {
-				late = append(late, [2]span{a, b})
-			} else {
-				violations = append(violations, [2]span{a, b})
-			}
-		}
-		open = append(open, b)
-	}
-	return violations, late
-}
-
 // report logs the first few of errs, or fails the test with them.
 func report(t *testing.T, fail bool, what string, errs []error) {
 	t.Helper()
@@ -928,7 +888,7 @@ func (s suite) minorityKillAndPause(t *testing.T) {
 	var (
 		counter  atomic.Int64 // the critical section's shared variable
 		mu       sync.Mutex   // protects the fields below
-		spans    []span
+		spans    []checker.Span
 		lockErrs []error // not ctx's end
 		notHeld  []error // Unlock said ErrNotHeld, Lost was not closed
 		unlocks  []error // other Unlock errors: no quorum in time
@@ -950,18 +910,18 @@ func (s suite) minorityKillAndPause(t *testing.T) {
 					}
 					continue
 				}
-				sp := span{owner: o, start: mono()}
+				sp := checker.Span{Owner: strconv.Itoa(o), Start: mono()}
 				v := counter.Load()
 				time.Sleep(time.Millisecond)
 				counter.Store(v + 1)
-				sp.valid = int64(m.Until().Sub(begin))
-				sp.lost = closed(m.Lost())
-				sp.end = mono()
+				sp.Valid = int64(m.Until().Sub(begin))
+				sp.Lost = closed(m.Lost())
+				sp.End = mono()
 				err = m.Unlock(ctx)
 				mu.Lock()
 				spans = append(spans, sp)
 				switch {
-				case errors.Is(err, redlock.ErrNotHeld) && !sp.lost:
+				case errors.Is(err, redlock.ErrNotHeld) && !sp.Lost:
 					notHeld = append(notHeld, err)
 				case err != nil:
 					unlocks = append(unlocks, err)
@@ -991,20 +951,19 @@ func (s suite) minorityKillAndPause(t *testing.T) {
 	wg.Wait()
 	require.NoError(t, <-faultErr, "injecting the faults")
 
-	violations, late := overlaps(spans)
+	violations, late := checker.Check(spans, 1, nil)
 	for _, v := range violations {
-		t.Errorf("owner %d took the lock at %v while owner %d held it [%v, %v] with validity to %v",
-			v[1].owner, time.Duration(v[1].start), v[0].owner, time.Duration(v[0].start), time.Duration(v[0].end), time.Duration(v[0].valid))
+		t.Errorf("violation: %v", v)
 	}
 	for _, v := range late {
-		t.Logf("late (the first owner overran its validity): %+v", v)
+		t.Logf("late (the first owner overran its validity): %v", v)
 	}
 	lostSpans, duringPause := 0, 0
 	for _, sp := range spans {
-		if sp.lost {
+		if sp.Lost {
 			lostSpans++
 		}
-		if sp.start >= pausedFrom && sp.start < pausedTo {
+		if sp.Start >= pausedFrom && sp.Start < pausedTo {
 			duringPause++
 		}
 	}

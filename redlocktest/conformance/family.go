@@ -1,11 +1,11 @@
 package conformance
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/redlocktest"
+	"github.com/redlock-go/redlock/redlocktest/checker"
 )
 
 // The family's chaos scenarios: the RWMutex, the Semaphore and the
@@ -26,7 +27,7 @@ import (
 // other owners take a hold of another lock before the faults begin and
 // keep it through them all, with a competitor that must never get in
 // beside them. The hold spans each owner records are checked by an
-// independent checker (exceeding), which trusts nothing the library says
+// independent checker (package redlocktest/checker), which trusts nothing the library says
 // but the validity it promised (Until).
 
 const (
@@ -39,7 +40,7 @@ const (
 
 // hold is one hold's span in a family scenario, with what it holds.
 type hold struct {
-	span
+	checker.Span
 	lock  string   // the RWMutex's or Semaphore's name
 	write bool     // an RWMutex's write hold
 	names []string // a MultiMutex's names
@@ -54,47 +55,8 @@ func (h hold) String() string {
 	case h.names != nil:
 		what = fmt.Sprintf("hold of %v", h.names)
 	}
-	return fmt.Sprintf("owner %d's %s [%v, %v] valid to %v", h.owner, what,
-		time.Duration(h.start), time.Duration(h.end), time.Duration(h.valid))
-}
-
-// exceeding returns the holds that began while permits or more holds of
-// the same lock, of other owners, that conflict with them were open, each with those holds,
-// sorted by start. Violations: the open holds were all within the validity
-// promised to them (permits 1: any one conflicting hold is one too many).
-// Late: at least one open hold had overrun its validity, and without the
-// overrunners the permits were not exceeded (not the lock's fault).
-func exceeding(holds []hold, permits int, conflict func(a, b hold) bool) (violations, late [][]hold) {
-	s := slices.Clone(holds)
-	slices.SortFunc(s, func(a, b hold) int { return cmp.Compare(a.start, b.start) })
-	var open []hold
-	for _, b := range s {
-		kept := open[:0]
-		for _, a := range open {
-			if a.end > b.start {
-				kept = append(kept, a)
-			}
-		}
-		open = kept
-		var valid, overrun []hold
-		for _, a := range open {
-			switch {
-			case a.owner == b.owner || a.lock != b.lock || !conflict(a, b):
-			case b.start < a.valid:
-				valid = append(valid, a)
-			default:
-				overrun = append(overrun, a)
-			}
-		}
-		switch {
-		case len(valid) >= permits:
-			violations = append(violations, append([]hold{b}, valid...))
-		case len(valid)+len(overrun) >= permits:
-			late = append(late, append([]hold{b}, slices.Concat(valid, overrun)...))
-		}
-		open = append(open, b)
-	}
-	return violations, late
+	return fmt.Sprintf("owner %s's %s [%v, %v] valid to %v", h.Owner, what,
+		time.Duration(h.Start), time.Duration(h.End), time.Duration(h.Valid))
 }
 
 // taken is one hold as a scenario's owners see it, whatever took it.
@@ -143,7 +105,7 @@ func (r *recorder) excused(h hold) bool {
 		return false
 	}
 	for _, w := range r.wipes {
-		if w[0] <= h.end && w[1] >= h.start {
+		if w[0] <= h.End && w[1] >= h.Start {
 			return true
 		}
 	}
@@ -221,7 +183,7 @@ func (r *recorder) end(ctx context.Context, h hold, tk taken) {
 	defer r.mu.Unlock()
 	r.holds = append(r.holds, h)
 	switch {
-	case errors.Is(err, redlock.ErrNotHeld) && !h.lost:
+	case errors.Is(err, redlock.ErrNotHeld) && !h.Lost:
 		r.notHeld = append(r.notHeld, notHeld{h, err})
 	case err != nil:
 		r.releases = append(r.releases, err)
@@ -240,12 +202,12 @@ func (r *recorder) loop(ctx, run context.Context, h hold, rest time.Duration, ac
 			time.Sleep(10 * time.Millisecond) // no spin if acquire fails at once
 			continue
 		}
-		h.start = r.mono()
+		h.Start = r.mono()
 		promised := r.validity(tk.until)
 		time.Sleep(famWork)
-		h.valid = max(promised, r.validity(tk.until))
-		h.lost = closed(tk.lost)
-		h.end = r.mono()
+		h.Valid = max(promised, r.validity(tk.until))
+		h.Lost = closed(tk.lost)
+		h.End = r.mono()
 		r.end(ctx, h, tk)
 		if rest > 0 {
 			time.Sleep(rest)
@@ -264,20 +226,20 @@ func (r *recorder) keep(ctx, run context.Context, h hold, got chan<- struct{}, a
 		r.failed(run, fmt.Errorf("a hold kept through the faults: %w", err))
 		return
 	}
-	h.start = r.mono()
+	h.Start = r.mono()
 	h.long = true
 	got <- struct{}{}
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	for h.end == 0 {
-		h.valid = max(h.valid, r.validity(tk.until))
+	for h.End == 0 {
+		h.Valid = max(h.Valid, r.validity(tk.until))
 		select {
 		case <-run.Done():
-			h.lost = closed(tk.lost)
-			h.end = r.mono()
+			h.Lost = closed(tk.lost)
+			h.End = r.mono()
 		case <-tk.lost:
-			h.lost = true
-			h.end = r.mono()
+			h.Lost = true
+			h.End = r.mono()
 		case <-tick.C:
 		}
 	}
@@ -295,26 +257,26 @@ func (r *recorder) result(t *testing.T, what string, permits int, conflict func(
 	t.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	violations, late := exceeding(r.holds, permits, conflict)
+	violations, late := checker.Check(r.holds, permits, func(a, b hold) bool { return a.lock == b.lock && conflict(a, b) })
 	for _, v := range violations {
-		t.Errorf("%v began while %v held within their validity", v[0], v[1:])
+		t.Errorf("%v began while %v held within their validity", v.Hold, v.Open)
 	}
 	for _, v := range late {
-		t.Logf("late (an earlier holder overran its validity): %v", v)
+		t.Logf("late (an earlier holder overran its validity): %v began while %v held", v.Hold, v.Open)
 	}
 	lost, keptLost, kept := 0, 0, 0
 	for _, h := range r.holds {
 		switch {
-		case h.long && h.lost:
+		case h.long && h.Lost:
 			keptLost++
-			if st := r.stalled(h.end-int64(famLease), h.end); st >= famLease/4 {
+			if st := r.stalled(h.End-int64(famLease), h.End); st >= famLease/4 {
 				t.Logf("%v was lost while this process stalled %v in its last lease: the machine, not the lock", h, st)
 			} else {
 				t.Errorf("%v was lost, with a majority of servers up and counted all along (this process stalled at most %v in its last lease)", h, st)
 			}
 		case h.long:
 			kept++
-		case h.lost:
+		case h.Lost:
 			lost++
 		}
 	}
@@ -486,26 +448,26 @@ func (s suite) rwChaos(t *testing.T) {
 	for _, cl := range cls {
 		o := owner
 		keep = append(keep, func(run context.Context, got chan<- struct{}) {
-			r.keep(ctx, run, hold{span: span{owner: o}, lock: "rw-kept"}, got, rwTaken(cl.NewRWMutex("rw-kept"), false))
+			r.keep(ctx, run, hold{Span: checker.Span{Owner: strconv.Itoa(o)}, lock: "rw-kept"}, got, rwTaken(cl.NewRWMutex("rw-kept"), false))
 		})
 		owner++
 		for i := 0; i < readers; i++ {
 			o := owner
 			loop = append(loop, func(run context.Context) {
-				r.loop(ctx, run, hold{span: span{owner: o}, lock: "rw-chaos"}, 0, rwTaken(cl.NewRWMutex("rw-chaos"), false))
+				r.loop(ctx, run, hold{Span: checker.Span{Owner: strconv.Itoa(o)}, lock: "rw-chaos"}, 0, rwTaken(cl.NewRWMutex("rw-chaos"), false))
 			})
 			owner++
 		}
 		o = owner
 		loop = append(loop, func(run context.Context) {
-			h := hold{span: span{owner: o}, lock: "rw-chaos", write: true}
+			h := hold{Span: checker.Span{Owner: strconv.Itoa(o)}, lock: "rw-chaos", write: true}
 			r.loop(ctx, run, h, 10*time.Millisecond, rwTaken(cl.NewRWMutex("rw-chaos"), true))
 		})
 		owner++
 	}
 	o := owner
 	loop = append(loop, func(run context.Context) { // never gets in before the kept readers leave
-		r.loop(ctx, run, hold{span: span{owner: o}, lock: "rw-kept", write: true}, 0, rwTaken(cls[1].NewRWMutex("rw-kept"), true))
+		r.loop(ctx, run, hold{Span: checker.Span{Owner: strconv.Itoa(o)}, lock: "rw-kept", write: true}, 0, rwTaken(cls[1].NewRWMutex("rw-kept"), true))
 	})
 	runFamily(t, c, cls, r, keep, loop)
 
@@ -518,7 +480,7 @@ func (s suite) rwChaos(t *testing.T) {
 			writes++
 		default:
 			reads++
-			if h.lost {
+			if h.Lost {
 				lostReads++
 			}
 		}
@@ -556,7 +518,7 @@ func (s suite) semaphoreChaos(t *testing.T) {
 		for j := 0; j < 2; j++ {
 			o := owner
 			loop = append(loop, func(run context.Context) {
-				r.loop(ctx, run, hold{span: span{owner: o}, lock: sem.Name()}, 0, acquire(sem))
+				r.loop(ctx, run, hold{Span: checker.Span{Owner: strconv.Itoa(o)}, lock: sem.Name()}, 0, acquire(sem))
 			})
 			owner++
 		}
@@ -564,11 +526,11 @@ func (s suite) semaphoreChaos(t *testing.T) {
 		o := owner
 		if i < permits {
 			keep = append(keep, func(run context.Context, got chan<- struct{}) {
-				r.keep(ctx, run, hold{span: span{owner: o}, lock: kept.Name()}, got, acquire(kept))
+				r.keep(ctx, run, hold{Span: checker.Span{Owner: strconv.Itoa(o)}, lock: kept.Name()}, got, acquire(kept))
 			})
 		} else { // never gets in before the kept permits are released
 			loop = append(loop, func(run context.Context) {
-				r.loop(ctx, run, hold{span: span{owner: o}, lock: kept.Name()}, 0, acquire(kept))
+				r.loop(ctx, run, hold{Span: checker.Span{Owner: strconv.Itoa(o)}, lock: kept.Name()}, 0, acquire(kept))
 			})
 		}
 		owner++
@@ -599,7 +561,7 @@ func (s suite) multiChaos(t *testing.T) {
 		for _, set := range [][]string{{n("a"), n("b")}, {n("b"), n("c")}, {n("c"), n("a")}} {
 			o := owner
 			loop = append(loop, func(run context.Context) {
-				r.loop(ctx, run, hold{span: span{owner: o}, names: set}, 0, acquire(cl.NewMultiMutex(set...)))
+				r.loop(ctx, run, hold{Span: checker.Span{Owner: strconv.Itoa(o)}, names: set}, 0, acquire(cl.NewMultiMutex(set...)))
 			})
 			owner++
 		}
@@ -607,11 +569,11 @@ func (s suite) multiChaos(t *testing.T) {
 	kept, rival := []string{n("d"), n("e")}, []string{n("e"), n("f")}
 	o := owner
 	keep := []func(context.Context, chan<- struct{}){func(run context.Context, got chan<- struct{}) {
-		r.keep(ctx, run, hold{span: span{owner: o}, names: kept}, got, acquire(cls[0].NewMultiMutex(kept...)))
+		r.keep(ctx, run, hold{Span: checker.Span{Owner: strconv.Itoa(o)}, names: kept}, got, acquire(cls[0].NewMultiMutex(kept...)))
 	}}
 	o++
 	loop = append(loop, func(run context.Context) { // never gets in before the kept hold is released
-		r.loop(ctx, run, hold{span: span{owner: o}, names: rival}, 0, acquire(cls[1].NewMultiMutex(rival...)))
+		r.loop(ctx, run, hold{Span: checker.Span{Owner: strconv.Itoa(o)}, names: rival}, 0, acquire(cls[1].NewMultiMutex(rival...)))
 	})
 	runFamily(t, c, cls, r, keep, loop)
 	r.result(t, "MultiMutex", 1, func(a, b hold) bool {

@@ -73,9 +73,15 @@ type watching struct {
 	from time.Time // when it began to wait; zero when it did not
 }
 
-// opOf is the call of an acquisition that waits at most maxWait.
-func opOf(maxWait time.Duration) observe.Op {
-	if maxWait >= 0 {
+// opOf is the call of m's acquisition that waits at most maxWait: RLock
+// and TryRLock for a reader.
+func (m *Mutex) opOf(maxWait time.Duration) observe.Op {
+	switch {
+	case m.shared && maxWait >= 0:
+		return observe.OpTryRLock
+	case m.shared:
+		return observe.OpRLock
+	case maxWait >= 0:
 		return observe.OpTryLock
 	}
 	return observe.OpLock
@@ -84,7 +90,7 @@ func opOf(maxWait time.Duration) observe.Op {
 // acquireObserved is acquire with events: OpStarted, then AcquireDone.
 func (m *Mutex) acquireObserved(ctx context.Context, maxWait, lease time.Duration) (bool, error) {
 	c := m.c
-	e := observe.OpStart{Op: opOf(maxWait), Lock: m.name, Lease: lease, Wait: maxWait}
+	e := observe.OpStart{Op: m.opOf(maxWait), Lock: m.name, Lease: lease, Wait: maxWait}
 	ctx = c.obs.OpStarted(ctx, e)
 	start := now()
 	reentrant := m.holds()

@@ -341,6 +341,42 @@ func TestObserverPubSubReconnect(t *testing.T) {
 // Release, and one of a permit released before (not_held); a permit lost
 // when two of three nodes die (expired, lost). Every event of a call
 // carries the context its OpStarted returned.
+// unheard counts the nodes an attempt did not wait for.
+func unheard(nodes []observe.NodeResult) int {
+	n := 0
+	for _, r := range nodes {
+		if r.Answer == observe.AnswerUnheard {
+			n++
+		}
+	}
+	return n
+}
+
+// TestObserverRWMutexReader: a reader's calls report as RLock, TryRLock
+// and RUnlock (before, as Lock, TryLock and Unlock); the writer's as
+// Lock and Unlock.
+func TestObserverRWMutexReader(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	c, rec := observed(t, cl)
+	ctx := context.Background()
+	rw := c.NewRWMutex("orw")
+	rec.reset()
+	require.NoError(t, rw.RLock(ctx))
+	ok, err := rw.TryRLock(ctx, 0, time.Second)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, rw.RUnlock(ctx))
+	require.NoError(t, rw.RUnlock(ctx))
+	require.NoError(t, rw.Lock(ctx))
+	require.NoError(t, rw.Unlock(ctx))
+	var starts []string
+	for _, l := range rec.of("start") {
+		starts = append(starts, l)
+	}
+	assert.Equal(t, []string{"start RLock orw", "start TryRLock orw", "start RUnlock orw", "start RUnlock orw", "start Lock orw", "start Unlock orw"}, starts)
+	assert.Equal(t, []string{"acquire RLock orw acquired", "acquire TryRLock orw acquired", "acquire Lock orw acquired"}, rec.of("acquire"))
+}
+
 func TestObserverSemaphore(t *testing.T) {
 	const lease = 900 * time.Millisecond
 	cl := redlocktest.Start(t, 3)
@@ -378,6 +414,18 @@ func TestObserverSemaphore(t *testing.T) {
 	assert.GreaterOrEqual(t, acq.Waited, 150*time.Millisecond)
 	assert.LessOrEqual(t, acq.Waited, acq.Took)
 	assert.Nil(t, acq.Err)
+
+	// Every permit held, and the last scan found none free: one attempt is
+	// one scan, reported as an attempt that tried no slot.
+	rec.reset()
+	q, err = s.TryAcquire(ctx, 0, 0)
+	require.NoError(t, err)
+	require.Nil(t, q)
+	assert.Equal(t, []string{"start TryAcquire sem", "attempt sem busy", "acquire TryAcquire sem busy"}, rec.of(""))
+	scan := first[observe.Attempt](t, rec, "attempt sem busy")
+	assert.Zero(t, scan.Yes)
+	assert.GreaterOrEqual(t, scan.No, 2, "%+v", scan)
+	assert.Equal(t, 3, scan.No+scan.Failed+unheard(scan.Nodes), "%+v", scan)
 
 	rec.reset()
 	got := make(chan *redlock.Permit, 1)

@@ -249,7 +249,7 @@ func (m *Mutex) acquireWith(ctx context.Context, maxWait, lease time.Duration, w
 	}
 	if w != nil {
 		w.from = now()
-		m.c.obs.WaitStarted(ctx, observe.Wait{Op: opOf(maxWait), Lock: m.name})
+		m.c.obs.WaitStarted(ctx, observe.Wait{Op: m.opOf(maxWait), Lock: m.name})
 	}
 	return m.await(ctx, maxWait, lease, renew, a)
 }
@@ -930,7 +930,11 @@ func (p *pacing) pause(took, most time.Duration) time.Duration {
 //     leaves the owner one hold deeper than its code thinks, so that its
 //     last Unlock only lowers the count: check the error of inner Unlocks.
 func (m *Mutex) Unlock(ctx context.Context) error {
-	return m.unlock(ctx, observe.OpUnlock)
+	op := observe.OpUnlock
+	if m.shared {
+		op = observe.OpRUnlock
+	}
+	return m.unlock(ctx, op)
 }
 
 // unlock is Unlock, reported to the Observer as the call op (Unlock, or a

@@ -320,7 +320,11 @@ func (s *Semaphore) attempt(ctx context.Context, lease time.Duration, renew bool
 		split = a.split
 		s.setRoom(false) // another owner has the slot: scan until one is free again
 	}
+	scanned := now()
 	t := s.scanSlots(ctx, intent)
+	if s.c.obs != nil && len(t.freeSet) == 0 {
+		s.scanDone(ctx, t, since(scanned))
+	}
 	if t.err != nil {
 		return nil, attempt{err: t.err, ended: t.ended, took: since(start), nodes: t.r.nodeResults()}
 	}
@@ -523,6 +527,26 @@ func (s *Semaphore) scanSlots(ctx context.Context, intent string) *slotTally {
 		}
 	}
 	return t
+}
+
+// scanDone reports a scan t that found no slot free on a majority, which
+// took took, to the Observer as an attempt that tried no slot: busy (every
+// node counted is No), or what kept it from a quorum.
+func (s *Semaphore) scanDone(ctx context.Context, t *slotTally, took time.Duration) {
+	nodes := t.r.nodeResults()
+	failed := 0
+	for i, n := range nodes {
+		switch n.Answer {
+		case observe.AnswerYes:
+			nodes[i].Answer = observe.AnswerNo // it answered: no slot free on a majority
+		case observe.AnswerFailed, observe.AnswerQuarantined:
+			failed++
+		}
+	}
+	s.c.obs.AttemptDone(ctx, observe.Attempt{
+		Lock: s.name, Outcome: acquireOutcome(ctx, false, t.err), Took: took,
+		No: len(t.nodes), Failed: failed, Nodes: nodes, Err: t.err,
+	})
 }
 
 // newSlotTally counts the answers of r, a scan of s's slots.

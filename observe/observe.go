@@ -153,8 +153,9 @@ func (NopObserver) NodeChanged(NodeChange) {}
 // PubSubReconnected does nothing.
 func (NopObserver) PubSubReconnected(PubSubReconnect) {}
 
-// Op is the call an event belongs to: a Mutex's, a Semaphore's or a
-// Permit's.
+// Op is the call an event belongs to: a Mutex's (a MultiMutex's, an
+// RWMutex's writer side's), an RWMutex's reader side's, a Semaphore's or
+// a Permit's.
 type Op uint8
 
 // The calls that OpStarted begins.
@@ -166,10 +167,14 @@ const (
 	OpAcquire                   // Semaphore.Acquire
 	OpTryAcquire                // Semaphore.TryAcquire
 	OpRelease                   // Permit.Release
+	OpRLock                     // RWMutex.RLock
+	OpTryRLock                  // RWMutex.TryRLock
+	OpRUnlock                   // RWMutex.RUnlock
 )
 
 // String returns the call's name: "Lock", "TryLock", "Unlock",
-// "ForceUnlock", "Acquire", "TryAcquire" or "Release".
+// "ForceUnlock", "Acquire", "TryAcquire", "Release", "RLock", "TryRLock"
+// or "RUnlock".
 func (o Op) String() string {
 	switch o {
 	case OpLock:
@@ -186,6 +191,12 @@ func (o Op) String() string {
 		return "TryAcquire"
 	case OpRelease:
 		return "Release"
+	case OpRLock:
+		return "RLock"
+	case OpTryRLock:
+		return "TryRLock"
+	case OpRUnlock:
+		return "RUnlock"
 	}
 	return "Op(?)"
 }
@@ -195,7 +206,7 @@ type OpStart struct {
 	Op    Op
 	Lock  string        // the lock's name (a Semaphore's, for Acquire, TryAcquire and Release)
 	Lease time.Duration // Lock, TryLock, Acquire, TryAcquire: the fixed lease; 0 with the watchdog
-	Wait  time.Duration // TryLock, TryAcquire: the longest wait (0: one attempt); Lock, Acquire: -1, until ctx ends
+	Wait  time.Duration // TryLock, TryRLock, TryAcquire: the longest wait (0: one attempt); Lock, RLock, Acquire: -1, until ctx ends
 }
 
 // Outcome is how an acquisition, or one of its attempts, ended.

@@ -192,7 +192,7 @@ func (o *Observer) OpStarted(ctx context.Context, e observe.OpStart) context.Con
 	if e.Lease > 0 {
 		attrs = append(attrs, attribute.Float64("redlock.lease", e.Lease.Seconds()))
 	}
-	if e.Op == observe.OpTryLock || e.Op == observe.OpTryAcquire {
+	if e.Op == observe.OpTryLock || e.Op == observe.OpTryRLock || e.Op == observe.OpTryAcquire {
 		attrs = append(attrs, attribute.Float64("redlock.wait", e.Wait.Seconds()))
 	}
 	ctx, _ = o.tracer.Start(ctx, "redlock."+e.Op.String(), trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))

@@ -53,10 +53,10 @@ func mergeDocs(res *results, dir, only, cmd string) error {
 	doc := string(old)
 	for _, s := range strings.Split(only, ",") {
 		if s == "family" {
-			if res.family == nil {
+			if res.Family == nil {
 				return fmt.Errorf("the family scenario did not run: nothing merged")
 			}
-			res.familyNote = familyNote(res, cmd)
+			res.FamilyNote = familyNote(res, cmd)
 		}
 		doc = mergeSection(doc, mergeable[s](res))
 	}

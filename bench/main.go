@@ -5,6 +5,8 @@
 //
 //	go run .          # full mode (several minutes)
 //	go run . -quick   # every scenario in under a minute
+//	go run . -quick -save run.gob      # also keep what was measured
+//	go run . -replay run.gob -docs DIR # the report again, measuring nothing
 package main
 
 import (
@@ -165,6 +167,8 @@ func main() {
 	commit := flag.String("commit", "", "how to name the library version measured (default: git describe of -root)")
 	merge := flag.Bool("merge", false, "with -only family: write only that scenario's section into the existing benchmarks.md of -docs, in place of its old one, saying which run it comes from; every other section stays as it is")
 	kindsFlag := flag.String("kinds", "", "comma-separated contenders to run (redlock,redsync,redsyncff,redislock,floor,floorpipe; in the adapters scenario redlock,goredis,rueidis,valkey); default all")
+	save := flag.String("save", "", "also write what the run measured into this file, for -replay")
+	replay := flag.String("replay", "", "measure nothing: write the report of the run saved in this file by -save")
 	flag.Parse()
 	if *merge {
 		if err := checkMerge(*only); err != nil {
@@ -176,52 +180,77 @@ func main() {
 		allKinds = filterKinds(allKinds, *kindsFlag)
 		adapterKinds = filterKinds(adapterKinds, *kindsFlag)
 	}
-
-	cfg := fullCfg
-	mode := "full"
-	if *quick {
-		cfg, mode = quickCfg, "quick"
+	if *docs == "" {
+		*docs = filepath.Join(*root, "docs")
 	}
-	cfg.fill()
 	t0 := time.Now()
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "%5.1fs "+format+"\n", append([]any{time.Since(t0).Seconds()}, args...)...)
 	}
-	goredis.SetLogger(quietLogger{}) // go-redis logs every failed dial of the dead-node scenarios
-	want := func(s string) bool {
-		if *only == "" {
-			return true
-		}
-		for _, x := range strings.Split(*only, ",") {
-			if x == s {
-				return true
-			}
-		}
-		return false
+	var res *results
+	var err error
+	if *replay != "" {
+		res, err = loadResults(*replay)
+	} else {
+		res, err = runAll(*quick, *only, *root, *commit, logf)
 	}
-
-	scripts, err := scriptNames(*root)
+	if err == nil && *save != "" {
+		err = saveResults(res, *save)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
+	}
+
+	summary := summaryTable(res)
+	fmt.Println(summary)
+	if *write && *merge {
+		cmd := strings.TrimSpace("cd bench && go run . " + strings.Join(os.Args[1:], " "))
+		if err := mergeDocs(res, *docs, *only, cmd); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: merging into docs:", err)
+			os.Exit(1)
+		}
+		logf("merged the sections of %s into %s", *only, filepath.Join(*docs, "benchmarks.md"))
+	} else if *write {
+		if err := writeDocs(res, *docs); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: writing docs:", err)
+			os.Exit(1)
+		}
+		logf("wrote %s and %s", filepath.Join(*docs, "benchmarks.md"), filepath.Join(*docs, "img"))
+	}
+}
+
+// runAll runs the scenarios that only names (all when empty).
+func runAll(quick bool, only, root, commit string, logf func(string, ...any)) (*results, error) {
+	cfg := fullCfg
+	mode := "full"
+	if quick {
+		cfg, mode = quickCfg, "quick"
+	}
+	cfg.fill()
+	goredis.SetLogger(quietLogger{}) // go-redis logs every failed dial of the dead-node scenarios
+	want := func(s string) bool {
+		return only == "" || strings.Contains(","+only+",", ","+s+",")
+	}
+
+	scripts, err := scriptNames(root)
+	if err != nil {
+		return nil, err
 	}
 	res := &results{Mode: mode, Started: time.Now(), Cfg: cfg}
 	fail := func(scenario string, err error) {
 		logf("%s: FAILED: %v", scenario, err)
 		res.Failures = append(res.Failures, fmt.Sprintf("%s: %v", scenario, err))
 	}
-	res.Machine = readMachine(*root)
-	if *commit != "" {
-		res.Machine.Commit = *commit
-	}
-	if *docs == "" {
-		*docs = filepath.Join(*root, "docs")
+	res.Machine = readMachine(root)
+	if commit != "" {
+		res.Machine.Commit = commit
 	}
 
 	if want("scripts") {
 		logf("script costs")
 		var err error
-		if res.Scripts, err = runScriptCosts(*root, cfg.ScriptCalls, cfg.ScriptRuns, logf); err != nil {
+		if res.Scripts, err = runScriptCosts(root, cfg.ScriptCalls, cfg.ScriptRuns, logf); err != nil {
 			fail("script costs", err)
 		}
 	}
@@ -284,23 +313,7 @@ func main() {
 	res.Elapsed = time.Since(res.Started)
 	res.Machine.LoadEnd = loadAvg()
 	logf("done in %v", res.Elapsed.Round(time.Second))
-
-	summary := summaryTable(res)
-	fmt.Println(summary)
-	if *write && *merge {
-		cmd := strings.TrimSpace("cd bench && go run . " + strings.Join(os.Args[1:], " "))
-		if err := mergeDocs(res, *docs, *only, cmd); err != nil {
-			fmt.Fprintln(os.Stderr, "bench: merging into docs:", err)
-			os.Exit(1)
-		}
-		logf("merged the sections of %s into %s", *only, filepath.Join(*docs, "benchmarks.md"))
-	} else if *write {
-		if err := writeDocs(res, *docs); err != nil {
-			fmt.Fprintln(os.Stderr, "bench: writing docs:", err)
-			os.Exit(1)
-		}
-		logf("wrote %s and %s", filepath.Join(*docs, "benchmarks.md"), filepath.Join(*docs, "img"))
-	}
+	return res, nil
 }
 
 // withCluster launches 5 fresh nodes for one scenario.

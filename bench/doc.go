@@ -16,9 +16,13 @@ func writeDocs(res *results, dir string) error {
 	if err := os.MkdirAll(img, 0o755); err != nil {
 		return err
 	}
+	svgs, err := renderPlots(res)
+	if err != nil {
+		return err
+	}
 	plots := map[string]string{}
-	for name, svg := range renderPlots(res) {
-		if err := os.WriteFile(filepath.Join(img, name), []byte(svg), 0o644); err != nil {
+	for name, svg := range svgs {
+		if err := os.WriteFile(filepath.Join(img, name), svg, 0o644); err != nil {
 			return err
 		}
 		plots[name] = "img/" + name
@@ -290,82 +294,6 @@ func underBy(x, floor float64) string {
 	return fmt.Sprintf(" by %.0f%% (needs %s)", 100*(1-x/floor), fmtRatio(floor/x)+" more")
 }
 
-// ---- plots ----
-
-func renderPlots(res *results) map[string]string {
-	out := map[string]string{}
-	durLabel := func(v float64) string { return fmtDur(time.Duration(v)) }
-	numLabel := func(v float64) string { return fmtNum(v) }
-	if u := res.Unc; u != nil {
-		var lines []cdfLine
-		for _, r := range u.Results {
-			lines = append(lines, cdfLine{r.Kind.String(), colorOf(r.Kind), r.Lat})
-		}
-		out["uncontended-cdf.svg"] = cdfChart("Uncontended Lock+Unlock latency, 5 nodes (redislock: 1 node)", lines)
-		var ser []barSeries
-		for _, r := range u.Results {
-			ser = append(ser, barSeries{name: r.Kind.String(), color: colorOf(r.Kind), values: []float64{r.Mallocs, float64(r.Cpu) / 1e3, float64(r.Srv) / 1e3}})
-		}
-		out["uncontended-cost.svg"] = barChart("Cost per uncontended Lock+Unlock", "allocations / client CPU µs / server CPU µs (all nodes)", []string{"allocs/op", "client CPU µs/op", "server CPU µs/op"}, ser, false, numLabel)
-	}
-	if ts := res.Tput; ts != nil {
-		var ser []barSeries
-		for _, t := range ts {
-			ser = append(ser, barSeries{name: t.Kind.String(), color: colorOf(t.Kind), values: []float64{t.median()}})
-		}
-		out["throughput.svg"] = barChart("Throughput, 32 goroutines, distinct keys", "Lock+Unlock per second (median of rounds)", []string{"ops/s"}, ser, false, func(v float64) string { return fmt.Sprintf("%.0f", v) })
-	}
-	if res.Barge != nil && res.Handoff != nil {
-		var ser, gser []barSeries
-		for _, k := range allKinds {
-			b, h := findCont(res.Barge, k), findCont(res.Handoff, k)
-			if b == nil || h == nil {
-				continue
-			}
-			ser = append(ser, barSeries{name: k.String(), color: colorOf(k), values: []float64{b.median(), h.median()}})
-			gser = append(gser, barSeries{name: k.String(), color: colorOf(k), values: []float64{
-				float64(pct(b.Gaps, 50)), float64(pct(b.Gaps, 99)), float64(pct(h.Gaps, 50)), float64(pct(h.Gaps, 99))}})
-		}
-		out["contended.svg"] = barChart("Contended: 8 goroutines in 2 clients, one key, 1 ms critical section", "acquisitions per second (log scale)", []string{"barge", "handoff"}, ser, true, func(v float64) string { return fmt.Sprintf("%.0f", v) })
-		out["handoff-gap.svg"] = barChart("Handoff gap: Unlock called → next Lock returns", "log scale", []string{"barge p50", "barge p99", "handoff p50", "handoff p99"}, gser, true, durLabel)
-	}
-	if res.Slow != nil || res.Paused != nil || res.Dead != nil {
-		groups := []string{"healthy", "slow minority", "paused minority", "dead minority"}
-		scs := []*seqScenario{res.Unc, res.Slow, res.Paused, res.Dead}
-		var ser []barSeries
-		for _, k := range allKinds {
-			s := barSeries{name: k.String(), color: colorOf(k)}
-			for _, sc := range scs {
-				v, note := math.NaN(), "not run"
-				if sc != nil {
-					if r := sc.get(k); r != nil {
-						if len(r.Lat) > 0 {
-							v = float64(pct(r.Lat, 50))
-						} else if r.TimedOut {
-							note = "timed out (hangs)"
-						}
-					}
-				}
-				s.values = append(s.values, v)
-				s.notes = append(s.notes, note)
-			}
-			ser = append(ser, s)
-		}
-		out["faults.svg"] = barChart("Uncontended p50 with a minority of nodes slow (+20 ms each way), paused or dead", "Lock+Unlock p50 (log scale)", groups, ser, true, durLabel)
-	}
-	if svg := scaleCurvePlot(res.Scale); svg != "" {
-		out["scale-curve.svg"] = svg
-	}
-	if hs := res.Herd; hs != nil {
-		var ser []barSeries
-		for _, h := range hs {
-			ser = append(ser, barSeries{name: h.Kind.String(), color: colorOf(h.Kind), values: []float64{h.AcqPerSec, h.Attempts}})
-		}
-		out["herd.svg"] = barChart("Herd: 64 waiters in 4 clients on one key", "log scale", []string{"acquisitions/s", "attempts per acquisition"}, ser, true, numLabel)
-	}
-	return out
-}
-
 // ---- the document ----
 
 func renderDoc(res *results, plots map[string]string) string {
@@ -549,28 +477,6 @@ func beforeNowTable(res *results) string {
 		return ""
 	}
 	return table([]string{"", "before (commit " + b.commit + ")", "now (commit " + res.Machine.Commit + ")"}, rows)
-}
-
-// scaleCurvePlot draws the curve's levels: holds against the renewal CPU
-// per period and the longest wait for a renewal; a level that did not fit
-// is drawn hollow.
-func scaleCurvePlot(s *scaleResult) string {
-	if s == nil || len(s.Curve) == 0 {
-		return ""
-	}
-	cpu := xySeries{name: "renewal CPU per period (client + server)", color: palette[0]}
-	seen := xySeries{name: "renewal seen after its start, max", color: palette[1]}
-	for _, r := range s.Curve {
-		x := float64(r.Holds)
-		cpu.points = append(cpu.points, xyPoint{x, float64(r.perPeriod(r.ClientCPU + r.ServerCPU)), !r.fits()})
-		seen.points = append(seen.points, xyPoint{x, float64(pct(r.Delays, 100)), !r.fits()})
-	}
-	period := s.Curve[0].Period
-	refs := []refLine{{float64(period), "the period (" + period.String() + ")"},
-		{float64(time.Duration(s.Nproc) * period), fmt.Sprintf("%d CPUs × the period", s.Nproc)}}
-	title := fmt.Sprintf("Watchdog holds in one client, lease %v: renewal time per %v period", s.Curve[0].Lease, period)
-	return xyChart(title, "holds (log scale); hollow: renewals no longer fit", "time per period (log scale)", []xySeries{cpu, seen}, refs,
-		func(v float64) string { return holdsLabel(int(v)) }, func(v float64) string { return fmtDur(time.Duration(v)) })
 }
 
 // waitersSection is the document's section on waiters.

@@ -1,11 +1,13 @@
 package main
 
 import (
+	_ "embed"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
+	"text/template"
 	"time"
 )
 
@@ -27,7 +29,11 @@ func writeDocs(res *results, dir string) error {
 		}
 		plots[name] = "img/" + name
 	}
-	return os.WriteFile(filepath.Join(dir, "benchmarks.md"), []byte(renderDoc(res, plots)), 0o644)
+	doc, err := renderDoc(res, plots)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "benchmarks.md"), []byte(doc), 0o644)
 }
 
 // ---- lookups ----
@@ -296,145 +302,61 @@ func underBy(x, floor float64) string {
 
 // ---- the document ----
 
-func renderDoc(res *results, plots map[string]string) string {
-	var b strings.Builder
-	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	img := func(name, alt string) {
-		if p, ok := plots[name]; ok {
-			w("![%s](%s)\n\n", alt, p)
-		}
+//go:embed report.tmpl
+var reportTmpl string
+
+// renderDoc is benchmarks.md: report.tmpl over res, with the plots of
+// plots (file name to path).
+func renderDoc(res *results, plots map[string]string) (string, error) {
+	return execReport(res, plots, "report")
+}
+
+// execReport runs one template of report.tmpl over res.
+func execReport(res *results, plots map[string]string, name string) (string, error) {
+	t, err := template.New("report").Funcs(reportFuncs(plots)).Parse(reportTmpl)
+	if err != nil {
+		return "", err
 	}
-	m := res.Machine
-	cfg := res.Cfg
-	w("# Benchmarks\n\n")
-	w("<!-- Written by bench/ (`go run .`); edit bench/doc.go, not this file. -->\n\n")
-	w("redlock side by side with the libraries a Go user would pick instead, and with two floors of a 5-node quorum lock: the least such a lock can do per call, and the same with the requests of every goroutine coalesced per node. The same five redis-server processes, the same run, contenders interleaved round by round so that the machine's drift hits all of them alike. The machine is small and noisy: read the **ratios** and the counts; absolute times are for the plots.\n\n")
+	var b strings.Builder
+	err = t.ExecuteTemplate(&b, name, res)
+	return b.String(), err
+}
 
-	w("## How to run\n\n")
-	w("```sh\ncd bench\ngo run . -quick   # every scenario, bounded, in under a minute\ngo run .          # full mode: more rounds and longer windows (several minutes)\n```\n\n")
-	w("`make bench` runs the quick mode. Both modes rewrite this file and `docs/img/*.svg`. `-only unc,tput,cont,faults,deadmaj,herd,waiters,restart,scripts,scale,adapters,shards,family` runs some scenarios (writing then rewrites this whole file, with the other sections \"not run\": write a partial run elsewhere with `-docs DIR`, or, for `family`, add `-merge` to replace only its section in this file, which then names its run), `-kinds redlock,floor,floorpipe,...` some contenders (`redlock,goredis,rueidis,valkey` in the adapters scenario), `-write=false` only prints the tables. The nodes come from `redlocktest` (redis-server on loopback, persistence off; `WithProxy` for the slow-minority scenario). For benchstat, the root package has `BenchmarkLockUnlock` and `BenchmarkHandoff`:\n\n")
-	w("```sh\ngo test -run '^$' -bench . -count 10 | tee new.txt && benchstat old.txt new.txt\n```\n\n")
+// reportFuncs are the functions report.tmpl calls.
+func reportFuncs(plots map[string]string) template.FuncMap {
+	return template.FuncMap{
+		"img": func(name, alt string) string {
+			if p, ok := plots[name]; ok {
+				return fmt.Sprintf("![%s](%s)\n\n", alt, p)
+			}
+			return ""
+		},
+		"utc":          func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 MST") },
+		"round":        func(d time.Duration) time.Duration { return d.Round(time.Second) },
+		"times":        func(n int, d time.Duration) time.Duration { return time.Duration(n) * d },
+		"beforeCommit": func() string { return before.commit },
+		"noWatchdog":   func() string { return noWatchdog },
 
-	w("## This run\n\n")
-	w("%s", table([]string{"", ""}, [][]string{
-		{"mode", fmt.Sprintf("%s (`go run .%s`)", res.Mode, map[bool]string{true: " -quick", false: ""}[res.Mode == "quick"])},
-		{"date", res.Started.UTC().Format("2006-01-02 15:04 MST")},
-		{"run time", res.Elapsed.Round(time.Second).String()},
-		{"CPUs (nproc)", fmt.Sprint(m.Nproc)},
-		{"CPU model (/proc/cpuinfo)", m.Cpu},
-		{"kernel", m.Kernel},
-		{"Go", m.GoVer + " " + m.Goarch},
-		{"redis-server", m.Redis},
-		{"redlock", "commit " + m.Commit},
-		{"load average (1, 5, 15 min) at start / end", m.LoadStart + " / " + m.LoadEnd + " (other work on the machine, e.g. test suites, competes with the nodes and the client)"},
-		{"nodes", "5 redis-server processes on 127.0.0.1, sharing the CPUs with the client (and with the in-process latency proxy in the slow-minority scenario)"},
-	}))
-	w("\n")
+		"targetsTable": targetsTable, "beforeNowTable": beforeNowTable, "missedNotes": missedNotes,
+		"uncTable": uncTable, "tputTable": tputTable, "scriptTable": scriptTable, "contTable": contTable,
+		"deadMajTable": deadMajTable, "scaleTable": scaleTable, "curveTable": curveTable, "scaleWarnings": scaleWarnings,
+		"herdTable": herdTable, "restartTable": restartTable,
 
-	w("## Contenders\n\n")
-	w("- **redlock**: `redlock.Dial` with default options (30 s watchdog lease, 250 ms node timeout, one connection per node for commands, restart quarantine on, fencing off); `Lock`/`Unlock`, `TryLock(ctx, 0, 0)` for one attempt. Per node the client keeps long-lived connections (`WithConnections`, default 1), each with one writer that sends every request queued since its last write in one write and one reader that hands the replies back in order; a connection is dialled and set up (INFO server, SCRIPT LOAD) in the background, apart from any command's budget. In the fault scenarios it is built with `redlock.New` over `NewNode`s whose pool's dial function makes the connections `Dial` makes (write bounded by the node timeout) and counts each call; redlock uses only that function, to dial its own connections.\n")
-	w("- **redsync**: github.com/go-redsync/redsync/v4 at its default mutex options (8 s expiry, 32 tries 50–250 ms apart, waits for every node), over redigo pools at redigo's defaults (no connect, read or write timeout; unlimited active connections) with 64 idle connections kept so that it does not redial on the hot path, and no `TestOnBorrow` (it would add a round trip per checkout). `LockContext` is called again when its 32 tries run out.\n")
-	w("- **redsync failfast**: the same with `WithFailFast(true)`: it returns as soon as a majority answered, its best case.\n")
-	w("- **redislock (1 node)**: github.com/bsm/redislock over go-redis v9 defaults on node 0 only: **not a quorum lock**, shown as the cost of one node. 8 s TTL; waiting polls every millisecond (`LinearBackoff(1ms)`).\n")
-	w("- **floor**: the least a 5-node quorum lock can do (bench/floor.go): one EVALSHA of `SET key val NX PX` to all five nodes at once, returning when three said OK; the same for a compare-and-DEL; each node's DEL sent only after that node answered its SET; every command on a pooled connection of its own, bounded by 250 ms (`DoWithTimeout`, no extra goroutine). No reentrancy, renewal, fencing or pub/sub: a waiter polls every millisecond.\n")
-	w("- **floor (pipelined)**: the same lock with the requests of every goroutine coalesced per node (bench/floorpipe.go): one long-lived connection per node, one writer that sends every request queued since its last write in one write (a redigo `Send` for each, then one `Flush`), one reader that hands the replies back in order. Each request is bounded by 250 ms: the caller stops waiting then, and one still queued at its deadline is not sent; while a node's oldest written request is past its deadline (a paused node), new requests to it fail at once without being sent; a broken connection is redialled with a backoff of 10 ms doubling to 500 ms. It is the speed of light for parallel load: the floor's work per call over a connection layer like redlock's. Run in the uncontended, throughput, fault and dead-majority scenarios; not in the contended and herd scenarios, where the floor's cost is its polling, which both floors share.\n\n")
+		"uncParagraph": uncParagraph, "tputParagraph": tputParagraph, "scriptParagraph": scriptParagraph,
+		"contParagraph": contParagraph, "faultParagraph": faultParagraph, "deadMajParagraph": deadMajParagraph,
+		"scaleMethod": scaleMethod, "curveMethod": curveMethod, "scaleParagraph": scaleParagraph,
+		"herdParagraph": herdParagraph, "restartParagraph": restartParagraph,
+		"waitersSection": waitersSection, "adaptersSection": adaptersSection, "shardsSection": shardsSection, "familySection": familySection,
+	}
+}
 
-	w("## Method\n\n")
-	w("Every scenario is bounded in iterations and time. Contenders run in rounds; the order rotates from round to round. Latency ratios are the contender's p50 over every sample of every round divided by the floor's (each contender has the same number of ops in each round), and beside it the same against the pipelined floor; in brackets, the paired ratio: in each round, the contender's p50 divided by the floor's p50 in the same round, median over %d rounds (%d in the fault scenarios); the two differ by the noise of the machine. Rates (ops/s, acquisitions/s) are the median over rounds, and their ratios are ratios of those medians. Allocations and bytes per op are `runtime.MemStats` deltas around each batch; client CPU per op is `getrusage(RUSAGE_SELF)` user+system time over the batch; server CPU per op is the sum over the five redis-server processes of `/proc/PID/stat` utime+stime (10 ms ticks) over the batch. Each op has a timeout (%v): a contender whose op outlives it is abandoned for the rest of the scenario and reported as timed out. Round trips and commands are counted two ways where it matters: client-side, by wrapping every connection the dial function of a pool handed to `redlock.NewNode` returns (a `Do`, or a `Flush` that writes the pipelined `Send`s queued before it, is one round trip), and node-side, by `INFO commandstats` deltas. Dials are counted by wrapping each contender's dial function.\n\n",
-		cfg.UncRounds, cfg.FaultRounds, cfg.OpTimeout)
-
-	w("## Targets\n\n")
-	w("Every ratio is between contenders of this run. \"Before\" is the last full run before the connection layer changed (library commit %s, as this file reported it then); see the next section.\n\n", before.commit)
+// targetsTable is the targets and this run's verdicts.
+func targetsTable(res *results) string {
 	var rows [][]string
 	for _, t := range targets(res) {
 		rows = append(rows, []string{t.what, t.measured, t.status})
 	}
-	w("%s\n", table([]string{"target", "this run", "verdict"}, rows))
-	w("%s\n", missedNotes(res))
-
-	if t := beforeNowTable(res); t != "" {
-		w("## Before and now\n\n")
-		w("The headline numbers of the last full run before the connection layer changed (library commit %s: one pooled connection per in-flight command, connection set-up inside the command's node timeout, a release that wrote a rollback mark whenever a call of its acquisition was still in flight) and of this run (commit %s). Both ran on this machine; each ratio is within its own run.\n\n", before.commit, m.Commit)
-		w("%s\n", t)
-	}
-
-	w("## Uncontended\n\n")
-	w("Lock+Unlock by one goroutine on a new key each time (`NewMutex` + `Lock` + `Unlock`, or the library's equivalent), %d rounds of up to %d ops per contender.\n\n", cfg.UncRounds, cfg.UncOps)
-	w("%s\n", uncTable(res.Unc, true))
-	img("uncontended-cdf.svg", "uncontended latency distribution")
-	img("uncontended-cost.svg", "allocations and CPU per op")
-	w("%s\n\n", uncParagraph(res))
-
-	w("## Throughput\n\n")
-	w("%d goroutines, distinct keys, %d windows of %v per contender (after one unmeasured window that fills the pools and lets every client connect).\n\n", cfg.TputGoroutines, cfg.TputRounds, cfg.TputWindow)
-	w("%s\n", tputTable(res.Tput))
-	img("throughput.svg", "throughput")
-	w("%s\n\n", tputParagraph(res))
-
-	w("## Server time per script call\n\n")
-	if s := res.Scripts; s != nil {
-		w("What each script costs the server, apart from the network and the client: on one fresh node, each call shape called %d times (renew.lua with 1,000 holds: 5 calls per 1,000 holds held), the shapes taking turns 1,000 keys at a time, each turn one pipeline of one write, so that the machine's drift hits every shape alike. Server µs per call is the sum of `usec` over the sum of `calls` of `evalsha` (or of `set`) in `INFO commandstats`, reset (`CONFIG RESETSTAT`) before each turn; %d runs on the emptied node (FLUSHALL), median. The scripts are read from the repository's `scripts/*.lua` as the library sends them (release.lua and rollback.lua after mark.lua); every reply is checked, so each row took the path it names. acquire.lua runs without fencing; renew.lua extends holds whose keys exist. A Lock+Unlock on one node is one acquire and one release, so the bold rows are the server time per node per op; times five, per op. commandstats counts the wall time of each call, and the client shares the CPUs with the node, so the runs differ: compare the rows of one table rather than the tables of different runs.\n\n", s.Calls, s.Runs)
-	}
-	w("%s\n", scriptTable(res.Scripts))
-	w("%s\n\n", scriptParagraph(res))
-
-	w("## Contended: barge and handoff\n\n")
-	w("%d goroutines in %d clients (each goroutine its own owner) on one key, %v critical section, %d windows of %v per contender and mode. *Barge*: the releaser competes again at once. *Handoff*: after releasing, a goroutine waits until another one has acquired, so every handoff goes to a waiter; this mode shows retry delays. The handoff gap is the time from `Unlock` being called to the next `Lock` returning; self-handoff is the share of acquisitions by the goroutine that released last; min–max is acquisitions per goroutine over the whole run (fairness); overlaps counts acquisitions while another goroutine of the run still held the lock (must be 0).\n\n",
-		cfg.ContGoroutines, cfg.ContClients, cfg.Crit, cfg.ContRounds, cfg.ContWindow)
-	w("**Barge**\n\n%s\n**Handoff**\n\n%s\n", contTable(res.Barge), contTable(res.Handoff))
-	img("contended.svg", "contended acquisitions per second")
-	img("handoff-gap.svg", "handoff gap")
-	w("%s\n\n", contParagraph(res))
-
-	w("## A minority of nodes slow, paused or dead\n\n")
-	w("The uncontended loop again, each on five fresh nodes, %d rounds of up to %d ops or %v per contender, with nodes 3 and 4 broken after a warm-up: *slow*: behind redlocktest's proxy with `SetLatency(%v)` (every chunk delayed %v each way, so a round trip to them takes at least %v more; all five nodes go through the in-process proxy, so absolute times are higher than in the healthy table); *paused*: SIGSTOP (connections stay open, commands hang); *dead*: SIGKILL (connections refused). redislock's one node (node 0) is never broken. Dials count each contender's calls of its dial function to node 3 and to node 4 from the moment they were broken to the end of the last round; every client stays open over that whole window, so dials made in the background count whichever contender's batch is running. Likewise client CPU, allocations and server CPU are measured for the whole process and all five nodes: work left behind by another contender's calls (calls still waiting on a faulty node, reconnects) and, in the slow scenario, the in-process proxy's work are charged to the batch that is running.\n\n",
-		cfg.FaultRounds, cfg.FaultOps, cfg.FaultBudget, cfg.SlowLatency, cfg.SlowLatency, 2*cfg.SlowLatency)
-	w("**Slow minority**\n\n%s\n**Paused minority**\n\n%s\n**Dead minority**\n\n%s\n", uncTable(res.Slow, true), uncTable(res.Paused, true), uncTable(res.Dead, true))
-	img("faults.svg", "p50 under faults")
-	w("%s\n\n", faultParagraph(res))
-
-	w("## Dead majority\n\n")
-	w("Nodes 0, 1 and 2 killed (SIGKILL) after a warm-up, so every client still holds connections to them; then one attempt (`TryLock(ctx, 0, 0)`, redsync's `TryLockContext`, redislock's `Obtain` without retry, the floors' single round), %d trials per contender, each bounded by a %v context (a contender that ignores it is abandoned and reported as timed out). \"Names every dead node\" checks that the error text contains the address of each killed node (redislock: of node 0).\n\n", cfg.DeadMajTrials, cfg.DeadMajTimeout)
-	w("%s\n", deadMajTable(res.DeadMaj, nil))
-	w("%s\n\n", deadMajParagraph(res))
-
-	w("## Watchdog holds at scale\n\n")
-	w("%s\n\n", scaleMethod(res))
-	w("%s\n\n", noWatchdog)
-	w("%s\n", scaleTable(res.Scale))
-	if ws := scaleWarnings(res.Scale); ws != "" {
-		w("Errors and the library's warnings (slog, counted by message):\n\n%s\n", ws)
-	}
-	w("**The holds that fit per lease on this machine.** %s\n\n", curveMethod(res))
-	w("%s\n", curveTable(res.Scale))
-	img("scale-curve.svg", "holds against renewal time per period")
-	w("%s\n\n", scaleParagraph(res))
-
-	w("## Herd\n\n")
-	w("%d goroutines in %d clients on one key (barge mode, %v critical section), %d window(s) of %v per contender. Attempts per acquisition is acquisition attempts (redlock: its acquire script; the floor: its SET script; redsync: SET; redislock: EVALSHA minus one release per acquisition) counted per node and averaged over the nodes, divided by acquisitions: every attempt beyond the first is a wake-up or poll that lost. EVALSHA per acquisition is the node-side `INFO commandstats` count (it also includes releases and rollbacks). Round trips are client-counted writes (a `Do`, or a `Flush` of pipelined `Send`s); one redlock write carries every request its client queued on that connection meanwhile.\n\n",
-		cfg.HerdGoroutines, cfg.HerdClients, cfg.Crit, cfg.HerdRounds, cfg.HerdWindow)
-	w("%s\n", herdTable(res.Herd))
-	img("herd.svg", "herd")
-	w("%s\n\n", herdParagraph(res))
-
-	w("%s", waitersSection(res))
-
-	w("## Restart of a node of the majority\n\n")
-	w("Per trial, with fresh clients: nodes 3 and 4 are killed, owner A (client A) takes the lock, so its majority is exactly nodes 0–2; nodes 3 and 4 come back empty; owner B (client B) tries once and fails (redsync's pools connect at this first use; a redlock client starts connecting to every node when it is built); node 0 is restarted empty (`redlocktest.Restart`, same port, no persistence); then B tries as a waiter would, one attempt every 10 ms for 300 ms. *After one renewal*: before B's second try, A renews once (redlock: one renewal by the watchdog, with `WithLease(%v)`; redsync: `ExtendContext`, which with `WithSetNXOnExtend` re-creates the key where it is missing). A double hold is B holding the lock while A has not been told its hold is gone (redlock: `Lost()` not closed and `Until()` ahead; redsync: `Until()` ahead and no failed `Extend`). %d trials at once, %d after one renewal.\n\n",
-		cfg.RestartRenewLease, cfg.RestartTrials, cfg.RestartRenewTrials)
-	w("%s\n", restartTable(res.RestartNow, res.RestartR))
-	w("%s\n\n", restartParagraph(res))
-
-	w("%s%s%s", adaptersSection(res), shardsSection(res), familySection(res))
-
-	if len(res.Failures) > 0 {
-		w("## Scenarios that failed to run\n\n")
-		for _, f := range res.Failures {
-			w("- %s\n", f)
-		}
-		w("\n")
-	}
-	return b.String()
+	return table([]string{"target", "this run", "verdict"}, rows)
 }
 
 // beforeNowTable puts this run's headline numbers beside those of the last

@@ -41,7 +41,10 @@ func TestCPUBoundText(t *testing.T) {
 func TestLayersSections(t *testing.T) {
 	res := &results{Mode: "quick", Cfg: quickCfg, Machine: machineInfo{Nproc: 2}}
 	res.Cfg.fill()
-	doc := renderDoc(res, nil)
+	doc, err := renderDoc(res, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, want := range []string{"## Connection layers", "## Cluster members: 1 and 3 shards per member", "_not run_"} {
 		if !strings.Contains(doc, want) {
 			t.Errorf("document without runs lacks %q", want)
@@ -53,7 +56,9 @@ func TestLayersSections(t *testing.T) {
 	res.Shards = &shardsResult{Members: 3, Processes: map[kind]int{kRedlock: 3, kGoredis: 3, kCluster1: 3, kCluster3: 9},
 		Idle: map[kind]time.Duration{}, PerShard: []int64{10, 11, 9},
 		Tput: []*tputResult{tput(kRedlock, 9000), tput(kGoredis, 3000), tput(kCluster1, 2800), tput(kCluster3, 2000)}}
-	doc = renderDoc(res, nil)
+	if doc, err = renderDoc(res, nil); err != nil {
+		t.Fatal(err)
+	}
 	for _, want := range []string{"33% / 37% / 30%", "0.71× the 1-shard rate", "an expectation, not measured here", "CPU-bound here"} {
 		if !strings.Contains(doc, want) {
 			t.Errorf("document lacks %q", want)

@@ -100,7 +100,7 @@ func contTable(cs []*contResult) string {
 	return table([]string{"contender", "acquisitions/s", "/ floor", "handoff gap p50", "gap p99", "self-handoff", "per goroutine min–max", "overlaps", "errors"}, rows)
 }
 
-func deadMajTable(ds []*deadMajResult, killed []string) string {
+func deadMajTable(ds []*deadMajResult) string {
 	if ds == nil {
 		return "_not run_\n"
 	}
@@ -191,7 +191,7 @@ func summaryTable(res *results) string {
 	b.WriteString("\n### slow minority\n" + uncTable(res.Slow, true))
 	b.WriteString("\n### paused minority\n" + uncTable(res.Paused, true))
 	b.WriteString("\n### dead minority\n" + uncTable(res.Dead, true))
-	b.WriteString("\n### dead majority\n" + deadMajTable(res.DeadMaj, nil))
+	b.WriteString("\n### dead majority\n" + deadMajTable(res.DeadMaj))
 	b.WriteString("\n### herd\n" + herdTable(res.Herd))
 	b.WriteString("\n### waiters\n" + waitersMemTable(res.Waiters) + "\n" + waitersTable(res.Waiters))
 	b.WriteString("\n### restart\n" + restartTable(res.RestartNow, res.RestartR))

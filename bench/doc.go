@@ -58,40 +58,25 @@ func (s *seqScenario) p50(k kind) time.Duration {
 	return 0
 }
 
-func findTput(ts []*tputResult, k kind) *tputResult {
-	for _, t := range ts {
-		if t.Kind == k {
-			return t
-		}
-	}
-	return nil
-}
+// kinded is a result of one contender.
+type kinded interface{ kindOf() kind }
 
-func findCont(cs []*contResult, k kind) *contResult {
-	for _, c := range cs {
-		if c.Kind == k {
-			return c
-		}
-	}
-	return nil
-}
+func (r *seqResult) kindOf() kind     { return r.Kind }
+func (r *tputResult) kindOf() kind    { return r.Kind }
+func (r *contResult) kindOf() kind    { return r.Kind }
+func (r *deadMajResult) kindOf() kind { return r.Kind }
+func (r *herdResult) kindOf() kind    { return r.Kind }
+func (r *restartResult) kindOf() kind { return r.Kind }
 
-func findDM(ds []*deadMajResult, k kind) *deadMajResult {
-	for _, d := range ds {
-		if d.Kind == k {
-			return d
+// find is k's result in rs, nil when none.
+func find[T kinded](rs []T, k kind) T {
+	for _, r := range rs {
+		if r.kindOf() == k {
+			return r
 		}
 	}
-	return nil
-}
-
-func findHerd(hs []*herdResult, k kind) *herdResult {
-	for _, h := range hs {
-		if h.Kind == k {
-			return h
-		}
-	}
-	return nil
+	var none T
+	return none
 }
 
 // ---- targets ----
@@ -144,7 +129,7 @@ func targets(res *results) []target {
 	var ts []target
 	na := func(what string) target { return target{what, "not run", "–"} }
 
-	if rl, rs, fl, fp := findTput(res.Tput, kRedlock), findTput(res.Tput, kRedsync), findTput(res.Tput, kFloor), findTput(res.Tput, kFloorPipe); rl != nil && rs != nil && fl != nil && rl.Ops > 0 && rs.Ops > 0 {
+	if rl, rs, fl, fp := find(res.Tput, kRedlock), find(res.Tput, kRedsync), find(res.Tput, kFloor), find(res.Tput, kFloorPipe); rl != nil && rs != nil && fl != nil && rl.Ops > 0 && rs.Ops > 0 {
 		x := rl.median() / fl.median()
 		ts = append(ts, target{"32 goroutines, distinct keys: ops/s ≥ 2× the floor's",
 			fmt.Sprintf("%s (redlock %.0f/s, floor %.0f/s)", fmtRatio(x), rl.median(), fl.median()),
@@ -223,8 +208,8 @@ func targets(res *results) []target {
 			metMissed(rl.Ratio <= f.limit, overBy(rl.Ratio, f.limit))})
 	}
 
-	if h := res.Handoff; h != nil && findCont(h, kRedlock) != nil && findCont(h, kRedsync) != nil {
-		rl, rs := findCont(h, kRedlock), findCont(h, kRedsync)
+	if h := res.Handoff; h != nil && find(h, kRedlock) != nil && find(h, kRedsync) != nil {
+		rl, rs := find(h, kRedlock), find(h, kRedsync)
 		g := pct(rl.Gaps, 50)
 		ts = append(ts, target{fmt.Sprintf("handoff: gap p50 no worse than before (%s at %s)", fmtDur(before.gap), before.commit), fmtDur(g),
 			metMissed(g <= before.gap, overBy(float64(g)/float64(before.gap), 1))})
@@ -233,7 +218,7 @@ func targets(res *results) []target {
 			fmt.Sprintf("%s (redlock %.0f/s, redsync %.0f/s)", fmtRatio(x), rl.median(), rs.median()),
 			metMissed(x >= before.handoffRedsync, underBy(x, before.handoffRedsync))})
 		ts = append(ts, target{fmt.Sprintf("handoff: acquisitions/s against the floor's no worse than before (%s)", fmtRatio(before.handoffF)),
-			fmt.Sprintf("%s (floor %.0f/s)", fmtRatio(rl.Ratio), findCont(h, kFloor).median()),
+			fmt.Sprintf("%s (floor %.0f/s)", fmtRatio(rl.Ratio), find(h, kFloor).median()),
 			metMissed(rl.Ratio >= before.handoffF, underBy(rl.Ratio, before.handoffF))})
 	} else {
 		ts = append(ts, na("handoff targets"))
@@ -342,12 +327,65 @@ func reportFuncs(plots map[string]string) template.FuncMap {
 		"deadMajTable": deadMajTable, "scaleTable": scaleTable, "curveTable": curveTable, "scaleWarnings": scaleWarnings,
 		"herdTable": herdTable, "restartTable": restartTable,
 
-		"uncParagraph": uncParagraph, "tputParagraph": tputParagraph, "scriptParagraph": scriptParagraph,
-		"contParagraph": contParagraph, "faultParagraph": faultParagraph, "deadMajParagraph": deadMajParagraph,
+		"allocParagraph": allocParagraph, "tputParagraph": tputParagraph,
 		"scaleMethod": scaleMethod, "curveMethod": curveMethod, "scaleParagraph": scaleParagraph,
-		"herdParagraph": herdParagraph, "restartParagraph": restartParagraph,
+
+		"get": get, "median": func(r interface{ median() float64 }) float64 { return r.median() },
+		"f0":  func(x float64) string { return fmt.Sprintf("%.0f", x) },
+		"f1":  func(x float64) string { return fmt.Sprintf("%.1f", x) },
+		"f2":  func(x float64) string { return fmt.Sprintf("%.2f", x) },
+		"div": func(a, b float64) float64 { return a / b },
+		"mul": func(a, b float64) float64 { return a * b },
+		"max": func(a, b int64) int64 { return max(a, b) },
+		"dur": fmtDur, "ratio": fmtRatio, "num": fmtNum, "pct": pct, "share": pctStr,
+		"p":          func(ds []time.Duration, q float64) string { return fmtDur(pct(ds, q)) },
+		"perSecond":  func(a, b time.Duration) float64 { return 1 / (a.Seconds() + b.Seconds()) },
+		"status":     func(s *seqScenario, k string) string { return seqStatus(s, kindNamed(k)) },
+		"dials":      func(s *seqScenario, k string, i int) int64 { return dialsTo(s, kindNamed(k), i) },
+		"dialsPerOp": func(s *seqScenario, k string, i int) string { return dialsPerOp(s, kindNamed(k), i) },
+		"dialEvery":  dialEvery, "dmStatus": dmStatus,
+		"minBackoff":     func() time.Duration { return minBackoff },
+		"maxBackoff":     func() time.Duration { return maxBackoff },
+		"usec":           func(s *scriptCosts, i int) float64 { return scriptPairs(s)[i].usec },
+		"usecs":          func(x float64) time.Duration { return time.Duration(x) * time.Microsecond },
+		"renew1":         func(s *scriptCosts) float64 { return s.get(scRenew1) },
+		"renew1000":      func(s *scriptCosts) float64 { return s.get(scRenew1000) },
 		"waitersSection": waitersSection, "adaptersSection": adaptersSection, "shardsSection": shardsSection, "familySection": familySection,
 	}
+}
+
+// get is the result of the contender named short (kind.short) in the
+// results of a scenario, a nil pointer when it has none.
+func get(results any, short string) (any, error) {
+	k := kindNamed(short)
+	switch rs := results.(type) {
+	case *seqScenario:
+		if rs == nil {
+			return (*seqResult)(nil), nil
+		}
+		return rs.get(k), nil
+	case []*tputResult:
+		return find(rs, k), nil
+	case []*contResult:
+		return find(rs, k), nil
+	case []*deadMajResult:
+		return find(rs, k), nil
+	case []*herdResult:
+		return find(rs, k), nil
+	case []*restartResult:
+		return find(rs, k), nil
+	}
+	return nil, fmt.Errorf("get: no contenders in %T", results)
+}
+
+// kindNamed is the kind whose short name is short.
+func kindNamed(short string) kind {
+	for k := range kindNames {
+		if k.short() == short {
+			return k
+		}
+	}
+	return -1
 }
 
 // targetsTable is the targets and this run's verdicts.
@@ -371,7 +409,7 @@ func beforeNowTable(res *results) string {
 			fmt.Sprintf("%s (%s against %s)", fmtRatio(rl.Ratio), fmtDur(u.p50(kRedlock)), fmtDur(u.p50(kFloor))))
 		row("allocations and bytes per Lock+Unlock", fmt.Sprintf("%.0f, %.0f B", b.allocs, b.bytes), fmt.Sprintf("%.0f, %.0f B", rl.Mallocs, rl.Bytes))
 	}
-	if rl, fl, rs := findTput(res.Tput, kRedlock), findTput(res.Tput, kFloor), findTput(res.Tput, kRedsync); rl != nil && fl != nil && rs != nil {
+	if rl, fl, rs := find(res.Tput, kRedlock), find(res.Tput, kFloor), find(res.Tput, kRedsync); rl != nil && fl != nil && rs != nil {
 		row("32 goroutines: ops/s (/ floor, / redsync)",
 			fmt.Sprintf("%.0f (%s, %s)", b.tput, fmtRatio(b.tput/b.tputFloor), fmtRatio(b.tput/b.tputRedsync)),
 			fmt.Sprintf("%.0f (%s, %s)", rl.median(), fmtRatio(rl.median()/fl.median()), fmtRatio(rl.median()/rs.median())))
@@ -386,13 +424,13 @@ func beforeNowTable(res *results) string {
 			row(f.name, fmtRatio(f.was), fmtRatio(f.s.ratioOf(kRedlock)))
 		}
 	}
-	if h := res.Handoff; h != nil && findCont(h, kRedlock) != nil && findCont(h, kRedsync) != nil {
-		rl, rs := findCont(h, kRedlock), findCont(h, kRedsync)
+	if h := res.Handoff; h != nil && find(h, kRedlock) != nil && find(h, kRedsync) != nil {
+		rl, rs := find(h, kRedlock), find(h, kRedsync)
 		row("handoff: gap p50", fmtDur(b.gap), fmtDur(pct(rl.Gaps, 50)))
 		row("handoff: acquisitions/s (/ redsync, / floor)", fmt.Sprintf("%.0f (%s, %s)", b.handoff, fmtRatio(b.handoffRedsync), fmtRatio(b.handoffF)),
 			fmt.Sprintf("%.0f (%s, %s)", rl.median(), fmtRatio(rl.median()/rs.median()), fmtRatio(rl.Ratio)))
 	}
-	if d := findDM(res.DeadMaj, kRedlock); d != nil && d.Trials > 0 {
+	if d := find(res.DeadMaj, kRedlock); d != nil && d.Trials > 0 {
 		row("3 of 5 dead: time to the error, p50 / max", fmtDur(b.dmP50)+" / "+fmtDur(b.dmMax), fmtDur(pct(d.Times, 50))+" / "+fmtDur(pct(d.Times, 100)))
 	}
 	if rows == nil {

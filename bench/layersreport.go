@@ -52,7 +52,7 @@ func layersTputTable(ts []*tputResult, labels map[kind]string, withProcs map[kin
 	if ts == nil {
 		return "_not run_\n"
 	}
-	native := findTput(ts, kRedlock)
+	native := find(ts, kRedlock)
 	var rows [][]string
 	for _, t := range ts {
 		row := []string{labels[t.Kind]}
@@ -154,13 +154,13 @@ func layerName(k kind) string {
 // adaptersParagraph sets each adapter against the native layer.
 func adaptersParagraph(res *results) string {
 	a := res.Adapters
-	if a == nil || a.Unc == nil || a.Unc.get(kRedlock) == nil || findTput(a.Tput, kRedlock) == nil {
+	if a == nil || a.Unc == nil || a.Unc.get(kRedlock) == nil || find(a.Tput, kRedlock) == nil {
 		return ""
 	}
-	native, nt := a.Unc.get(kRedlock), findTput(a.Tput, kRedlock)
+	native, nt := a.Unc.get(kRedlock), find(a.Tput, kRedlock)
 	var lat, rate, cost, batch, allocs []string
 	for _, k := range adapterKinds {
-		r, t := a.Unc.get(k), findTput(a.Tput, k)
+		r, t := a.Unc.get(k), find(a.Tput, k)
 		if r == nil || t == nil {
 			continue
 		}
@@ -224,7 +224,7 @@ func shardsParagraph(res *results) string {
 	if s == nil {
 		return ""
 	}
-	one, three, native := findTput(s.Tput, kCluster1), findTput(s.Tput, kCluster3), findTput(s.Tput, kRedlock)
+	one, three, native := find(s.Tput, kCluster1), find(s.Tput, kCluster3), find(s.Tput, kRedlock)
 	if one == nil || three == nil || native == nil || one.Ops == 0 || three.Ops == 0 {
 		return ""
 	}

@@ -50,7 +50,7 @@ func renderPlots(res *results) (map[string][]byte, error) {
 	if res.Barge != nil && res.Handoff != nil {
 		var ser, gser []barSeries
 		for _, k := range allKinds {
-			b, h := findCont(res.Barge, k), findCont(res.Handoff, k)
+			b, h := find(res.Barge, k), find(res.Handoff, k)
 			if b == nil || h == nil {
 				continue
 			}

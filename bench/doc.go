@@ -328,7 +328,18 @@ func reportFuncs(plots map[string]string) template.FuncMap {
 		"herdTable": herdTable, "restartTable": restartTable,
 
 		"allocParagraph": allocParagraph, "tputParagraph": tputParagraph,
-		"scaleMethod": scaleMethod, "curveMethod": curveMethod, "scaleParagraph": scaleParagraph,
+		"scaleParagraph": scaleParagraph, "waitersMemTable": waitersMemTable, "waitersTable": waitersTable,
+		"waitersParagraph": waitersParagraph, "intList": intList, "holdsLabel": holdsLabel,
+		"adaptersUncTable": adaptersUncTable, "adaptersParagraph": adaptersParagraph,
+		"adaptersTputTable": func(a *adaptersResult) string { return layersTputTable(tputOf(a), adapterLabels, nil) },
+		"shardsTable":       shardsTable, "shardsSpread": shardsSpread, "shardsIdle": shardsIdle, "cpuBoundText": cpuBoundText,
+		"familyTable": familyTable, "familyRatioTable": familyRatioTable, "familyParagraph": familyParagraph, "familyWarnings": familyWarnings,
+		"goredisPoolSize": goredisPoolSize, "shardsMembers": func() int { return shardsMembers },
+		"familyPermits": func() int { return familyPermits }, "familyNames": func() int { return familyNames },
+		"scaleIdle": func() time.Duration { return scaleIdle }, "perOp": perOp,
+		"idiv":   func(a, b int) int { return a / b },
+		"divd":   func(d time.Duration, n int) time.Duration { return d / time.Duration(n) },
+		"perCPU": func(c time.Duration) float64 { return math.Round(float64(time.Second)/float64(max(c, 1))/100) * 100 },
 
 		"get": get, "median": func(r interface{ median() float64 }) float64 { return r.median() },
 		"f0":  func(x float64) string { return fmt.Sprintf("%.0f", x) },
@@ -344,13 +355,12 @@ func reportFuncs(plots map[string]string) template.FuncMap {
 		"dials":      func(s *seqScenario, k string, i int) int64 { return dialsTo(s, kindNamed(k), i) },
 		"dialsPerOp": func(s *seqScenario, k string, i int) string { return dialsPerOp(s, kindNamed(k), i) },
 		"dialEvery":  dialEvery, "dmStatus": dmStatus,
-		"minBackoff":     func() time.Duration { return minBackoff },
-		"maxBackoff":     func() time.Duration { return maxBackoff },
-		"usec":           func(s *scriptCosts, i int) float64 { return scriptPairs(s)[i].usec },
-		"usecs":          func(x float64) time.Duration { return time.Duration(x) * time.Microsecond },
-		"renew1":         func(s *scriptCosts) float64 { return s.get(scRenew1) },
-		"renew1000":      func(s *scriptCosts) float64 { return s.get(scRenew1000) },
-		"waitersSection": waitersSection, "adaptersSection": adaptersSection, "shardsSection": shardsSection, "familySection": familySection,
+		"minBackoff": func() time.Duration { return minBackoff },
+		"maxBackoff": func() time.Duration { return maxBackoff },
+		"usec":       func(s *scriptCosts, i int) float64 { return scriptPairs(s)[i].usec },
+		"usecs":      func(x float64) time.Duration { return time.Duration(x) * time.Microsecond },
+		"renew1":     func(s *scriptCosts) float64 { return s.get(scRenew1) },
+		"renew1000":  func(s *scriptCosts) float64 { return s.get(scRenew1000) },
 	}
 }
 
@@ -437,16 +447,4 @@ func beforeNowTable(res *results) string {
 		return ""
 	}
 	return table([]string{"", "before (commit " + b.commit + ")", "now (commit " + res.Machine.Commit + ")"}, rows)
-}
-
-// waitersSection is the document's section on waiters.
-func waitersSection(res *results) string {
-	var b strings.Builder
-	cfg := res.Cfg
-	fmt.Fprintf(&b, "## Waiters\n\n")
-	fmt.Fprintf(&b, "What a waiter costs, and how fast a lock passes between waiters spread over clients; redlock only, on five fresh nodes. *Memory*: one client holds the lock; another client waits on it once briefly (`TryLock` with a 50 ms wait: its pub/sub connections come up, a cost per client, not per waiter), then %s goroutines call `Lock` on it in that client; once node 0 has served no script call for 300 ms (the waiters made the attempts they make before they wait and are queued), the live heap (`HeapAlloc`) and the goroutine stacks (`StackInuse`) are read, each after two `runtime.GC()`, and compared with the same read before the waiters started. *Handoffs*: %d goroutines in each of %d clients, one goroutine in each, and, for comparison, as many goroutines in one client, on one key, handoff mode (after releasing, a goroutine waits until another one has acquired, so every acquisition is a handoff to a waiter), %d windows of %v per row, rows interleaved. Script calls per handoff per node are the nodes' `INFO commandstats` EVALSHA and EVAL calls over the window (acquisitions, rollbacks, releases and renewals), averaged over the nodes, divided by the acquisitions. Min–max is acquisitions per goroutine in one window, the lowest and the highest over the windows.\n\n",
-		intList(cfg.WaiterCounts), cfg.WaitersPerClient, cfg.WaitersClients, cfg.WaitersRounds, cfg.WaitersWindow)
-	fmt.Fprintf(&b, "%s\n%s\n", waitersMemTable(res.Waiters), waitersTable(res.Waiters))
-	fmt.Fprintf(&b, "%s\n\n", waitersParagraph(res))
-	return b.String()
 }

@@ -241,37 +241,6 @@ func sumSites(sites []allocSite, subs ...string) float64 {
 	return t
 }
 
-// scaleMethod says how the watchdog-at-scale cases were measured.
-func scaleMethod(res *results) string {
-	sc := res.Cfg.Scale
-	to := "the default"
-	if sc.NodeTimeout > 0 {
-		to = sc.NodeTimeout.String()
-	}
-	var cases []string
-	for _, c := range sc.Cases {
-		cases = append(cases, fmt.Sprintf("%s holds with a %v lease (window %d periods)", holdsLabel(c.Holds), c.Lease, c.Periods))
-	}
-	return fmt.Sprintf("Each case (%s) on five fresh nodes: one client made with `redlock.Dial` (`WithLease`, node timeout %s) sits idle for %v (the idle row), then takes N distinct keys with `Lock` (watchdog lease) from %d goroutines, every `Lock` and `Unlock` bounded by a %v context. "+
-		"Client heap per hold is `runtime.MemStats.HeapAlloc` after `runtime.GC` with the holds taken, less the same before, over N. "+
-		"The holds are then kept for a window of whole renewal periods (lease/3) with no `Lock` or `Unlock` traffic. Client CPU is `getrusage(RUSAGE_SELF)` user+system over the window less the poller thread's own (`RUSAGE_THREAD`); server CPU is the sum over the five redis-server processes of `/proc/PID/stat` utime+stime (10 ms ticks); per hold per round is either divided by the holds alive and the periods in the window. "+
-		"A poller on a thread of its own reads `Until()` of up to %d holds spread evenly over the keys every %v: the renewal interval is the time between two successive advances of one hold's `Until` (1.00 = on time; a hold is lost once it reaches about 3, its lease); *seen after its start* is the time from a renewal's start (its new `Until` less the lease, plus the drift, lease × 0.01 + 2 ms) to the poller seeing it; for a watchdog that renews every hold in one round and moves every `Until` at its end, that is the round's wall time. "+
-		"Lost holds are closed `Lost()` channels; *renewed in the window* counts the holds whose `Until` moved on between the window's start and end. Last, %d goroutines release every hold. The nodes and the client share %d CPUs.",
-		strings.Join(cases, "; "), to, scaleIdle, sc.Goroutines, sc.OpTimeout, sc.Sample, sc.Poll, sc.Goroutines, res.Machine.Nproc)
-}
-
-// curveMethod says how the curve was measured.
-func curveMethod(res *results) string {
-	sc := res.Cfg.Scale
-	var levels []string
-	for _, n := range sc.Curve {
-		levels = append(levels, holdsLabel(n))
-	}
-	p := sc.CurveLease / 3
-	return fmt.Sprintf("One client with a %v lease takes holds level by level (%s) and at each level keeps them for %d periods with no other traffic, measured as above. It stops at the first level that loses a hold or leaves one unrenewed (\"fits: no\", hollow in the plot), or when the next level would not end within %v. The renewal CPU per period is the client's and the five servers' CPU over one period: renewals fit while it stays well under the CPU time the machine has in a period (%d CPUs × %v), and while the wait for a renewal stays well under the lease (3 periods).",
-		sc.CurveLease, strings.Join(levels, ", "), sc.CurvePeriods, sc.CurveBudget, res.Machine.Nproc, p)
-}
-
 // scaleParagraph states the holds that fit per lease.
 func scaleParagraph(res *results) string {
 	s := res.Scale

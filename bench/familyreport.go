@@ -10,9 +10,6 @@ import (
 // The tables and the text of the family scenario (the RWMutex, the
 // Semaphore, the MultiMutex and Do). Every number is taken from res.
 
-// familyHeading is the heading of the scenario's section.
-const familyHeading = "## RWMutex, Semaphore, MultiMutex and Do"
-
 // famComparisons are the ratios the section reports: a group of one row
 // against a group of another, both of the same run.
 var famComparisons = []struct {
@@ -110,34 +107,9 @@ func familyRatioTable(f *familyResult) string {
 }
 
 // familySection is the document's section on the family scenario;
-// res.familyNote, when set, says where its numbers come from (a run of
+// res.FamilyNote, when set, says where its numbers come from (a run of
 // this scenario merged into the page).
-func familySection(res *results) string {
-	var b strings.Builder
-	fc, f := res.Cfg.Family, res.Family
-	g := res.Cfg.TputGoroutines
-	b.WriteString(familyHeading + "\n\n")
-	if res.FamilyNote != "" {
-		b.WriteString(res.FamilyNote + "\n\n")
-	}
-	fmt.Fprintf(&b, "redlock's RWMutex, Semaphore, MultiMutex and `Do`, on five fresh redis-server nodes; every row has Clients of its own (`redlock.Dial`, default options: 30 s watchdog lease, 250 ms node timeout), and the rows take turns window by window in an order that rotates from round to round: %d windows of %v per row, after an unmeasured one of a third of that. %d goroutines per row, each doing one pair of calls in a loop, back to back. "+
-		"*RWMutex*: each goroutine its own owner (`NewRWMutex`) of the row's one name, `RLock`+`RUnlock`; over 2 Clients, %d goroutines in each. *With a writer*: the same %d readers in one Client and one more goroutine, in a Client of its own, doing `Lock`+`Unlock` of that name. "+
-		"*Semaphore*: `NewSemaphore(name, %d)`, one per Client shared by its goroutines, `Acquire(ctx, 0)` (watchdog lease) + `Release`: %d goroutines for %d permits, so most of them wait. "+
-		"*Mutex*, *MultiMutex*, *Do*: a new name each op (the MultiMutex %d new names), wanted by nobody else: `Lock`+`Unlock`; `NewMultiMutex(a, b, c)`'s `Lock`+`Unlock`; `Do(ctx, fn)` with an fn that returns nil. "+
-		"Ops/s is each group's ops over a window, median of the windows. *Wait* is from asking to holding (the call of `RLock`, `Lock` or `Acquire` until it returned; for `Do`, until fn started), over every op of every window. CPU per op is the client process's (`getrusage`) and the five redis-server processes' (`/proc/PID/stat`, 10 ms ticks) over the row's windows, divided by all the row's ops (reads and writes together in the writer's row); script calls per op are the nodes' EVALSHA and EVAL calls (`INFO commandstats`), summed over the five nodes; *machine CPU busy* is the share of the machine's CPU time (every process, `/proc/stat`) not idle during the row's windows. The machine has %d CPUs, shared by the client and the five servers. For benchstat, the root package has `BenchmarkRWMutexRead`, `BenchmarkSemaphore` and `BenchmarkMultiMutex`.\n\n",
-		fc.Rounds, fc.Window, g, g/2, g, familyPermits, g, familyPermits, familyNames, res.Machine.Nproc)
-	b.WriteString(familyTable(f) + "\n")
-	if t := familyRatioTable(f); t != "" {
-		b.WriteString(t + "\n")
-	}
-	if p := familyParagraph(res); p != "" {
-		b.WriteString(p + "\n\n")
-	}
-	if f != nil {
-		b.WriteString(familyWarnings(f) + "\n\n")
-	}
-	return b.String()
-}
+func familySection(res *results) (string, error) { return execReport(res, nil, "family") }
 
 // familyWarnings says what the library logged (slog, warnings and above),
 // row by row, and the first error of each row that had errors.

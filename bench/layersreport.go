@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"time"
 )
 
 // The tables and the text of the adapters and shards scenarios. Every
@@ -113,29 +112,6 @@ func shardsSpread(s *shardsResult) string {
 	return strings.Join(parts, " / ")
 }
 
-// adaptersSection is the document's section on the adapters scenario.
-func adaptersSection(res *results) string {
-	var b strings.Builder
-	ac, a := res.Cfg.Adapters, res.Adapters
-	nodes, pool := 5, goredisPoolSize()
-	if a != nil {
-		nodes, pool = a.Nodes, a.PoolSize
-	}
-	b.WriteString("## Connection layers: redlock over go-redis, rueidis and valkey-go\n\n")
-	fmt.Fprintf(&b, "redlock's Client built four ways over the same %d redis-server processes, in one run, the layers taking turns round by round: *native*: `redlock.Dial`; *goredis*: `redlock.New` over `goredis.NewNode` with one go-redis v9 `*redis.Client` per node at its defaults but `ContextTimeoutEnabled: true` (a pool of %d connections per node here); *rueidis* and *valkey*: `rueidis.NewNode` and `valkey.NewNode` with `ClientOption{InitAddress: []string{addr}}` and the options the adapters force. Every layer runs the same scripts with the same options (30 s lease, 250 ms node timeout). *Uncontended*: one goroutine, Lock+Unlock on a new name each op, %d rounds of up to %d ops or %v per layer. *Throughput*: %d goroutines on distinct names, %d windows of %v per layer after an unmeasured one. Client CPU, allocations and server CPU (the %d processes) as in the sections above; *script calls per server read* is the servers' EVALSHA and EVAL calls (`INFO commandstats`) over their reads from client connections (`total_reads_processed` of `INFO stats`): how many calls one write of a client carried; *machine CPU busy* is the share of the machine's CPU time (every process, `/proc/stat`) that was not idle during the layer's windows.\n\n",
-		nodes, pool, ac.UncRounds, ac.UncOps, ac.UncBudget, res.Cfg.TputGoroutines, ac.TputRounds, ac.TputWindow, nodes)
-	b.WriteString(layersMechanisms + "\n\n")
-	fmt.Fprintf(&b, "**Uncontended**\n\n%s\n**%d goroutines, distinct names**\n\n%s\n", adaptersUncTable(a), res.Cfg.TputGoroutines, layersTputTable(tputOf(a), adapterLabels, nil))
-	if p := adaptersParagraph(res); p != "" {
-		b.WriteString(p + "\n\n")
-	}
-	return b.String()
-}
-
-// layersMechanisms is how each layer sends a node call, read off the code
-// of redlock and of each client.
-const layersMechanisms = "How each layer sends a node call. *Native*: one long-lived connection per node; its one writer sends every request queued since its last write in one write, and its one reader hands the replies back in order. *The adapters*: redlock queues each call on one of 64 lanes per node (by lock), and a goroutine per busy lane sends the lane's queued calls in one `Transport.Eval`, under a context bounded by the node timeout; with distinct names that is about one Eval per node call. *goredis*: each Eval is a `Pipeline().Exec` on a connection checked out of go-redis's pool, whose checkout checks the connection's health (a non-blocking read) and sets its deadlines; concurrent Evals use different connections. *rueidis* and *valkey*: each Eval is a `DoMulti`, run in a goroutine of its own when its context can end (always, here), and auto-pipelined: the Evals of concurrent goroutines share the node's pipelined connections (2 per node with 2 CPUs, the clients' default) and are written together when they meet in the queue."
-
 func tputOf(a *adaptersResult) []*tputResult {
 	if a == nil {
 		return nil
@@ -178,26 +154,6 @@ func adaptersParagraph(res *results) string {
 		strings.Join(lat, ", "), fmtDur(pct(native.Lat, 50)), res.Cfg.TputGoroutines, strings.Join(rate, ", "), nt.median(), fmtShare(nt.Busy), res.Machine.Nproc, strings.Join(cost, "; "), res.Cfg.TputGoroutines, strings.Join(batch, ", "), strings.Join(allocs, ", "))
 }
 
-// shardsSection is the document's section on the shards scenario.
-func shardsSection(res *results) string {
-	var b strings.Builder
-	sc, s := res.Cfg.Shards, res.Shards
-	b.WriteString("## Cluster members: 1 and 3 shards per member\n\n")
-	fmt.Fprintf(&b, "Locks/s with each of %d quorum members a Redis Cluster started by `redlocktest.WithShards(k)` (k redis-server processes in cluster mode, the 16384 slots split evenly, no replicas), reached through one go-redis `*redis.ClusterClient` per member (`goredis.NewNode`, defaults but `ContextTimeoutEnabled: true`), k = 1 and k = 3; beside them, %d plain redis-server processes reached through redlock's native layer (`redlock.Dial`, the reference) and through go-redis `*redis.Client`s (the same adapter without cluster routing). Every configuration's processes run through the whole scenario, and the configurations take turns window by window. %d goroutines, Lock+Unlock on a new name each op (a lock's name is its keys' hash tag, so the names land on slots all over the range), %d windows of %v per configuration after an unmeasured one. Every row runs with redlock's defaults, restart quarantine on. Server CPU per op is the configuration's own processes'; *script calls per server read* as in the previous section; *CPUs used* is client + server CPU time per second of the windows, *machine CPU busy* the share of the machine's CPU time (every process, `/proc/stat`) that was not idle.\n\n",
-		shardsMembers, shardsMembers, res.Cfg.TputGoroutines, sc.Rounds, sc.Window)
-	b.WriteString(shardsTable(s) + "\n")
-	if s != nil && len(s.PerShard) > 0 {
-		fmt.Fprintf(&b, "Script calls (EVALSHA and EVAL) served by shard 0 / 1 / 2 of the 3-shard members over the scenario, the three members summed: %s.\n\n", shardsSpread(s))
-	}
-	if s != nil && len(s.Idle) > 0 {
-		fmt.Fprintf(&b, "With no traffic (over %v before the windows), the redis-server processes used, in CPU time per second (`/proc/PID/stat` counts 10 ms ticks): %s. They all run through the whole scenario, so the idle configurations take that from the one being measured.\n\n", sc.Idle, shardsIdle(s))
-	}
-	if p := shardsParagraph(res); p != "" {
-		b.WriteString(p + "\n\n")
-	}
-	return b.String()
-}
-
 // shardsIdle is the idle CPU of each configuration's processes: the plain
 // nodes once, since two rows share them.
 func shardsIdle(s *shardsResult) string {
@@ -215,29 +171,6 @@ func shardsTable(s *shardsResult) string {
 		return "_not run_\n"
 	}
 	return layersTputTable(s.Tput, shardsLabels, s.Processes)
-}
-
-// shardsParagraph says what the run measured about shards on this machine,
-// and what would change with one machine per shard, as an expectation.
-func shardsParagraph(res *results) string {
-	s := res.Shards
-	if s == nil {
-		return ""
-	}
-	one, three, native := find(s.Tput, kCluster1), find(s.Tput, kCluster3), find(s.Tput, kRedlock)
-	if one == nil || three == nil || native == nil || one.Ops == 0 || three.Ops == 0 {
-		return ""
-	}
-	n := res.Machine.Nproc
-	var b strings.Builder
-	fmt.Fprintf(&b, "**Measured here.** With 3 shards per member the client did %.0f locks/s, %s the 1-shard rate (%.0f/s) and %s the native layer's over plain nodes (%.0f/s). %s ",
-		three.median(), fmtRatio(three.median()/one.median()), one.median(), fmtRatio(three.median()/native.median()), native.median(), cpuBoundText(one, three, n))
-	fmt.Fprintf(&b, "Per op, 1 shard: client %s + servers %s; 3 shards: client %s + servers %s.\n\n",
-		fmtDur(perOp(one.Cpu, one.Ops)), fmtDur(perOp(one.Srv, one.Ops)), fmtDur(perOp(three.Cpu, three.Ops)), fmtDur(perOp(three.Srv, three.Ops)))
-	c := perOp(three.Cpu, three.Ops)
-	fmt.Fprintf(&b, "**With one machine per shard (an expectation, not measured here).** Each shard would then have CPUs of its own instead of sharing %d with the client and every other shard, so a member's server capacity should grow about with its shards, as long as the names spread over the slots as evenly as they did here; each lock still costs one acquire and one release on its slot's shard of every member, so sharding should raise the locks/s of many callers together, not make one `Lock` faster. One client process would then be bounded by its own CPU per op (%s here with 3 shards: about %.0f locks/s per CPU of the client, arithmetic on this run's numbers) and by the round trips, so the gain should show with the callers spread over several client processes or machines.",
-		n, fmtDur(c), math.Round(float64(time.Second)/float64(max(c, 1))/100)*100)
-	return b.String()
 }
 
 // cpuBoundText says how busy the machine was during the cluster windows,

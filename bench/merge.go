@@ -16,7 +16,7 @@ import (
 
 // mergeable are the scenarios -merge writes, each with the section it
 // renders.
-var mergeable = map[string]func(*results) string{
+var mergeable = map[string]func(*results) (string, error){
 	"family": familySection,
 }
 
@@ -58,7 +58,11 @@ func mergeDocs(res *results, dir, only, cmd string) error {
 			}
 			res.FamilyNote = familyNote(res, cmd)
 		}
-		doc = mergeSection(doc, mergeable[s](res))
+		section, err := mergeable[s](res)
+		if err != nil {
+			return err
+		}
+		doc = mergeSection(doc, section)
 	}
 	return os.WriteFile(path, []byte(doc), 0o644)
 }

@@ -113,13 +113,15 @@ func faultsChart(res *results) *figure {
 // per period and the longest wait for a renewal; a level that did not fit
 // is drawn hollow.
 func scaleCurvePlot(s *scaleResult) *figure {
-	var cpu, seen plotter.XYs
-	var open []bool
+	var xys [2]plotter.XYs
+	var open [2][]bool
 	for _, r := range s.Curve {
-		x := float64(r.Holds)
-		cpu = append(cpu, plotter.XY{X: x, Y: float64(r.perPeriod(r.ClientCPU + r.ServerCPU))})
-		seen = append(seen, plotter.XY{X: x, Y: float64(pct(r.Delays, 100))})
-		open = append(open, !r.fits())
+		for i, y := range []time.Duration{r.perPeriod(r.ClientCPU + r.ServerCPU), pct(r.Delays, 100)} {
+			if y > 0 { // a log axis has no 0
+				xys[i] = append(xys[i], plotter.XY{X: float64(r.Holds), Y: float64(y)})
+				open[i] = append(open[i], !r.fits())
+			}
+		}
 	}
 	period := s.Curve[0].Period
 	f := newFigure(fmt.Sprintf("Watchdog holds in one client, lease %v: renewal time per %v period (log scale)", s.Curve[0].Lease, period), 440)
@@ -128,16 +130,18 @@ func scaleCurvePlot(s *scaleResult) *figure {
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
 	p.X.Tick.Marker = labelTicks{plot.LogTicks{}, func(v float64) string { return holdsLabel(int(v)) }}
 	p.Y.Tick.Marker = labelTicks{plot.LogTicks{}, func(v float64) string { return fmtDur(time.Duration(v)) }}
-	for i, xys := range []plotter.XYs{cpu, seen} {
-		name := []string{"renewal CPU per period (client + server)", "renewal seen after its start, max"}[i]
-		line, points, err := plotter.NewLinePoints(xys)
+	for i, name := range []string{"renewal CPU per period (client + server)", "renewal seen after its start, max"} {
+		if len(xys[i]) == 0 {
+			continue
+		}
+		line, points, err := plotter.NewLinePoints(xys[i])
 		if err != nil {
 			return f.fail(err)
 		}
 		line.Color, line.Width = palette[i], vg.Points(1.5)
 		points.GlyphStyleFunc = func(j int) draw.GlyphStyle {
 			g := draw.GlyphStyle{Color: palette[i], Radius: vg.Points(3.5), Shape: draw.CircleGlyph{}}
-			if open[j] {
+			if open[i][j] {
 				g.Shape = draw.RingGlyph{}
 			}
 			return g

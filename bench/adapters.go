@@ -21,26 +21,26 @@ import (
 
 // adaptersConfig bounds the adapters scenario.
 type adaptersConfig struct {
-	uncRounds, uncOps int
-	uncBudget         time.Duration // per layer and round
-	tputRounds        int
-	tputWindow        time.Duration
+	UncRounds, UncOps int
+	UncBudget         time.Duration // per layer and round
+	TputRounds        int
+	TputWindow        time.Duration
 }
 
 // adaptersResult is what the adapters scenario measured.
 type adaptersResult struct {
-	nodes    int
-	poolSize int // go-redis's PoolSize per node, at its default
-	unc      *seqScenario
-	tput     []*tputResult
+	Nodes    int
+	PoolSize int // go-redis's PoolSize per node, at its default
+	Unc      *seqScenario
+	Tput     []*tputResult
 }
 
 // runAdapters runs the scenario on five fresh nodes: the uncontended loop,
 // then the throughput windows, every layer's client built once for both.
 func runAdapters(cfg config, logf func(string, ...any)) (*adaptersResult, error) {
-	out := &adaptersResult{poolSize: goredisPoolSize()}
+	out := &adaptersResult{PoolSize: goredisPoolSize()}
 	err := withCluster(func(cl *redlocktest.Cluster) error {
-		out.nodes = cl.N()
+		out.Nodes = cl.N()
 		cs, closeAll, err := buildAll(adapterKinds, cl, buildOpts{prefix: "a:"})
 		if err != nil {
 			return err
@@ -49,16 +49,16 @@ func runAdapters(cfg config, logf func(string, ...any)) (*adaptersResult, error)
 		if err := warmUp(cs, "a", 20); err != nil {
 			return err
 		}
-		ac := cfg.adapters
+		ac := cfg.Adapters
 		srv := func() time.Duration { return serverCPU(cl) }
 		logf("adapters: uncontended")
-		out.unc = runSeqScenario("adapters", cs, ac.uncRounds, ac.uncOps, ac.uncBudget, cfg.opTimeout, srv, logf)
+		out.Unc = runSeqScenario("adapters", cs, ac.UncRounds, ac.UncOps, ac.UncBudget, cfg.OpTimeout, srv, logf)
 		logf("adapters: throughput")
 		pids, err := clusterPIDs(cl)
 		if err != nil {
 			return err
 		}
-		out.tput = runThroughput(cs, cfg.tputGoroutines, ac.tputRounds, ac.tputWindow, cfg.opTimeout, func(kind) serverSnap { return readServers(cl, pids) })
+		out.Tput = runThroughput(cs, cfg.TputGoroutines, ac.TputRounds, ac.TputWindow, cfg.OpTimeout, func(kind) serverSnap { return readServers(cl, pids) })
 		return nil
 	})
 	return out, err

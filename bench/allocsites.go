@@ -13,9 +13,9 @@ import (
 // (bytes, fmt, strconv, sync, time, errors), so that a timer is charged to
 // context.WithDeadline and a fmt.Fprint to redigo's writeArg.
 type allocSite struct {
-	fn      string
-	perOp   float64 // objects per op
-	bytesOp float64
+	Fn      string
+	PerOp   float64 // objects per op
+	BytesOp float64
 }
 
 var helperPrefixes = []string{"runtime.", "internal/", "bytes.", "fmt.", "strconv.", "sync.", "time.", "errors.", "reflect.", "unicode/", "slices.", "sort."}
@@ -62,7 +62,7 @@ func profileAllocs(c *contender, prefix string, ops int) ([]allocSite, error) {
 	for fn, n := range objs {
 		out = append(out, allocSite{fn, float64(n) / float64(ops), float64(bytes[fn]) / float64(ops)})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].perOp > out[j].perOp })
+	sort.Slice(out, func(i, j int) bool { return out[i].PerOp > out[j].PerOp })
 	return out, nil
 }
 

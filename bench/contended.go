@@ -148,20 +148,20 @@ func waitTimeout(wg *sync.WaitGroup, d time.Duration) bool {
 
 // contResult aggregates the rounds of one contender in one mode.
 type contResult struct {
-	kind      kind
-	acqPerSec []float64
-	gaps      []time.Duration // sorted
-	self, acq int
-	minPer    int // over every goroutine of every round, normalised per second
-	maxPer    int
-	minMaxStr string
-	overlaps  int
-	errs      int
-	firstErr  string
-	ratio     float64 // median acq/s divided by the floor's
+	Kind      kind
+	AcqPerSec []float64
+	Gaps      []time.Duration // sorted
+	Self, Acq int
+	MinPer    int // over every goroutine of every round, normalised per second
+	MaxPer    int
+	MinMaxStr string
+	Overlaps  int
+	Errs      int
+	FirstErr  string
+	Ratio     float64 // median acq/s divided by the floor's
 }
 
-func (c *contResult) median() float64 { return median(c.acqPerSec) }
+func (c *contResult) median() float64 { return median(c.AcqPerSec) }
 
 // runContendedScenario interleaves contenders in rounds. Each contender
 // gets nClients fresh clients per scenario.
@@ -169,7 +169,7 @@ func runContendedScenario(mode string, clients map[kind][]*contender, order []ki
 	acc := map[kind]*contResult{}
 	var out []*contResult
 	for _, k := range order {
-		acc[k] = &contResult{kind: k, minPer: -1}
+		acc[k] = &contResult{Kind: k, MinPer: -1}
 		out = append(out, acc[k])
 	}
 	perG := map[kind][][]int{}
@@ -179,24 +179,24 @@ func runContendedScenario(mode string, clients map[kind][]*contender, order []ki
 			time.Sleep(50 * time.Millisecond)
 			r := runContended(clients[k], goroutines, fmt.Sprintf("%s:%d", mode, round), crit, warm, window, handoff, nil)
 			a := acc[k]
-			a.acqPerSec = append(a.acqPerSec, r.acqPerSec)
-			a.gaps = append(a.gaps, r.gaps...)
-			a.self += r.self
-			a.acq += r.acq
-			a.overlaps += r.overlaps
-			a.errs += r.errs
-			if a.firstErr == "" {
-				a.firstErr = r.firstErr
+			a.AcqPerSec = append(a.AcqPerSec, r.acqPerSec)
+			a.Gaps = append(a.Gaps, r.gaps...)
+			a.Self += r.self
+			a.Acq += r.acq
+			a.Overlaps += r.overlaps
+			a.Errs += r.errs
+			if a.FirstErr == "" {
+				a.FirstErr = r.firstErr
 			}
 			perG[k] = append(perG[k], r.per)
 			logf("  %s round %d %-20s %7.1f acq/s, %d gaps, self %d", mode, round, k, r.acqPerSec, len(r.gaps), r.self)
 		}
 	}
 	for _, a := range out {
-		a.gaps = sortDur(a.gaps)
+		a.Gaps = sortDur(a.Gaps)
 		// Fairness: per-goroutine acquisitions summed over rounds.
 		sum := make([]int, goroutines)
-		for _, p := range perG[a.kind] {
+		for _, p := range perG[a.Kind] {
 			for g, v := range p {
 				sum[g] += v
 			}
@@ -205,9 +205,9 @@ func runContendedScenario(mode string, clients map[kind][]*contender, order []ki
 		for _, v := range sum {
 			lo, hi = min(lo, v), max(hi, v)
 		}
-		a.minPer, a.maxPer = lo, hi
+		a.MinPer, a.MaxPer = lo, hi
 		if f := acc[kFloor]; f != nil {
-			a.ratio = a.median() / f.median()
+			a.Ratio = a.median() / f.median()
 		}
 	}
 	return out

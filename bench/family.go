@@ -19,8 +19,8 @@ import (
 
 // familyConfig bounds the family scenario.
 type familyConfig struct {
-	rounds int
-	window time.Duration
+	Rounds int
+	Window time.Duration
 }
 
 const (
@@ -52,49 +52,49 @@ type famRow struct {
 
 // famGroupResult is what one group of a row measured over every window.
 type famGroupResult struct {
-	what      string
-	n         int
-	opsSec    []float64 // by window
-	perWindow []int64   // ops by window
-	ops, errs int
-	waits     []time.Duration // asking to holding, every op of every window, sorted at the end
+	What      string
+	N         int
+	OpsSec    []float64 // by window
+	PerWindow []int64   // ops by window
+	Ops, Errs int
+	Waits     []time.Duration // asking to holding, every op of every window, sorted at the end
 }
 
-func (g *famGroupResult) median() float64 { return median(g.opsSec) }
+func (g *famGroupResult) median() float64 { return median(g.OpsSec) }
 
 // pairedTo is the median over windows of g's ops/s divided by base's in
 // the same round; NaN when they share none.
 func (g *famGroupResult) pairedTo(base *famGroupResult) float64 {
-	return (&tputResult{opsSec: g.opsSec}).pairedTo(&tputResult{opsSec: base.opsSec})
+	return (&tputResult{OpsSec: g.OpsSec}).pairedTo(&tputResult{OpsSec: base.OpsSec})
 }
 
 // famResult is one row's measurements.
 type famResult struct {
-	id, label string
-	clients   int
-	groups    []*famGroupResult
-	elapsed   time.Duration // over every window
-	cpu, srv  time.Duration // client and redis-server CPU over every window
-	calls     int64         // the servers' script calls (EVALSHA and EVAL)
-	busy      float64       // the machine's busy share over the windows
-	timedOut  bool
-	firstErr  string
-	warnings  []string // the library's warnings (slog), counted by message
+	Id, Label string
+	Clients   int
+	Groups    []*famGroupResult
+	Elapsed   time.Duration // over every window
+	Cpu, Srv  time.Duration // client and redis-server CPU over every window
+	Calls     int64         // the servers' script calls (EVALSHA and EVAL)
+	Busy      float64       // the machine's busy share over the windows
+	TimedOut  bool
+	FirstErr  string
+	Warnings  []string // the library's warnings (slog), counted by message
 }
 
 // ops is every op of the row, all groups.
 func (r *famResult) ops() int {
 	n := 0
-	for _, g := range r.groups {
-		n += g.ops
+	for _, g := range r.Groups {
+		n += g.Ops
 	}
 	return n
 }
 
 // group is the row's group that does what, nil when none.
 func (r *famResult) group(what string) *famGroupResult {
-	for _, g := range r.groups {
-		if g.what == what {
+	for _, g := range r.Groups {
+		if g.What == what {
 			return g
 		}
 	}
@@ -103,16 +103,16 @@ func (r *famResult) group(what string) *famGroupResult {
 
 // familyResult is what the family scenario measured.
 type familyResult struct {
-	nodes, goroutines int
-	rows              []*famResult
+	Nodes, Goroutines int
+	Rows              []*famResult
 }
 
 func (f *familyResult) row(id string) *famResult {
 	if f == nil {
 		return nil
 	}
-	for _, r := range f.rows {
-		if r.id == id {
+	for _, r := range f.Rows {
+		if r.Id == id {
 			return r
 		}
 	}
@@ -121,10 +121,10 @@ func (f *familyResult) row(id string) *famResult {
 
 // runFamily runs the scenario on five fresh nodes.
 func runFamily(cfg config, logf func(string, ...any)) (*familyResult, error) {
-	out := &familyResult{goroutines: cfg.tputGoroutines}
+	out := &familyResult{Goroutines: cfg.TputGoroutines}
 	err := withCluster(func(cl *redlocktest.Cluster) error {
-		out.nodes = cl.N()
-		rows, closeAll, err := familyRows(cl, cfg.tputGoroutines)
+		out.Nodes = cl.N()
+		rows, closeAll, err := familyRows(cl, cfg.TputGoroutines)
 		defer closeAll()
 		if err != nil {
 			return err
@@ -133,8 +133,8 @@ func runFamily(cfg config, logf func(string, ...any)) (*familyResult, error) {
 		if err != nil {
 			return err
 		}
-		logf("family: %d rows, %d windows of %v", len(rows), cfg.family.rounds, cfg.family.window)
-		out.rows = runFamilyWindows(rows, cfg.family.rounds, cfg.family.window, cfg.opTimeout, func() serverSnap { return readServers(cl, pids) }, logf)
+		logf("family: %d rows, %d windows of %v", len(rows), cfg.Family.Rounds, cfg.Family.Window)
+		out.Rows = runFamilyWindows(rows, cfg.Family.Rounds, cfg.Family.Window, cfg.OpTimeout, func() serverSnap { return readServers(cl, pids) }, logf)
 		return nil
 	})
 	return out, err
@@ -293,16 +293,16 @@ func runFamilyWindows(rows []*famRow, rounds int, window, opTimeout time.Duratio
 	out := make([]*famResult, len(rows))
 	busy := make([]machineTicks, len(rows))
 	for i, r := range rows {
-		out[i] = &famResult{id: r.id, label: r.label, clients: r.clients}
+		out[i] = &famResult{Id: r.id, Label: r.label, Clients: r.clients}
 		for _, g := range r.groups {
-			out[i].groups = append(out[i].groups, &famGroupResult{what: g.what, n: g.n})
+			out[i].Groups = append(out[i].Groups, &famGroupResult{What: g.what, N: g.n})
 		}
 	}
 	for round := -1; round < rounds; round++ {
 		for j := range rows {
 			i := (j + max(round, 0)) % len(rows)
 			r, res := rows[i], out[i]
-			if res.timedOut {
+			if res.TimedOut {
 				continue
 			}
 			time.Sleep(20 * time.Millisecond)
@@ -313,28 +313,28 @@ func runFamilyWindows(rows []*famRow, rounds int, window, opTimeout time.Duratio
 			m0 := readMachineTicks()
 			fw := famWindow(r, round, w, opTimeout, servers)
 			if fw.timedOut {
-				res.timedOut = true
+				res.TimedOut = true
 				logf("  family %s: round %d timed out", r.id, round)
 				continue
 			}
-			if res.firstErr == "" {
-				res.firstErr = fw.firstErr
+			if res.FirstErr == "" {
+				res.FirstErr = fw.firstErr
 			}
 			if round < 0 {
 				continue
 			}
 			busy[i].add(m0, readMachineTicks())
-			res.elapsed += fw.elapsed
-			res.cpu += fw.cpu
-			res.srv += fw.srv.cpu
-			res.calls += fw.srv.calls
-			for k, g := range res.groups {
+			res.Elapsed += fw.elapsed
+			res.Cpu += fw.cpu
+			res.Srv += fw.srv.cpu
+			res.Calls += fw.srv.calls
+			for k, g := range res.Groups {
 				gw := fw.groups[k]
-				g.ops += int(gw.ops)
-				g.errs += int(gw.errs)
-				g.perWindow = append(g.perWindow, gw.ops)
-				g.opsSec = append(g.opsSec, float64(gw.ops)/fw.elapsed.Seconds())
-				g.waits = append(g.waits, gw.waits...)
+				g.Ops += int(gw.ops)
+				g.Errs += int(gw.errs)
+				g.PerWindow = append(g.PerWindow, gw.ops)
+				g.OpsSec = append(g.OpsSec, float64(gw.ops)/fw.elapsed.Seconds())
+				g.Waits = append(g.Waits, gw.waits...)
 			}
 		}
 		if round >= 0 {
@@ -342,11 +342,11 @@ func runFamilyWindows(rows []*famRow, rounds int, window, opTimeout time.Duratio
 		}
 	}
 	for i, res := range out {
-		res.busy = busy[i].share()
-		for _, g := range res.groups {
-			sort.Slice(g.waits, func(a, b int) bool { return g.waits[a] < g.waits[b] })
+		res.Busy = busy[i].share()
+		for _, g := range res.Groups {
+			sort.Slice(g.Waits, func(a, b int) bool { return g.Waits[a] < g.Waits[b] })
 		}
-		res.warnings = rows[i].logs.summary()
+		res.Warnings = rows[i].logs.summary()
 	}
 	return out
 }

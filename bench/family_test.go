@@ -36,38 +36,38 @@ func TestFamWindow(t *testing.T) {
 		t.Fatalf("%d results, goroutines seen %v", len(out), seen)
 	}
 	a := out[0]
-	if r, w := a.group("reads"), a.group("writes"); len(r.opsSec) != 2 || r.ops == 0 || w.errs != 2 || len(r.waits) != r.ops || r.waits[0] != time.Microsecond {
-		t.Errorf("row a: reads %+v, writes errors %d", r, w.errs)
+	if r, w := a.group("reads"), a.group("writes"); len(r.OpsSec) != 2 || r.Ops == 0 || w.Errs != 2 || len(r.Waits) != r.Ops || r.Waits[0] != time.Microsecond {
+		t.Errorf("row a: reads %+v, writes errors %d", r, w.Errs)
 	}
-	if a.firstErr != "boom" || a.timedOut {
-		t.Errorf("row a: first error %q, timed out %v", a.firstErr, a.timedOut)
+	if a.FirstErr != "boom" || a.TimedOut {
+		t.Errorf("row a: first error %q, timed out %v", a.FirstErr, a.TimedOut)
 	}
-	if b := out[1]; b.ops() == 0 || b.group("reads") != nil || b.elapsed < 60*time.Millisecond {
-		t.Errorf("row b: %d ops over %v", b.ops(), b.elapsed)
+	if b := out[1]; b.ops() == 0 || b.group("reads") != nil || b.Elapsed < 60*time.Millisecond {
+		t.Errorf("row b: %d ops over %v", b.ops(), b.Elapsed)
 	}
 }
 
 // fakeFamily is a family run with every row, rates by window.
 func fakeFamily(writes []int64) *familyResult {
 	grp := func(what string, n int, rates ...float64) *famGroupResult {
-		g := &famGroupResult{what: what, n: n, opsSec: rates, waits: []time.Duration{time.Millisecond, 2 * time.Millisecond}}
+		g := &famGroupResult{What: what, N: n, OpsSec: rates, Waits: []time.Duration{time.Millisecond, 2 * time.Millisecond}}
 		for _, r := range rates {
-			g.ops += int(r)
-			g.perWindow = append(g.perWindow, int64(r))
+			g.Ops += int(r)
+			g.PerWindow = append(g.PerWindow, int64(r))
 		}
 		return g
 	}
 	row := func(id string, clients int, gs ...*famGroupResult) *famResult {
-		return &famResult{id: id, label: id, clients: clients, groups: gs, elapsed: time.Second, cpu: time.Second, srv: time.Second, calls: 100000, busy: 0.97}
+		return &famResult{Id: id, Label: id, Clients: clients, Groups: gs, Elapsed: time.Second, Cpu: time.Second, Srv: time.Second, Calls: 100000, Busy: 0.97}
 	}
 	wr := grp("writes", 1)
 	for _, n := range writes {
-		wr.opsSec = append(wr.opsSec, float64(n))
-		wr.perWindow = append(wr.perWindow, n)
-		wr.ops += int(n)
+		wr.OpsSec = append(wr.OpsSec, float64(n))
+		wr.PerWindow = append(wr.PerWindow, n)
+		wr.Ops += int(n)
 	}
-	wr.waits = []time.Duration{300 * time.Microsecond, 5 * time.Millisecond}
-	return &familyResult{nodes: 5, goroutines: 32, rows: []*famResult{
+	wr.Waits = []time.Duration{300 * time.Microsecond, 5 * time.Millisecond}
+	return &familyResult{Nodes: 5, Goroutines: 32, Rows: []*famResult{
 		row("rw1", 1, grp("reads", 32, 4000, 5000)),
 		row("rw2", 2, grp("reads", 32, 6000, 5000)),
 		row("rww", 2, grp("reads", 32, 400, 500), wr),
@@ -82,12 +82,19 @@ func fakeFamily(writes []int64) *familyResult {
 // TestFamilySection renders the section without a run and with one, and
 // says whether the writer was starved from its writes per window.
 func TestFamilySection(t *testing.T) {
-	res := &results{mode: "full", cfg: fullCfg, machine: machineInfo{nproc: 2}}
-	res.cfg.fill()
-	if s := familySection(res); !strings.HasPrefix(s, familyHeading+"\n") || !strings.Contains(s, "_not run_") {
+	res := &results{Mode: "full", Cfg: fullCfg, Machine: machineInfo{Nproc: 2}}
+	res.Cfg.fill()
+	familySection := func(res *results) string {
+		s, err := familySection(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	if s := familySection(res); !strings.HasPrefix(s, "## RWMutex, Semaphore, MultiMutex and Do\n") || !strings.Contains(s, "_not run_") {
 		t.Errorf("section without a run:\n%s", s)
 	}
-	res.family = fakeFamily([]int64{700, 800})
+	res.Family = fakeFamily([]int64{700, 800})
 	s := familySection(res)
 	for _, want := range []string{
 		"| RWMutex reads/s: 2 Clients / 1 Client | 1.22× | 1.25× |",
@@ -103,7 +110,7 @@ func TestFamilySection(t *testing.T) {
 			t.Errorf("section lacks %q:\n%s", want, s)
 		}
 	}
-	res.family = fakeFamily([]int64{700, 0})
+	res.Family = fakeFamily([]int64{700, 0})
 	if s := familySection(res); !strings.Contains(s, "the writer got no hold in 1 of the 2 windows: starved there") {
 		t.Errorf("a window without writes is not called starved:\n%s", s)
 	}

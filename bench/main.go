@@ -5,6 +5,8 @@
 //
 //	go run .          # full mode (several minutes)
 //	go run . -quick   # every scenario in under a minute
+//	go run . -quick -save run.gob      # also keep what was measured
+//	go run . -replay run.gob -docs DIR # the report again, measuring nothing
 package main
 
 import (
@@ -28,132 +30,132 @@ func (quietLogger) Printf(context.Context, string, ...interface{}) {}
 
 // config bounds every scenario in iterations and time.
 type config struct {
-	uncRounds, uncOps   int
-	uncBudget           time.Duration
-	tputRounds          int
-	tputWindow          time.Duration
-	contRounds          int
-	contWindow          time.Duration
-	faultRounds         int
-	faultOps            int
-	faultBudget         time.Duration
-	opTimeout           time.Duration
-	deadMajTrials       int
-	deadMajTimeout      time.Duration // per-attempt bound in the dead-majority scenario
-	herdRounds          int
-	herdWindow          time.Duration
-	herdWarm, contWarm  time.Duration
-	restartTrials       int
-	restartRenewTrials  int
-	scriptCalls         int // calls per script and run in the script-cost scenario
-	scriptRuns          int
-	crit                time.Duration
-	slowLatency         time.Duration
-	restartRenewLease   time.Duration
-	tputGoroutines      int
-	contGoroutines      int
-	herdGoroutines      int
-	herdClients         int
-	contClients         int
-	restartDefaultLease time.Duration
-	scale               scaleConfig
-	waiterCounts        []int // waiters blocked in Lock whose memory is measured
-	waitersRounds       int
-	waitersWindow       time.Duration
-	waitersWarm         time.Duration
-	waitersClients      int
-	waitersPerClient    int
-	adapters            adaptersConfig
-	shards              shardsConfig
-	family              familyConfig
+	UncRounds, UncOps   int
+	UncBudget           time.Duration
+	TputRounds          int
+	TputWindow          time.Duration
+	ContRounds          int
+	ContWindow          time.Duration
+	FaultRounds         int
+	FaultOps            int
+	FaultBudget         time.Duration
+	OpTimeout           time.Duration
+	DeadMajTrials       int
+	DeadMajTimeout      time.Duration // per-attempt bound in the dead-majority scenario
+	HerdRounds          int
+	HerdWindow          time.Duration
+	HerdWarm, ContWarm  time.Duration
+	RestartTrials       int
+	RestartRenewTrials  int
+	ScriptCalls         int // calls per script and run in the script-cost scenario
+	ScriptRuns          int
+	Crit                time.Duration
+	SlowLatency         time.Duration
+	RestartRenewLease   time.Duration
+	TputGoroutines      int
+	ContGoroutines      int
+	HerdGoroutines      int
+	HerdClients         int
+	ContClients         int
+	RestartDefaultLease time.Duration
+	Scale               scaleConfig
+	WaiterCounts        []int // waiters blocked in Lock whose memory is measured
+	WaitersRounds       int
+	WaitersWindow       time.Duration
+	WaitersWarm         time.Duration
+	WaitersClients      int
+	WaitersPerClient    int
+	Adapters            adaptersConfig
+	Shards              shardsConfig
+	Family              familyConfig
 }
 
 var quickCfg = config{
-	uncRounds: 6, uncOps: 250, uncBudget: 400 * time.Millisecond,
-	tputRounds: 3, tputWindow: 300 * time.Millisecond,
-	contRounds: 2, contWindow: 400 * time.Millisecond,
-	faultRounds: 3, faultOps: 150, faultBudget: 300 * time.Millisecond, opTimeout: time.Second,
-	deadMajTrials: 3,
-	herdRounds:    1, herdWindow: 800 * time.Millisecond, herdWarm: 250 * time.Millisecond, contWarm: 100 * time.Millisecond,
-	restartTrials: 2, restartRenewTrials: 1,
-	scriptCalls: 5000, scriptRuns: 3,
-	scale: scaleConfig{cases: []scaleCase{
-		{holds: 1000, lease: 3 * time.Second, periods: 2, after: true},
-		{holds: 5000, lease: 3 * time.Second, periods: 2, after: true},
-	}, acqBudget: 20 * time.Second, curve: []int{1000, 2000, 5000, 10000}, curvePeriods: 2, curveBudget: 15 * time.Second},
-	waitersRounds: 2, waitersWindow: 800 * time.Millisecond, waitersWarm: 250 * time.Millisecond,
-	adapters: adaptersConfig{uncRounds: 4, uncOps: 200, uncBudget: 400 * time.Millisecond, tputRounds: 3, tputWindow: 300 * time.Millisecond},
-	shards:   shardsConfig{rounds: 3, window: 400 * time.Millisecond, idle: time.Second},
-	family:   familyConfig{rounds: 3, window: 300 * time.Millisecond},
+	UncRounds: 6, UncOps: 250, UncBudget: 400 * time.Millisecond,
+	TputRounds: 3, TputWindow: 300 * time.Millisecond,
+	ContRounds: 2, ContWindow: 400 * time.Millisecond,
+	FaultRounds: 3, FaultOps: 150, FaultBudget: 300 * time.Millisecond, OpTimeout: time.Second,
+	DeadMajTrials: 3,
+	HerdRounds:    1, HerdWindow: 800 * time.Millisecond, HerdWarm: 250 * time.Millisecond, ContWarm: 100 * time.Millisecond,
+	RestartTrials: 2, RestartRenewTrials: 1,
+	ScriptCalls: 5000, ScriptRuns: 3,
+	Scale: scaleConfig{Cases: []ScaleCase{
+		{Holds: 1000, Lease: 3 * time.Second, Periods: 2, After: true},
+		{Holds: 5000, Lease: 3 * time.Second, Periods: 2, After: true},
+	}, AcqBudget: 20 * time.Second, Curve: []int{1000, 2000, 5000, 10000}, CurvePeriods: 2, CurveBudget: 15 * time.Second},
+	WaitersRounds: 2, WaitersWindow: 800 * time.Millisecond, WaitersWarm: 250 * time.Millisecond,
+	Adapters: adaptersConfig{UncRounds: 4, UncOps: 200, UncBudget: 400 * time.Millisecond, TputRounds: 3, TputWindow: 300 * time.Millisecond},
+	Shards:   shardsConfig{Rounds: 3, Window: 400 * time.Millisecond, Idle: time.Second},
+	Family:   familyConfig{Rounds: 3, Window: 300 * time.Millisecond},
 }
 
 var fullCfg = config{
-	uncRounds: 20, uncOps: 1000, uncBudget: 2 * time.Second,
-	tputRounds: 7, tputWindow: 2 * time.Second,
-	contRounds: 5, contWindow: 3 * time.Second,
-	faultRounds: 9, faultOps: 400, faultBudget: 2 * time.Second, opTimeout: 3 * time.Second,
-	deadMajTrials: 25,
-	herdRounds:    3, herdWindow: 3 * time.Second, herdWarm: time.Second, contWarm: 300 * time.Millisecond,
-	restartTrials: 20, restartRenewTrials: 6,
-	scriptCalls: 20000, scriptRuns: 3,
-	scale: scaleConfig{cases: []scaleCase{
-		{holds: 1000, lease: 3 * time.Second, periods: 5, after: true},
-		{holds: 10000, lease: 3 * time.Second, periods: 5, after: true},
-		{holds: 50000, lease: 3 * time.Second, periods: 5, after: true},
-		{holds: 100000, lease: 3 * time.Second, periods: 5, after: true},
-		{holds: 100000, lease: 30 * time.Second, periods: 2},
-	}, acqBudget: 60 * time.Second, curve: []int{1000, 2000, 5000, 10000, 20000, 50000, 100000, 200000, 300000, 500000}, curvePeriods: 3, curveBudget: 60 * time.Second},
-	waitersRounds: 5, waitersWindow: 3 * time.Second, waitersWarm: time.Second,
-	adapters: adaptersConfig{uncRounds: 15, uncOps: 1000, uncBudget: 2 * time.Second, tputRounds: 7, tputWindow: 2 * time.Second},
-	shards:   shardsConfig{rounds: 7, window: 2 * time.Second, idle: 3 * time.Second},
-	family:   familyConfig{rounds: 7, window: 2 * time.Second},
+	UncRounds: 20, UncOps: 1000, UncBudget: 2 * time.Second,
+	TputRounds: 7, TputWindow: 2 * time.Second,
+	ContRounds: 5, ContWindow: 3 * time.Second,
+	FaultRounds: 9, FaultOps: 400, FaultBudget: 2 * time.Second, OpTimeout: 3 * time.Second,
+	DeadMajTrials: 25,
+	HerdRounds:    3, HerdWindow: 3 * time.Second, HerdWarm: time.Second, ContWarm: 300 * time.Millisecond,
+	RestartTrials: 20, RestartRenewTrials: 6,
+	ScriptCalls: 20000, ScriptRuns: 3,
+	Scale: scaleConfig{Cases: []ScaleCase{
+		{Holds: 1000, Lease: 3 * time.Second, Periods: 5, After: true},
+		{Holds: 10000, Lease: 3 * time.Second, Periods: 5, After: true},
+		{Holds: 50000, Lease: 3 * time.Second, Periods: 5, After: true},
+		{Holds: 100000, Lease: 3 * time.Second, Periods: 5, After: true},
+		{Holds: 100000, Lease: 30 * time.Second, Periods: 2},
+	}, AcqBudget: 60 * time.Second, Curve: []int{1000, 2000, 5000, 10000, 20000, 50000, 100000, 200000, 300000, 500000}, CurvePeriods: 3, CurveBudget: 60 * time.Second},
+	WaitersRounds: 5, WaitersWindow: 3 * time.Second, WaitersWarm: time.Second,
+	Adapters: adaptersConfig{UncRounds: 15, UncOps: 1000, UncBudget: 2 * time.Second, TputRounds: 7, TputWindow: 2 * time.Second},
+	Shards:   shardsConfig{Rounds: 7, Window: 2 * time.Second, Idle: 3 * time.Second},
+	Family:   familyConfig{Rounds: 7, Window: 2 * time.Second},
 }
 
 func (c *config) fill() {
-	c.crit = time.Millisecond
-	c.deadMajTimeout = time.Second
-	c.slowLatency = 20 * time.Millisecond
-	c.restartRenewLease = 3 * time.Second
-	c.restartDefaultLease = 30 * time.Second
-	c.tputGoroutines = 32
-	c.contGoroutines = 8
-	c.contClients = 2
-	c.herdGoroutines = 64
-	c.herdClients = 4
-	c.scale.goroutines = 64
-	c.scale.opTimeout = 10 * time.Second
-	c.scale.sample = 1000
-	c.scale.poll = 10 * time.Millisecond
-	c.scale.curveLease = 3 * time.Second
-	c.waiterCounts = []int{100, 1000}
-	c.waitersClients = 10
-	c.waitersPerClient = 8
+	c.Crit = time.Millisecond
+	c.DeadMajTimeout = time.Second
+	c.SlowLatency = 20 * time.Millisecond
+	c.RestartRenewLease = 3 * time.Second
+	c.RestartDefaultLease = 30 * time.Second
+	c.TputGoroutines = 32
+	c.ContGoroutines = 8
+	c.ContClients = 2
+	c.HerdGoroutines = 64
+	c.HerdClients = 4
+	c.Scale.Goroutines = 64
+	c.Scale.OpTimeout = 10 * time.Second
+	c.Scale.Sample = 1000
+	c.Scale.Poll = 10 * time.Millisecond
+	c.Scale.CurveLease = 3 * time.Second
+	c.WaiterCounts = []int{100, 1000}
+	c.WaitersClients = 10
+	c.WaitersPerClient = 8
 }
 
 // results is everything one run measured.
 type results struct {
-	mode    string
-	started time.Time
-	elapsed time.Duration
-	machine machineInfo
-	cfg     config
+	Mode    string
+	Started time.Time
+	Elapsed time.Duration
+	Machine machineInfo
+	Cfg     config
 
-	unc                  *seqScenario
-	tput                 []*tputResult
-	barge, handoff       []*contResult
-	slow, paused, dead   *seqScenario
-	deadMaj              []*deadMajResult
-	herd                 []*herdResult
-	restartNow, restartR []*restartResult
-	waiters              *waitersResult
-	allocSites           map[kind][]allocSite
-	scripts              *scriptCosts
-	scale                *scaleResult // watchdog holds at scale
-	adapters             *adaptersResult
-	shards               *shardsResult
-	family               *familyResult // RWMutex, Semaphore, MultiMutex and Do
-	familyNote           string        // where a merged family section comes from
-	failures             []string      // scenarios that could not run, and why
+	Unc                  *seqScenario
+	Tput                 []*tputResult
+	Barge, Handoff       []*contResult
+	Slow, Paused, Dead   *seqScenario
+	DeadMaj              []*deadMajResult
+	Herd                 []*herdResult
+	RestartNow, RestartR []*restartResult
+	Waiters              *waitersResult
+	AllocSites           map[kind][]allocSite
+	Scripts              *scriptCosts
+	Scale                *scaleResult // watchdog holds at scale
+	Adapters             *adaptersResult
+	Shards               *shardsResult
+	Family               *familyResult // RWMutex, Semaphore, MultiMutex and Do
+	FamilyNote           string        // where a merged family section comes from
+	Failures             []string      // scenarios that could not run, and why
 }
 
 func main() {
@@ -165,6 +167,8 @@ func main() {
 	commit := flag.String("commit", "", "how to name the library version measured (default: git describe of -root)")
 	merge := flag.Bool("merge", false, "with -only family: write only that scenario's section into the existing benchmarks.md of -docs, in place of its old one, saying which run it comes from; every other section stays as it is")
 	kindsFlag := flag.String("kinds", "", "comma-separated contenders to run (redlock,redsync,redsyncff,redislock,floor,floorpipe; in the adapters scenario redlock,goredis,rueidis,valkey); default all")
+	save := flag.String("save", "", "also write what the run measured into this file, for -replay")
+	replay := flag.String("replay", "", "measure nothing: write the report of the run saved in this file by -save")
 	flag.Parse()
 	if *merge {
 		if err := checkMerge(*only); err != nil {
@@ -176,114 +180,27 @@ func main() {
 		allKinds = filterKinds(allKinds, *kindsFlag)
 		adapterKinds = filterKinds(adapterKinds, *kindsFlag)
 	}
-
-	cfg := fullCfg
-	mode := "full"
-	if *quick {
-		cfg, mode = quickCfg, "quick"
+	if *docs == "" {
+		*docs = filepath.Join(*root, "docs")
 	}
-	cfg.fill()
 	t0 := time.Now()
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "%5.1fs "+format+"\n", append([]any{time.Since(t0).Seconds()}, args...)...)
 	}
-	goredis.SetLogger(quietLogger{}) // go-redis logs every failed dial of the dead-node scenarios
-	want := func(s string) bool {
-		if *only == "" {
-			return true
-		}
-		for _, x := range strings.Split(*only, ",") {
-			if x == s {
-				return true
-			}
-		}
-		return false
+	var res *results
+	var err error
+	if *replay != "" {
+		res, err = loadResults(*replay)
+	} else {
+		res, err = runAll(*quick, *only, *root, *commit, logf)
 	}
-
-	scripts, err := scriptNames(*root)
+	if err == nil && *save != "" {
+		err = saveResults(res, *save)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
-	res := &results{mode: mode, started: time.Now(), cfg: cfg}
-	fail := func(scenario string, err error) {
-		logf("%s: FAILED: %v", scenario, err)
-		res.failures = append(res.failures, fmt.Sprintf("%s: %v", scenario, err))
-	}
-	res.machine = readMachine(*root)
-	if *commit != "" {
-		res.machine.commit = *commit
-	}
-	if *docs == "" {
-		*docs = filepath.Join(*root, "docs")
-	}
-
-	if want("scripts") {
-		logf("script costs")
-		var err error
-		if res.scripts, err = runScriptCosts(*root, cfg.scriptCalls, cfg.scriptRuns, logf); err != nil {
-			fail("script costs", err)
-		}
-	}
-	if want("unc") || want("tput") || want("cont") || want("herd") {
-		if err := runMain(res, cfg, want, scripts, logf); err != nil {
-			fail("main cluster", err)
-		}
-	}
-	if want("faults") {
-		runFaults(res, cfg, logf, fail)
-	}
-	if want("deadmaj") {
-		logf("dead majority")
-		err := withCluster(func(cl *redlocktest.Cluster) error {
-			var err error
-			res.deadMaj, err = runDeadMajority(cl, allKinds, cfg.deadMajTrials, cfg.deadMajTimeout, logf)
-			return err
-		})
-		if err != nil {
-			fail("dead majority", err)
-		}
-	}
-	if want("waiters") {
-		logf("waiters")
-		if err := withCluster(func(cl *redlocktest.Cluster) (err error) { res.waiters, err = runWaiters(cl, cfg, logf); return err }); err != nil {
-			fail("waiters", err)
-		}
-	}
-	if want("restart") {
-		logf("restart")
-		kinds := []kind{kRedlock, kRedsync, kRedsyncNX}
-		err := withCluster(func(cl *redlocktest.Cluster) error {
-			var err error
-			if res.restartNow, err = runRestart(cl, kinds, cfg.restartTrials, false, cfg.restartDefaultLease, logf); err != nil {
-				return err
-			}
-			res.restartR, err = runRestart(cl, kinds, cfg.restartRenewTrials, true, cfg.restartRenewLease, logf)
-			return err
-		})
-		if err != nil {
-			fail("restart", err)
-		}
-	}
-	if want("scale") {
-		logf("watchdog holds at scale")
-		var err error
-		if res.scale, err = runScale(cfg.scale, logf); err != nil {
-			fail("watchdog holds at scale", err)
-		}
-	}
-	runLayers(res, cfg, want, logf, fail)
-	if want("family") {
-		logf("family: RWMutex, Semaphore, MultiMutex, Do")
-		var err error
-		if res.family, err = runFamily(cfg, logf); err != nil {
-			res.family = nil
-			fail("family", err)
-		}
-	}
-	res.elapsed = time.Since(res.started)
-	res.machine.loadEnd = loadAvg()
-	logf("done in %v", res.elapsed.Round(time.Second))
 
 	summary := summaryTable(res)
 	fmt.Println(summary)
@@ -301,6 +218,102 @@ func main() {
 		}
 		logf("wrote %s and %s", filepath.Join(*docs, "benchmarks.md"), filepath.Join(*docs, "img"))
 	}
+}
+
+// runAll runs the scenarios that only names (all when empty).
+func runAll(quick bool, only, root, commit string, logf func(string, ...any)) (*results, error) {
+	cfg := fullCfg
+	mode := "full"
+	if quick {
+		cfg, mode = quickCfg, "quick"
+	}
+	cfg.fill()
+	goredis.SetLogger(quietLogger{}) // go-redis logs every failed dial of the dead-node scenarios
+	want := func(s string) bool {
+		return only == "" || strings.Contains(","+only+",", ","+s+",")
+	}
+
+	scripts, err := scriptNames(root)
+	if err != nil {
+		return nil, err
+	}
+	res := &results{Mode: mode, Started: time.Now(), Cfg: cfg}
+	fail := func(scenario string, err error) {
+		logf("%s: FAILED: %v", scenario, err)
+		res.Failures = append(res.Failures, fmt.Sprintf("%s: %v", scenario, err))
+	}
+	res.Machine = readMachine(root)
+	if commit != "" {
+		res.Machine.Commit = commit
+	}
+
+	if want("scripts") {
+		logf("script costs")
+		var err error
+		if res.Scripts, err = runScriptCosts(root, cfg.ScriptCalls, cfg.ScriptRuns, logf); err != nil {
+			fail("script costs", err)
+		}
+	}
+	if want("unc") || want("tput") || want("cont") || want("herd") {
+		if err := runMain(res, cfg, want, scripts, logf); err != nil {
+			fail("main cluster", err)
+		}
+	}
+	if want("faults") {
+		runFaults(res, cfg, logf, fail)
+	}
+	if want("deadmaj") {
+		logf("dead majority")
+		err := withCluster(func(cl *redlocktest.Cluster) error {
+			var err error
+			res.DeadMaj, err = runDeadMajority(cl, allKinds, cfg.DeadMajTrials, cfg.DeadMajTimeout, logf)
+			return err
+		})
+		if err != nil {
+			fail("dead majority", err)
+		}
+	}
+	if want("waiters") {
+		logf("waiters")
+		if err := withCluster(func(cl *redlocktest.Cluster) (err error) { res.Waiters, err = runWaiters(cl, cfg, logf); return err }); err != nil {
+			fail("waiters", err)
+		}
+	}
+	if want("restart") {
+		logf("restart")
+		kinds := []kind{kRedlock, kRedsync, kRedsyncNX}
+		err := withCluster(func(cl *redlocktest.Cluster) error {
+			var err error
+			if res.RestartNow, err = runRestart(cl, kinds, cfg.RestartTrials, false, cfg.RestartDefaultLease, logf); err != nil {
+				return err
+			}
+			res.RestartR, err = runRestart(cl, kinds, cfg.RestartRenewTrials, true, cfg.RestartRenewLease, logf)
+			return err
+		})
+		if err != nil {
+			fail("restart", err)
+		}
+	}
+	if want("scale") {
+		logf("watchdog holds at scale")
+		var err error
+		if res.Scale, err = runScale(cfg.Scale, logf); err != nil {
+			fail("watchdog holds at scale", err)
+		}
+	}
+	runLayers(res, cfg, want, logf, fail)
+	if want("family") {
+		logf("family: RWMutex, Semaphore, MultiMutex, Do")
+		var err error
+		if res.Family, err = runFamily(cfg, logf); err != nil {
+			res.Family = nil
+			fail("family", err)
+		}
+	}
+	res.Elapsed = time.Since(res.Started)
+	res.Machine.LoadEnd = loadAvg()
+	logf("done in %v", res.Elapsed.Round(time.Second))
+	return res, nil
 }
 
 // withCluster launches 5 fresh nodes for one scenario.
@@ -327,22 +340,22 @@ func runMain(res *results, cfg config, want func(string) bool, scripts map[strin
 			}
 			if want("unc") {
 				logf("uncontended")
-				res.unc = runSeqScenario("unc", cs, cfg.uncRounds, cfg.uncOps, cfg.uncBudget, cfg.opTimeout, func() time.Duration { return serverCPU(cl) }, logf)
-				res.allocSites = map[kind][]allocSite{}
+				res.Unc = runSeqScenario("unc", cs, cfg.UncRounds, cfg.UncOps, cfg.UncBudget, cfg.OpTimeout, func() time.Duration { return serverCPU(cl) }, logf)
+				res.AllocSites = map[kind][]allocSite{}
 				for _, c := range cs {
 					if c.kind == kRedlock || c.kind == kRedsync || c.kind == kFloor {
 						sites, err := profileAllocs(c, "prof", 300)
 						if err != nil {
-							res.failures = append(res.failures, fmt.Sprintf("allocation profile of %s: %v", c.kind, err))
+							res.Failures = append(res.Failures, fmt.Sprintf("allocation profile of %s: %v", c.kind, err))
 							continue
 						}
-						res.allocSites[c.kind] = sites
+						res.AllocSites[c.kind] = sites
 					}
 				}
 			}
 			if want("tput") {
 				logf("throughput")
-				res.tput = runThroughput(cs, cfg.tputGoroutines, cfg.tputRounds, cfg.tputWindow, cfg.opTimeout, func(kind) serverSnap { return serverSnap{cpu: serverCPU(cl)} })
+				res.Tput = runThroughput(cs, cfg.TputGoroutines, cfg.TputRounds, cfg.TputWindow, cfg.OpTimeout, func(kind) serverSnap { return serverSnap{cpu: serverCPU(cl)} })
 			}
 		}
 		if want("cont") {
@@ -355,7 +368,7 @@ func runMain(res *results, cfg config, want func(string) bool, scripts map[strin
 				}
 			}()
 			for _, k := range pollers() {
-				for i := 0; i < cfg.contClients; i++ {
+				for i := 0; i < cfg.ContClients; i++ {
 					c, err := build(k, cl.Addrs(), buildOpts{prefix: "c:"})
 					if err != nil {
 						return err
@@ -367,15 +380,15 @@ func runMain(res *results, cfg config, want func(string) bool, scripts map[strin
 				}
 			}
 			logf("contended: barge")
-			res.barge = runContendedScenario("barge", clients, pollers(), cfg.contGoroutines, cfg.contRounds, cfg.crit, cfg.contWarm, cfg.contWindow, false, logf)
+			res.Barge = runContendedScenario("barge", clients, pollers(), cfg.ContGoroutines, cfg.ContRounds, cfg.Crit, cfg.ContWarm, cfg.ContWindow, false, logf)
 			logf("contended: handoff")
-			res.handoff = runContendedScenario("handoff", clients, pollers(), cfg.contGoroutines, cfg.contRounds, cfg.crit, cfg.contWarm, cfg.contWindow, true, logf)
+			res.Handoff = runContendedScenario("handoff", clients, pollers(), cfg.ContGoroutines, cfg.ContRounds, cfg.Crit, cfg.ContWarm, cfg.ContWindow, true, logf)
 		}
 		if want("herd") {
 			logf("herd")
 			var err error
-			if res.herd, err = runHerd(cl, pollers(), cfg.herdRounds, cfg.herdWarm, cfg.herdWindow, cfg.crit, scripts, logf); err != nil {
-				res.failures = append(res.failures, "herd: "+err.Error())
+			if res.Herd, err = runHerd(cl, pollers(), cfg.HerdRounds, cfg.HerdWarm, cfg.HerdWindow, cfg.Crit, scripts, logf); err != nil {
+				res.Failures = append(res.Failures, "herd: "+err.Error())
 			}
 		}
 		return nil
@@ -388,15 +401,15 @@ func runLayers(res *results, cfg config, want func(string) bool, logf func(strin
 	if want("adapters") {
 		logf("adapters")
 		var err error
-		if res.adapters, err = runAdapters(cfg, logf); err != nil {
-			res.adapters = nil
+		if res.Adapters, err = runAdapters(cfg, logf); err != nil {
+			res.Adapters = nil
 			fail("adapters", err)
 		}
 	}
 	if want("shards") {
 		logf("shards")
 		var err error
-		if res.shards, err = runShards(cfg, logf); err != nil {
+		if res.Shards, err = runShards(cfg, logf); err != nil {
 			fail("shards", err)
 		}
 	}
@@ -415,12 +428,12 @@ func runFaults(res *results, cfg config, logf func(string, ...any), fail func(st
 	faults := []fault{
 		{"slow minority", true, func(cl *redlocktest.Cluster) error {
 			for _, i := range []int{3, 4} {
-				if err := cl.SetLatency(i, cfg.slowLatency); err != nil {
+				if err := cl.SetLatency(i, cfg.SlowLatency); err != nil {
 					return err
 				}
 			}
 			return nil
-		}, func(*redlocktest.Cluster) {}, &res.slow},
+		}, func(*redlocktest.Cluster) {}, &res.Slow},
 		{"paused minority", false, func(cl *redlocktest.Cluster) error {
 			for _, i := range []int{3, 4} {
 				if err := cl.Pause(i); err != nil {
@@ -428,7 +441,7 @@ func runFaults(res *results, cfg config, logf func(string, ...any), fail func(st
 				}
 			}
 			return nil
-		}, func(cl *redlocktest.Cluster) { cl.Resume(3); cl.Resume(4) }, &res.paused},
+		}, func(cl *redlocktest.Cluster) { cl.Resume(3); cl.Resume(4) }, &res.Paused},
 		{"dead minority", false, func(cl *redlocktest.Cluster) error {
 			for _, i := range []int{3, 4} {
 				if err := cl.Kill(i); err != nil {
@@ -436,7 +449,7 @@ func runFaults(res *results, cfg config, logf func(string, ...any), fail func(st
 				}
 			}
 			return nil
-		}, func(*redlocktest.Cluster) {}, &res.dead},
+		}, func(*redlocktest.Cluster) {}, &res.Dead},
 	}
 	for _, f := range faults {
 		logf("%s", f.name)
@@ -466,17 +479,17 @@ func runFaults(res *results, cfg config, logf func(string, ...any), fail func(st
 				return err
 			}
 			defer f.lift(cl)
-			sc := runSeqScenario(strings.ReplaceAll(f.name, " ", "-"), cs, cfg.faultRounds, cfg.faultOps, cfg.faultBudget, cfg.opTimeout, func() time.Duration { return serverCPU(cl) }, logf)
-			sc.window = time.Since(start)
-			sc.dials = map[kind][]int64{}
+			sc := runSeqScenario(strings.ReplaceAll(f.name, " ", "-"), cs, cfg.FaultRounds, cfg.FaultOps, cfg.FaultBudget, cfg.OpTimeout, func() time.Duration { return serverCPU(cl) }, logf)
+			sc.Window = time.Since(start)
+			sc.Dials = map[kind][]int64{}
 			for k, d := range dials {
 				n := d.snapshot()
 				for i := range n {
 					n[i] -= d0[k][i]
 				}
-				sc.dials[k] = n
+				sc.Dials[k] = n
 			}
-			logf("  dials to nodes 3 and 4 over %v: %s", sc.window.Round(time.Second), dialLog(sc))
+			logf("  dials to nodes 3 and 4 over %v: %s", sc.Window.Round(time.Second), dialLog(sc))
 			*f.target = sc
 			return nil
 		}, opts...)
@@ -488,33 +501,33 @@ func runFaults(res *results, cfg config, logf func(string, ...any), fail func(st
 
 // machineInfo describes where the numbers come from.
 type machineInfo struct {
-	nproc              int
-	cpu                string
-	goVer              string
-	redis              string
-	kernel             string
-	commit             string
-	goarch             string
-	library            string
-	loadStart, loadEnd string // /proc/loadavg: other work on the machine during the run
+	Nproc              int
+	Cpu                string
+	GoVer              string
+	Redis              string
+	Kernel             string
+	Commit             string
+	Goarch             string
+	Library            string
+	LoadStart, LoadEnd string // /proc/loadavg: other work on the machine during the run
 }
 
 func readMachine(root string) machineInfo {
-	m := machineInfo{nproc: runtime.NumCPU(), goVer: runtime.Version(), goarch: runtime.GOOS + "/" + runtime.GOARCH}
+	m := machineInfo{Nproc: runtime.NumCPU(), GoVer: runtime.Version(), Goarch: runtime.GOOS + "/" + runtime.GOARCH}
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
 			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-				m.cpu = strings.TrimSpace(v)
+				m.Cpu = strings.TrimSpace(v)
 				break
 			}
 		}
 	}
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
-		m.kernel = strings.TrimSpace(string(b))
+		m.Kernel = strings.TrimSpace(string(b))
 	}
-	m.redis = redisVersion()
-	m.loadStart = loadAvg()
-	m.commit = gitDescribe(root)
+	m.Redis = redisVersion()
+	m.LoadStart = loadAvg()
+	m.Commit = gitDescribe(root)
 	return m
 }
 
@@ -536,7 +549,7 @@ func loadAvg() string {
 func dialLog(sc *seqScenario) string {
 	var parts []string
 	for _, k := range allKinds {
-		if d, ok := sc.dials[k]; ok && len(d) == 5 {
+		if d, ok := sc.Dials[k]; ok && len(d) == 5 {
 			parts = append(parts, fmt.Sprintf("%s %d/%d", k.short(), d[3], d[4]))
 		}
 	}

@@ -16,7 +16,7 @@ import (
 
 // mergeable are the scenarios -merge writes, each with the section it
 // renders.
-var mergeable = map[string]func(*results) string{
+var mergeable = map[string]func(*results) (string, error){
 	"family": familySection,
 }
 
@@ -53,12 +53,16 @@ func mergeDocs(res *results, dir, only, cmd string) error {
 	doc := string(old)
 	for _, s := range strings.Split(only, ",") {
 		if s == "family" {
-			if res.family == nil {
+			if res.Family == nil {
 				return fmt.Errorf("the family scenario did not run: nothing merged")
 			}
-			res.familyNote = familyNote(res, cmd)
+			res.FamilyNote = familyNote(res, cmd)
 		}
-		doc = mergeSection(doc, mergeable[s](res))
+		section, err := mergeable[s](res)
+		if err != nil {
+			return err
+		}
+		doc = mergeSection(doc, section)
 	}
 	return os.WriteFile(path, []byte(doc), 0o644)
 }

@@ -31,30 +31,30 @@ func uncTable(s *seqScenario, withMem bool) string {
 	if withMem {
 		head = append(head, "allocs/op", "bytes/op", "client CPU/op", "server CPU/op")
 	}
-	if s.dials != nil {
+	if s.Dials != nil {
 		head = append(head, "dials to node 3 / 4")
 	}
 	var rows [][]string
-	for _, r := range s.results {
+	for _, r := range s.Results {
 		var row []string
-		if r.timedOut && len(r.lat) == 0 {
-			row = []string{kindLabel(r.kind), "timed out", "–", "–", "–", "–", fmt.Sprint(r.ops), fmt.Sprint(r.errs)}
+		if r.TimedOut && len(r.Lat) == 0 {
+			row = []string{kindLabel(r.Kind), "timed out", "–", "–", "–", "–", fmt.Sprint(r.Ops), fmt.Sprint(r.Errs)}
 			if withMem {
 				row = append(row, "–", "–", "–", "–")
 			}
 		} else {
-			errs := fmt.Sprint(r.errs)
-			if r.timedOut {
+			errs := fmt.Sprint(r.Errs)
+			if r.TimedOut {
 				errs += " (then timed out)"
 			}
-			row = []string{kindLabel(r.kind), fmtDur(pct(r.lat, 50)), fmtDur(pct(r.lat, 90)), fmtDur(pct(r.lat, 99)), fmtRatio(r.ratio) + " (" + fmtRatio(r.paired) + ")", fmtRatio(r.pipe), fmt.Sprint(r.ops), errs}
+			row = []string{kindLabel(r.Kind), fmtDur(pct(r.Lat, 50)), fmtDur(pct(r.Lat, 90)), fmtDur(pct(r.Lat, 99)), fmtRatio(r.Ratio) + " (" + fmtRatio(r.Paired) + ")", fmtRatio(r.Pipe), fmt.Sprint(r.Ops), errs}
 			if withMem {
-				row = append(row, fmt.Sprintf("%.0f", r.mallocs), fmt.Sprintf("%.0f", r.bytes), fmtDur(r.cpu), fmtDur(r.srv))
+				row = append(row, fmt.Sprintf("%.0f", r.Mallocs), fmt.Sprintf("%.0f", r.Bytes), fmtDur(r.Cpu), fmtDur(r.Srv))
 			}
 		}
-		if s.dials != nil {
+		if s.Dials != nil {
 			d := "–"
-			if n, ok := s.dials[r.kind]; ok && len(n) > 4 && r.kind != kRedislock {
+			if n, ok := s.Dials[r.Kind]; ok && len(n) > 4 && r.Kind != kRedislock {
 				d = fmt.Sprintf("%d / %d", n[3], n[4])
 			}
 			row = append(row, d)
@@ -70,7 +70,7 @@ func tputTable(ts []*tputResult) string {
 	}
 	var rows [][]string
 	for _, t := range ts {
-		rows = append(rows, []string{kindLabel(t.kind), fmt.Sprintf("%.0f", t.median()), fmtRatio(t.ratio), fmtRatio(t.pipe), fmtDur(perOp(t.cpu, t.ops)), fmtDur(perOp(t.srv, t.ops)), tputErrs(t)})
+		rows = append(rows, []string{kindLabel(t.Kind), fmt.Sprintf("%.0f", t.median()), fmtRatio(t.Ratio), fmtRatio(t.Pipe), fmtDur(perOp(t.Cpu, t.Ops)), fmtDur(perOp(t.Srv, t.Ops)), tputErrs(t)})
 	}
 	return table([]string{"contender", "ops/s (median of rounds)", "/ floor", "/ floor (pipelined)", "client CPU/op", "server CPU/op", "errors"}, rows)
 }
@@ -78,10 +78,10 @@ func tputTable(ts []*tputResult) string {
 // tputErrs is a contender's errors in the throughput windows, and whether
 // it was abandoned.
 func tputErrs(t *tputResult) string {
-	if t.timedOut {
-		return fmt.Sprintf("%d (then timed out)", t.errs)
+	if t.TimedOut {
+		return fmt.Sprintf("%d (then timed out)", t.Errs)
 	}
-	return fmt.Sprint(t.errs)
+	return fmt.Sprint(t.Errs)
 }
 
 func contTable(cs []*contResult) string {
@@ -91,30 +91,30 @@ func contTable(cs []*contResult) string {
 	var rows [][]string
 	for _, c := range cs {
 		self := "–"
-		if c.acq > 0 {
-			self = fmt.Sprintf("%.0f%%", 100*float64(c.self)/float64(c.acq))
+		if c.Acq > 0 {
+			self = fmt.Sprintf("%.0f%%", 100*float64(c.Self)/float64(c.Acq))
 		}
-		rows = append(rows, []string{kindLabel(c.kind), fmt.Sprintf("%.0f", c.median()), fmtRatio(c.ratio),
-			fmtDur(pct(c.gaps, 50)), fmtDur(pct(c.gaps, 99)), self, fmt.Sprintf("%d–%d", c.minPer, c.maxPer), fmt.Sprint(c.overlaps), fmt.Sprint(c.errs)})
+		rows = append(rows, []string{kindLabel(c.Kind), fmt.Sprintf("%.0f", c.median()), fmtRatio(c.Ratio),
+			fmtDur(pct(c.Gaps, 50)), fmtDur(pct(c.Gaps, 99)), self, fmt.Sprintf("%d–%d", c.MinPer, c.MaxPer), fmt.Sprint(c.Overlaps), fmt.Sprint(c.Errs)})
 	}
 	return table([]string{"contender", "acquisitions/s", "/ floor", "handoff gap p50", "gap p99", "self-handoff", "per goroutine min–max", "overlaps", "errors"}, rows)
 }
 
-func deadMajTable(ds []*deadMajResult, killed []string) string {
+func deadMajTable(ds []*deadMajResult) string {
 	if ds == nil {
 		return "_not run_\n"
 	}
 	var rows [][]string
 	for _, d := range ds {
-		if d.timedOut && d.trials == 0 {
-			rows = append(rows, []string{kindLabel(d.kind), "timed out", "–", "–", "–"})
+		if d.TimedOut && d.Trials == 0 {
+			rows = append(rows, []string{kindLabel(d.Kind), "timed out", "–", "–", "–"})
 			continue
 		}
-		named := fmt.Sprintf("%d of %d", d.named, d.trials)
-		if d.noErr > 0 {
-			named += fmt.Sprintf(" (%d without error)", d.noErr)
+		named := fmt.Sprintf("%d of %d", d.Named, d.Trials)
+		if d.NoErr > 0 {
+			named += fmt.Sprintf(" (%d without error)", d.NoErr)
 		}
-		rows = append(rows, []string{kindLabel(d.kind), fmtDur(pct(d.times, 50)), fmtDur(pct(d.times, 100)), named, "`" + d.errText + "`"})
+		rows = append(rows, []string{kindLabel(d.Kind), fmtDur(pct(d.Times, 50)), fmtDur(pct(d.Times, 100)), named, "`" + d.ErrText + "`"})
 	}
 	return table([]string{"contender", "time to error p50", "max", "error names every dead node", "error text (first trial)"}, rows)
 }
@@ -125,11 +125,11 @@ func herdTable(hs []*herdResult) string {
 	}
 	var rows [][]string
 	for _, h := range hs {
-		rt := fmtNum(h.rtNode)
-		if h.kind == kRedislock {
+		rt := fmtNum(h.RtNode)
+		if h.Kind == kRedislock {
 			rt = "–"
 		}
-		rows = append(rows, []string{kindLabel(h.kind), fmt.Sprintf("%.0f", h.acqPerSec), fmtNum(h.attempts), fmtNum(h.evalshaNode), rt, fmt.Sprintf("%d–%d", h.minPer, h.maxPer), fmt.Sprint(h.errs)})
+		rows = append(rows, []string{kindLabel(h.Kind), fmt.Sprintf("%.0f", h.AcqPerSec), fmtNum(h.Attempts), fmtNum(h.EvalshaNode), rt, fmt.Sprintf("%d–%d", h.MinPer, h.MaxPer), fmt.Sprint(h.Errs)})
 	}
 	return table([]string{"contender", "acquisitions/s", "attempts per acquisition", "EVALSHA per acquisition per node (commandstats)", "round trips per acquisition per node", "per goroutine min–max", "errors"}, rows)
 }
@@ -138,7 +138,7 @@ func restartTable(rs ...[]*restartResult) string {
 	var rows [][]string
 	for _, list := range rs {
 		for _, r := range list {
-			rows = append(rows, []string{kindLabel(r.kind), r.variant, fmt.Sprint(r.trials), fmt.Sprint(r.acquired), fmt.Sprint(r.told), fmt.Sprintf("**%d**", r.violation), fmt.Sprint(r.firstOK), errCell(r.errs, r.firstErr)})
+			rows = append(rows, []string{kindLabel(r.Kind), r.Variant, fmt.Sprint(r.Trials), fmt.Sprint(r.Acquired), fmt.Sprint(r.Told), fmt.Sprintf("**%d**", r.Violation), fmt.Sprint(r.FirstOK), errCell(r.Errs, r.FirstErr)})
 		}
 	}
 	if rows == nil {
@@ -182,27 +182,27 @@ func avg(xs []int64) float64 {
 // summaryTable is the one-screen result: medians and ratios of every scenario.
 func summaryTable(res *results) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "## %s mode, %v, %d CPUs (%s), %s, redis %s\n\n", res.mode, res.elapsed.Round(time.Second), res.machine.nproc, res.machine.cpu, res.machine.goVer, res.machine.redis)
-	b.WriteString("### uncontended\n" + uncTable(res.unc, true))
-	b.WriteString("\n### throughput (32 goroutines)\n" + tputTable(res.tput))
-	b.WriteString("\n### contended: barge\n" + contTable(res.barge))
-	b.WriteString("\n### contended: handoff\n" + contTable(res.handoff))
-	b.WriteString("\n### script costs (server µs per call)\n" + scriptTable(res.scripts))
-	b.WriteString("\n### slow minority\n" + uncTable(res.slow, true))
-	b.WriteString("\n### paused minority\n" + uncTable(res.paused, true))
-	b.WriteString("\n### dead minority\n" + uncTable(res.dead, true))
-	b.WriteString("\n### dead majority\n" + deadMajTable(res.deadMaj, nil))
-	b.WriteString("\n### herd\n" + herdTable(res.herd))
-	b.WriteString("\n### waiters\n" + waitersMemTable(res.waiters) + "\n" + waitersTable(res.waiters))
-	b.WriteString("\n### restart\n" + restartTable(res.restartNow, res.restartR))
-	b.WriteString("\n### watchdog holds at scale\n" + scaleTable(res.scale) + "\n" + curveTable(res.scale) + scaleWarnings(res.scale))
-	b.WriteString("\n### adapters: uncontended\n" + adaptersUncTable(res.adapters))
-	b.WriteString("\n### adapters: throughput (32 goroutines)\n" + layersTputTable(tputOf(res.adapters), adapterLabels, nil))
-	b.WriteString("\n### shards: locks/s (32 goroutines)\n" + shardsTable(res.shards))
-	b.WriteString("\n### family: RWMutex, Semaphore, MultiMutex, Do\n" + familyTable(res.family) + "\n" + familyRatioTable(res.family))
-	if len(res.failures) > 0 {
+	fmt.Fprintf(&b, "## %s mode, %v, %d CPUs (%s), %s, redis %s\n\n", res.Mode, res.Elapsed.Round(time.Second), res.Machine.Nproc, res.Machine.Cpu, res.Machine.GoVer, res.Machine.Redis)
+	b.WriteString("### uncontended\n" + uncTable(res.Unc, true))
+	b.WriteString("\n### throughput (32 goroutines)\n" + tputTable(res.Tput))
+	b.WriteString("\n### contended: barge\n" + contTable(res.Barge))
+	b.WriteString("\n### contended: handoff\n" + contTable(res.Handoff))
+	b.WriteString("\n### script costs (server µs per call)\n" + scriptTable(res.Scripts))
+	b.WriteString("\n### slow minority\n" + uncTable(res.Slow, true))
+	b.WriteString("\n### paused minority\n" + uncTable(res.Paused, true))
+	b.WriteString("\n### dead minority\n" + uncTable(res.Dead, true))
+	b.WriteString("\n### dead majority\n" + deadMajTable(res.DeadMaj))
+	b.WriteString("\n### herd\n" + herdTable(res.Herd))
+	b.WriteString("\n### waiters\n" + waitersMemTable(res.Waiters) + "\n" + waitersTable(res.Waiters))
+	b.WriteString("\n### restart\n" + restartTable(res.RestartNow, res.RestartR))
+	b.WriteString("\n### watchdog holds at scale\n" + scaleTable(res.Scale) + "\n" + curveTable(res.Scale) + scaleWarnings(res.Scale))
+	b.WriteString("\n### adapters: uncontended\n" + adaptersUncTable(res.Adapters))
+	b.WriteString("\n### adapters: throughput (32 goroutines)\n" + layersTputTable(tputOf(res.Adapters), adapterLabels, nil))
+	b.WriteString("\n### shards: locks/s (32 goroutines)\n" + shardsTable(res.Shards))
+	b.WriteString("\n### family: RWMutex, Semaphore, MultiMutex, Do\n" + familyTable(res.Family) + "\n" + familyRatioTable(res.Family))
+	if len(res.Failures) > 0 {
 		b.WriteString("\n### failures\n")
-		for _, f := range res.failures {
+		for _, f := range res.Failures {
 			b.WriteString("- " + f + "\n")
 		}
 	}
@@ -211,31 +211,31 @@ func summaryTable(res *results) string {
 
 // waitersMemTable is the memory of waiters blocked in Lock.
 func waitersMemTable(w *waitersResult) string {
-	if w == nil || len(w.mem) == 0 {
+	if w == nil || len(w.Mem) == 0 {
 		return "_not run_\n"
 	}
 	var rows [][]string
-	for _, m := range w.mem {
-		rows = append(rows, []string{fmt.Sprint(m.n), fmt.Sprintf("%.0f B", m.heap), fmt.Sprintf("%.0f B", m.stack), fmt.Sprintf("**%.0f B**", m.heap+m.stack), fmtNum(m.goroutines)})
+	for _, m := range w.Mem {
+		rows = append(rows, []string{fmt.Sprint(m.N), fmt.Sprintf("%.0f B", m.Heap), fmt.Sprintf("%.0f B", m.Stack), fmt.Sprintf("**%.0f B**", m.Heap+m.Stack), fmtNum(m.Goroutines)})
 	}
 	return table([]string{"waiters blocked in Lock on one key", "live heap per waiter", "goroutine stack per waiter", "total per waiter", "goroutines per waiter"}, rows)
 }
 
 // waitersTable is the handoff runs with the waiters spread over clients.
 func waitersTable(w *waitersResult) string {
-	if w == nil || len(w.runs) == 0 {
+	if w == nil || len(w.Runs) == 0 {
 		return "_not run_\n"
 	}
 	var rows [][]string
-	for _, r := range w.runs {
-		lo, hi := r.minPer[0], r.maxPer[0]
-		for i := range r.minPer {
-			lo, hi = min(lo, r.minPer[i]), max(hi, r.maxPer[i])
+	for _, r := range w.Runs {
+		lo, hi := r.MinPer[0], r.MaxPer[0]
+		for i := range r.MinPer {
+			lo, hi = min(lo, r.MinPer[i]), max(hi, r.MaxPer[i])
 		}
 		rows = append(rows, []string{
-			fmt.Sprintf("%d × %d", r.clients, r.perClient), fmtDur(r.crit),
-			fmt.Sprintf("%.0f", median(r.acqPerSec)), fmtNum(median(r.calls)),
-			fmt.Sprintf("%d–%d", lo, hi), fmt.Sprint(r.overlaps), errCell(r.errs, r.firstErr),
+			fmt.Sprintf("%d × %d", r.Clients, r.PerClient), fmtDur(r.Crit),
+			fmt.Sprintf("%.0f", median(r.AcqPerSec)), fmtNum(median(r.Calls)),
+			fmt.Sprintf("%d–%d", lo, hi), fmt.Sprint(r.Overlaps), errCell(r.Errs, r.FirstErr),
 		})
 	}
 	return table([]string{"clients × goroutines", "critical section", "handoffs/s (median)", "script calls per handoff per node (median)", "per goroutine min–max in a window", "overlaps", "errors"}, rows)

@@ -22,82 +22,82 @@ import (
 // library too.
 
 // scaleCase is one measured configuration.
-type scaleCase struct {
-	holds   int
-	lease   time.Duration
-	periods int  // the measured window, in renewal periods (lease/3)
-	after   bool // count the lost holds again one lease after the window; else once every Until read at the window's start has passed
+type ScaleCase struct {
+	Holds   int
+	Lease   time.Duration
+	Periods int  // the measured window, in renewal periods (lease/3)
+	After   bool // count the lost holds again one lease after the window; else once every Until read at the window's start has passed
 }
 
 // scaleConfig bounds the scenario.
 type scaleConfig struct {
-	cases       []scaleCase
-	goroutines  int           // that take and release the holds
-	opTimeout   time.Duration // of each Lock and Unlock
-	acqBudget   time.Duration // taking the holds of one case stops after this
-	sample      int           // holds whose Until is polled
-	poll        time.Duration // how often
-	nodeTimeout time.Duration // 0: the library's default
+	Cases       []ScaleCase
+	Goroutines  int           // that take and release the holds
+	OpTimeout   time.Duration // of each Lock and Unlock
+	AcqBudget   time.Duration // taking the holds of one case stops after this
+	Sample      int           // holds whose Until is polled
+	Poll        time.Duration // how often
+	NodeTimeout time.Duration // 0: the library's default
 
 	// The curve: one client takes more and more holds, level by level, and
 	// measures a window of curvePeriods at each, until one does not fit or
 	// the budget is spent.
-	curve        []int
-	curveLease   time.Duration
-	curvePeriods int
-	curveBudget  time.Duration
+	Curve        []int
+	CurveLease   time.Duration
+	CurvePeriods int
+	CurveBudget  time.Duration
 }
 
 // scaleResult is the scenario's measurements.
 type scaleResult struct {
-	runs  []*scaleRun
-	curve []*scaleRun // window numbers only; lockLat holds the level's new Locks
-	nproc int
+	Runs  []*scaleRun
+	Curve []*scaleRun // window numbers only; lockLat holds the level's new Locks
+	Nproc int
 }
 
 // scaleRun is what one case measured.
 type scaleRun struct {
-	scaleCase
-	period, drift time.Duration
-	held          int // Lock returned nil
-	lockErrs      int
-	lockFirstErr  string
-	lockLat       []time.Duration // sorted
-	acquire       time.Duration   // wall time to take them all
-	heapPerHold   float64         // bytes, after runtime.GC
+	ScaleCase
+	Period, Drift time.Duration
+	Held          int // Lock returned nil
+	LockErrs      int
+	LockFirstErr  string
+	LockLat       []time.Duration // sorted
+	Acquire       time.Duration   // wall time to take them all
+	HeapPerHold   float64         // bytes, after runtime.GC
 
-	lostAcquire int // Lost closed when the last Lock returned
-	lostWindow  int // ... at the end of the window
-	lostAfter   int // ... after afterWait more (-1: not counted)
-	afterWait   time.Duration
-	lastUntil   time.Time // the latest Until at the window's start
-	alive       int       // not lost at the start of the window
-	renewed     int       // of those, holds whose Until moved on during the window
+	LostAcquire int // Lost closed when the last Lock returned
+	LostWindow  int // ... at the end of the window
+	LostAfter   int // ... after afterWait more (-1: not counted)
+	AfterWait   time.Duration
+	LastUntil   time.Time // the latest Until at the window's start
+	Alive       int       // not lost at the start of the window
+	Renewed     int       // of those, holds whose Until moved on during the window
 
-	idle                time.Duration // the client dialled, no hold yet
-	idleClient, idleSrv time.Duration // CPU over idle
+	Idle                time.Duration // the client dialled, no hold yet
+	IdleClient, IdleSrv time.Duration // CPU over idle
 
-	window               time.Duration
-	clientCPU, serverCPU time.Duration // over the window; client without the poller
-	pollerCPU            time.Duration
-	sampled              int
-	intervals            []time.Duration // between successive advances of a sampled hold's Until, sorted
-	delays               []time.Duration // from a renewal's start (Until - lease + drift) to its advance being seen, sorted
+	Window               time.Duration
+	ClientCPU, ServerCPU time.Duration // over the window; client without the poller
+	PollerCPU            time.Duration
+	Sampled              int
+	Intervals            []time.Duration // between successive advances of a sampled hold's Until, sorted
+	Delays               []time.Duration // from a renewal's start (Until - lease + drift) to its advance being seen, sorted
 
-	unlockLat     []time.Duration // sorted
-	unlockErrs    int             // other than ErrNotHeld
-	unlockNotHeld int
-	unlockFirst   string
-	warnings      []string
-	took          time.Duration // the whole case, cluster start to close
+	UnlockLat     []time.Duration // sorted
+	UnlockErrs    int             // other than ErrNotHeld
+	UnlockNotHeld int
+	UnlockFirst   string
+	Warnings      []string
+	Took          time.Duration // the whole case, cluster start to close
 }
 
 // rounds is how many renewal periods the window spans.
-func (r *scaleRun) rounds() float64 { return float64(r.window) / float64(r.period) }
+func (r *scaleRun) rounds() float64 { return float64(r.Window) / float64(r.Period) }
 
 // perHoldRound is CPU per hold per renewal round.
 func (r *scaleRun) perHoldRound(cpu time.Duration) time.Duration {
-	n := float64(r.alive) * r.rounds()
+	n := float64(r.Alive) * r.rounds()
 	if n == 0 {
 		return 0
 	}
@@ -107,10 +107,10 @@ func (r *scaleRun) perHoldRound(cpu time.Duration) time.Duration {
 // idlePerPeriod is the CPU per renewal period that the client and the nodes
 // use with no hold: the part of the window's CPU that is not renewal.
 func (r *scaleRun) idlePerPeriod(cpu time.Duration) time.Duration {
-	if r.idle == 0 {
+	if r.Idle == 0 {
 		return 0
 	}
-	return time.Duration(float64(cpu) * float64(r.period) / float64(r.idle))
+	return time.Duration(float64(cpu) * float64(r.Period) / float64(r.Idle))
 }
 
 // perPeriod is CPU per renewal period.
@@ -123,8 +123,8 @@ func (r *scaleRun) perPeriod(cpu time.Duration) time.Duration {
 
 // runScale runs every case on five fresh nodes each, then the curve.
 func runScale(sc scaleConfig, logf func(string, ...any)) (*scaleResult, error) {
-	res := &scaleResult{nproc: runtime.NumCPU()}
-	for i, c := range sc.cases {
+	res := &scaleResult{Nproc: runtime.NumCPU()}
+	for i, c := range sc.Cases {
 		var r *scaleRun
 		start := time.Now()
 		err := withCluster(func(cl *redlocktest.Cluster) error {
@@ -133,19 +133,19 @@ func runScale(sc scaleConfig, logf func(string, ...any)) (*scaleResult, error) {
 			return err
 		})
 		if err != nil {
-			return res, fmt.Errorf("%d holds, lease %v: %w", c.holds, c.lease, err)
+			return res, fmt.Errorf("%d holds, lease %v: %w", c.Holds, c.Lease, err)
 		}
-		r.took = time.Since(start)
-		logf("  scale %s: %v in all", r.name(), r.took.Round(time.Second))
-		res.runs = append(res.runs, r)
+		r.Took = time.Since(start)
+		logf("  scale %s: %v in all", r.name(), r.Took.Round(time.Second))
+		res.Runs = append(res.Runs, r)
 	}
-	if len(sc.curve) == 0 {
+	if len(sc.Curve) == 0 {
 		return res, nil
 	}
 	start := time.Now()
 	err := withCluster(func(cl *redlocktest.Cluster) error {
 		var err error
-		res.curve, err = scaleCurve(cl, sc, logf)
+		res.Curve, err = scaleCurve(cl, sc, logf)
 		return err
 	})
 	logf("  scale curve: %v in all", time.Since(start).Round(time.Second))
@@ -157,34 +157,34 @@ func runScale(sc scaleConfig, logf func(string, ...any)) (*scaleResult, error) {
 // unrenewed, or the budget is spent.
 func scaleCurve(cl *redlocktest.Cluster, sc scaleConfig, logf func(string, ...any)) ([]*scaleRun, error) {
 	lc := newLogCounter()
-	client, err := scaleClient(cl, sc, sc.curveLease, "curve:", lc)
+	client, err := scaleClient(cl, sc, sc.CurveLease, "curve:", lc)
 	if err != nil {
 		return nil, err
 	}
 	defer client.Close()
-	most := sc.curve[len(sc.curve)-1]
+	most := sc.Curve[len(sc.Curve)-1]
 	ms := make([]*redlock.Mutex, most)
 	lat := make([]time.Duration, most)
-	deadline := time.Now().Add(sc.curveBudget)
+	deadline := time.Now().Add(sc.CurveBudget)
 	var out []*scaleRun
 	from := 0
 	perLock := time.Duration(0) // the last level's acquisition time per new hold
-	for _, n := range sc.curve {
-		window := time.Duration(sc.curvePeriods) * sc.curveLease / 3
+	for _, n := range sc.Curve {
+		window := time.Duration(sc.CurvePeriods) * sc.CurveLease / 3
 		if time.Now().Add(time.Duration(n-from)*perLock + window).After(deadline) {
-			logf("  scale curve: %d holds would not end within the budget of %v", n, sc.curveBudget)
+			logf("  scale curve: %d holds would not end within the budget of %v", n, sc.CurveBudget)
 			break
 		}
-		r := newScaleRun(scaleCase{holds: n, lease: sc.curveLease, periods: sc.curvePeriods})
+		r := newScaleRun(ScaleCase{Holds: n, Lease: sc.CurveLease, Periods: sc.CurvePeriods})
 		start := time.Now()
-		r.lockErrs, r.lockFirstErr = scaleAcquire(client, ms[:n], lat, from, sc)
-		r.acquire = time.Since(start)
-		perLock = r.acquire / time.Duration(max(1, n-from))
-		r.held, r.lockLat = heldLatencies(ms[:n], lat, from)
-		r.lostAcquire = countLost(ms[:n])
+		r.LockErrs, r.LockFirstErr = scaleAcquire(client, ms[:n], lat, from, sc)
+		r.Acquire = time.Since(start)
+		perLock = r.Acquire / time.Duration(max(1, n-from))
+		r.Held, r.LockLat = heldLatencies(ms[:n], lat, from)
+		r.LostAcquire = countLost(ms[:n])
 		scaleWindow(cl, r, ms[:n], sc)
-		r.warnings = lc.summary()
-		logf("  scale curve %d holds (%d new in %v, %d errors): %s", n, n-from, r.acquire.Round(time.Millisecond), r.lockErrs, r.windowLog())
+		r.Warnings = lc.summary()
+		logf("  scale curve %d holds (%d new in %v, %d errors): %s", n, n-from, r.Acquire.Round(time.Millisecond), r.LockErrs, r.windowLog())
 		out = append(out, r)
 		from = n
 		if !r.fits() {
@@ -197,21 +197,21 @@ func scaleCurve(cl *redlocktest.Cluster, sc scaleConfig, logf func(string, ...an
 // fits reports whether the window renewed every hold alive at its start and
 // lost none, with no Lock failing.
 func (r *scaleRun) fits() bool {
-	return r.lockErrs == 0 && r.lostAcquire == 0 && r.lostWindow == 0 && r.renewed == r.alive && r.alive == r.holds
+	return r.LockErrs == 0 && r.LostAcquire == 0 && r.LostWindow == 0 && r.Renewed == r.Alive && r.Alive == r.Holds
 }
 
 // scaleClient dials the nodes with the case's lease, and takes and releases
 // one lock so that every connection is up before the first measured Lock.
 func scaleClient(cl *redlocktest.Cluster, sc scaleConfig, lease time.Duration, prefix string, lc *logCounter) (*redlock.Client, error) {
 	opts := []redlock.Option{redlock.WithLease(lease), redlock.WithKeyPrefix(prefix), redlock.WithLogger(slog.New(lc))}
-	if sc.nodeTimeout > 0 {
-		opts = append(opts, redlock.WithNodeTimeout(sc.nodeTimeout))
+	if sc.NodeTimeout > 0 {
+		opts = append(opts, redlock.WithNodeTimeout(sc.NodeTimeout))
 	}
 	client, err := redlock.Dial(cl.URLs(), opts...)
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), sc.opTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), sc.OpTimeout)
 	defer cancel()
 	m := client.NewMutex("warm")
 	if err = m.Lock(ctx); err == nil {
@@ -228,60 +228,60 @@ func scaleClient(cl *redlocktest.Cluster, sc scaleConfig, lease time.Duration, p
 // nodes use with no hold, before taking them.
 const scaleIdle = 2 * time.Second
 
-func newScaleRun(c scaleCase) *scaleRun {
-	return &scaleRun{scaleCase: c, period: c.lease / 3, drift: c.lease/100 + 2*time.Millisecond, lostAfter: -1}
+func newScaleRun(c ScaleCase) *scaleRun {
+	return &scaleRun{ScaleCase: c, Period: c.Lease / 3, Drift: c.Lease/100 + 2*time.Millisecond, LostAfter: -1}
 }
 
 // scaleOne takes c.holds holds in one client, keeps them for the window
 // and releases them.
-func scaleOne(cl *redlocktest.Cluster, sc scaleConfig, c scaleCase, prefix string, logf func(string, ...any)) (*scaleRun, error) {
+func scaleOne(cl *redlocktest.Cluster, sc scaleConfig, c ScaleCase, prefix string, logf func(string, ...any)) (*scaleRun, error) {
 	lc := newLogCounter()
-	client, err := scaleClient(cl, sc, c.lease, prefix, lc)
+	client, err := scaleClient(cl, sc, c.Lease, prefix, lc)
 	if err != nil {
 		return nil, err
 	}
 	defer client.Close()
 	r := newScaleRun(c)
-	defer func() { r.warnings = lc.summary() }()
+	defer func() { r.Warnings = lc.summary() }()
 	c0, s0, t0 := cpuTime(), serverCPU(cl), time.Now()
 	time.Sleep(scaleIdle)
-	r.idleClient, r.idleSrv, r.idle = cpuTime()-c0, serverCPU(cl)-s0, time.Since(t0)
-	ms := make([]*redlock.Mutex, c.holds)
-	lat := make([]time.Duration, c.holds)
+	r.IdleClient, r.IdleSrv, r.Idle = cpuTime()-c0, serverCPU(cl)-s0, time.Since(t0)
+	ms := make([]*redlock.Mutex, c.Holds)
+	lat := make([]time.Duration, c.Holds)
 	h0 := heapAfterGC()
 	start := time.Now()
-	r.lockErrs, r.lockFirstErr = scaleAcquire(client, ms, lat, 0, sc)
-	r.acquire = time.Since(start)
-	r.heapPerHold = float64(heapAfterGC()-h0) / float64(max(1, c.holds))
-	r.held, r.lockLat = heldLatencies(ms, lat, 0)
-	r.lostAcquire = countLost(ms)
+	r.LockErrs, r.LockFirstErr = scaleAcquire(client, ms, lat, 0, sc)
+	r.Acquire = time.Since(start)
+	r.HeapPerHold = float64(heapAfterGC()-h0) / float64(max(1, c.Holds))
+	r.Held, r.LockLat = heldLatencies(ms, lat, 0)
+	r.LostAcquire = countLost(ms)
 	logf("  scale %s: %d taken in %v (%d errors), Lock p99 %s max %s, %.0f B heap per hold, %d lost",
-		r.name(), r.held, r.acquire.Round(time.Millisecond), r.lockErrs, fmtDur(pct(r.lockLat, 99)), fmtDur(pct(r.lockLat, 100)), r.heapPerHold, r.lostAcquire)
+		r.name(), r.Held, r.Acquire.Round(time.Millisecond), r.LockErrs, fmtDur(pct(r.LockLat, 99)), fmtDur(pct(r.LockLat, 100)), r.HeapPerHold, r.LostAcquire)
 	scaleWindow(cl, r, ms, sc)
 	logf("  scale %s: %s", r.name(), r.windowLog())
-	r.afterWait = c.lease
-	if !c.after {
-		r.afterWait = min(c.lease, max(0, time.Until(r.lastUntil)+50*time.Millisecond))
+	r.AfterWait = c.Lease
+	if !c.After {
+		r.AfterWait = min(c.Lease, max(0, time.Until(r.LastUntil)+50*time.Millisecond))
 	}
-	time.Sleep(r.afterWait)
-	r.lostAfter = countLost(ms)
-	logf("  scale %s: %d lost %v after the window", r.name(), r.lostAfter, r.afterWait.Round(time.Millisecond))
+	time.Sleep(r.AfterWait)
+	r.LostAfter = countLost(ms)
+	logf("  scale %s: %d lost %v after the window", r.name(), r.LostAfter, r.AfterWait.Round(time.Millisecond))
 	scaleRelease(r, ms, sc)
 	logf("  scale %s: released: Unlock p50 %s p99 %s max %s, %d not held, %d other errors %s",
-		r.name(), fmtDur(pct(r.unlockLat, 50)), fmtDur(pct(r.unlockLat, 99)), fmtDur(pct(r.unlockLat, 100)), r.unlockNotHeld, r.unlockErrs, r.unlockFirst)
+		r.name(), fmtDur(pct(r.UnlockLat, 50)), fmtDur(pct(r.UnlockLat, 99)), fmtDur(pct(r.UnlockLat, 100)), r.UnlockNotHeld, r.UnlockErrs, r.UnlockFirst)
 	return r, nil
 }
 
 // name is the case for the progress log.
-func (r *scaleRun) name() string { return fmt.Sprintf("%d holds, lease %v", r.holds, r.lease) }
+func (r *scaleRun) name() string { return fmt.Sprintf("%d holds, lease %v", r.Holds, r.Lease) }
 
 // windowLog is the window's numbers for the progress log.
 func (r *scaleRun) windowLog() string {
 	return fmt.Sprintf("window %v: %d of %d renewed, %d lost; CPU client %v + server %v (poller %v); per hold per round %s + %s; interval p50/p99/max %.2f/%.2f/%.2f periods (%d); renewal seen after p50 %s max %s",
-		r.window.Round(time.Millisecond), r.renewed, r.alive, r.lostWindow, r.clientCPU, r.serverCPU, r.pollerCPU,
-		fmtDur(r.perHoldRound(r.clientCPU)), fmtDur(r.perHoldRound(r.serverCPU)),
-		r.periodsOf(pct(r.intervals, 50)), r.periodsOf(pct(r.intervals, 99)), r.periodsOf(pct(r.intervals, 100)), len(r.intervals),
-		fmtDur(pct(r.delays, 50)), fmtDur(pct(r.delays, 100)))
+		r.Window.Round(time.Millisecond), r.Renewed, r.Alive, r.LostWindow, r.ClientCPU, r.ServerCPU, r.PollerCPU,
+		fmtDur(r.perHoldRound(r.ClientCPU)), fmtDur(r.perHoldRound(r.ServerCPU)),
+		r.periodsOf(pct(r.Intervals, 50)), r.periodsOf(pct(r.Intervals, 99)), r.periodsOf(pct(r.Intervals, 100)), len(r.Intervals),
+		fmtDur(pct(r.Delays, 50)), fmtDur(pct(r.Delays, 100)))
 }
 
 // heldLatencies counts the holds of ms from index from on, and returns the
@@ -301,7 +301,7 @@ func heldLatencies(ms []*redlock.Mutex, lat []time.Duration, from int) (int, []t
 }
 
 // periodsOf is d in renewal periods.
-func (r *scaleRun) periodsOf(d time.Duration) float64 { return float64(d) / float64(r.period) }
+func (r *scaleRun) periodsOf(d time.Duration) float64 { return float64(d) / float64(r.Period) }
 
 // heapAfterGC is the live heap.
 func heapAfterGC() uint64 {
@@ -319,9 +319,9 @@ func scaleAcquire(c *redlock.Client, ms []*redlock.Mutex, lat []time.Duration, f
 	next.Store(int64(from))
 	var nerr atomic.Int64
 	var firstErr atomic.Value
-	deadline := time.Now().Add(sc.acqBudget)
+	deadline := time.Now().Add(sc.AcqBudget)
 	var wg sync.WaitGroup
-	for g := 0; g < sc.goroutines; g++ {
+	for g := 0; g < sc.Goroutines; g++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -331,7 +331,7 @@ func scaleAcquire(c *redlock.Client, ms []*redlock.Mutex, lat []time.Duration, f
 					return
 				}
 				m := c.NewMutex(fmt.Sprintf("h:%d", i))
-				ctx, cancel := context.WithTimeout(context.Background(), sc.opTimeout)
+				ctx, cancel := context.WithTimeout(context.Background(), sc.OpTimeout)
 				s := time.Now()
 				err := m.Lock(ctx)
 				lat[i] = time.Since(s)
@@ -350,7 +350,7 @@ func scaleAcquire(c *redlock.Client, ms []*redlock.Mutex, lat []time.Duration, f
 		first = s
 	}
 	if rest := len(ms) - int(next.Load()); rest > 0 {
-		first = fmt.Sprintf("%d not tried within %v; %s", rest, sc.acqBudget, first)
+		first = fmt.Sprintf("%d not tried within %v; %s", rest, sc.AcqBudget, first)
 	}
 	return int(nerr.Load()), first
 }
@@ -362,7 +362,7 @@ func scaleRelease(r *scaleRun, ms []*redlock.Mutex, sc scaleConfig) {
 	done := make([]bool, len(ms))
 	var mu sync.Mutex // protects r's error counts
 	var wg sync.WaitGroup
-	for g := 0; g < sc.goroutines; g++ {
+	for g := 0; g < sc.Goroutines; g++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -374,7 +374,7 @@ func scaleRelease(r *scaleRun, ms []*redlock.Mutex, sc scaleConfig) {
 				if ms[i] == nil {
 					continue
 				}
-				ctx, cancel := context.WithTimeout(context.Background(), sc.opTimeout)
+				ctx, cancel := context.WithTimeout(context.Background(), sc.OpTimeout)
 				s := time.Now()
 				err := ms[i].Unlock(ctx)
 				lat[i], done[i] = time.Since(s), true
@@ -384,9 +384,9 @@ func scaleRelease(r *scaleRun, ms []*redlock.Mutex, sc scaleConfig) {
 				}
 				mu.Lock()
 				if errors.Is(err, redlock.ErrNotHeld) {
-					r.unlockNotHeld++
-				} else if r.unlockErrs++; r.unlockFirst == "" {
-					r.unlockFirst = oneLine(err, 200)
+					r.UnlockNotHeld++
+				} else if r.UnlockErrs++; r.UnlockFirst == "" {
+					r.UnlockFirst = oneLine(err, 200)
 				}
 				mu.Unlock()
 			}
@@ -399,7 +399,7 @@ func scaleRelease(r *scaleRun, ms []*redlock.Mutex, sc scaleConfig) {
 			ok = append(ok, lat[i])
 		}
 	}
-	r.unlockLat = sortDur(ok)
+	r.UnlockLat = sortDur(ok)
 }
 
 // countLost counts the holds whose Lost channel has closed.
@@ -433,36 +433,36 @@ func untils(ms []*redlock.Mutex) []time.Time {
 // Unlock traffic, and measures CPU, losses and the renewals of a sample.
 func scaleWindow(cl *redlocktest.Cluster, r *scaleRun, ms []*redlock.Mutex, sc scaleConfig) {
 	var sample []*redlock.Mutex
-	step := max(1, r.held/max(1, sc.sample))
-	for i := 0; i < len(ms) && len(sample) < sc.sample; i++ {
+	step := max(1, r.Held/max(1, sc.Sample))
+	for i := 0; i < len(ms) && len(sample) < sc.Sample; i++ {
 		if ms[i] != nil && i%step == 0 {
 			sample = append(sample, ms[i])
 		}
 	}
-	r.sampled = len(sample)
-	p := startPoller(sample, sc.poll, r.lease-r.drift, r.periods)
+	r.Sampled = len(sample)
+	p := startPoller(sample, sc.Poll, r.Lease-r.Drift, r.Periods)
 	u0 := untils(ms)
 	for _, u := range u0 {
-		if u.After(r.lastUntil) {
-			r.lastUntil = u
+		if u.After(r.LastUntil) {
+			r.LastUntil = u
 		}
 	}
-	r.alive = r.held - countLost(ms)
+	r.Alive = r.Held - countLost(ms)
 	c0, s0, t0 := cpuTime(), serverCPU(cl), time.Now()
-	time.Sleep(time.Duration(r.periods) * r.period)
+	time.Sleep(time.Duration(r.Periods) * r.Period)
 	c1, s1 := cpuTime(), serverCPU(cl)
-	r.window = time.Since(t0)
+	r.Window = time.Since(t0)
 	p.finish()
-	r.pollerCPU = p.cpu
-	r.clientCPU, r.serverCPU = c1-c0-p.cpu, s1-s0
-	r.intervals, r.delays = sortDur(p.intervals), sortDur(p.delays)
+	r.PollerCPU = p.cpu
+	r.ClientCPU, r.ServerCPU = c1-c0-p.cpu, s1-s0
+	r.Intervals, r.Delays = sortDur(p.intervals), sortDur(p.delays)
 	u1 := untils(ms)
 	for i := range u0 {
 		if !u0[i].IsZero() && u1[i].After(u0[i]) {
-			r.renewed++
+			r.Renewed++
 		}
 	}
-	r.lostWindow = countLost(ms)
+	r.LostWindow = countLost(ms)
 }
 
 // untilPoller reads the Until of a sample of holds every few milliseconds

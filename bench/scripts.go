@@ -21,22 +21,22 @@ import (
 
 // scriptCost is one measured call shape.
 type scriptCost struct {
-	name  string
-	holds int       // holds per call (renew.lua); 0 otherwise
-	usec  []float64 // server µs per call, one per run
+	Name  string
+	Holds int       // holds per call (renew.lua); 0 otherwise
+	Usec  []float64 // server µs per call, one per run
 }
 
-func (c *scriptCost) median() float64 { return median(c.usec) }
+func (c *scriptCost) median() float64 { return median(c.Usec) }
 
 // scriptCosts is the outcome of the scenario.
 type scriptCosts struct {
-	calls, runs int
-	rows        []*scriptCost
+	Calls, Runs int
+	Rows        []*scriptCost
 }
 
 func (s *scriptCosts) get(name string) float64 {
-	for _, r := range s.rows {
-		if r.name == name {
+	for _, r := range s.Rows {
+		if r.Name == name {
 			return r.median()
 		}
 	}
@@ -65,7 +65,7 @@ func runScriptCosts(root string, calls, runs int, logf func(string, ...any)) (*s
 	if err != nil {
 		return nil, err
 	}
-	out := &scriptCosts{calls: calls, runs: runs}
+	out := &scriptCosts{Calls: calls, Runs: runs}
 	byName := map[string]*scriptCost{}
 	err = withNodes(1, func(cl *redlocktest.Cluster) error {
 		conn, err := redis.Dial("tcp", cl.Addrs()[0], redis.DialReadTimeout(time.Minute), redis.DialWriteTimeout(time.Minute))
@@ -79,13 +79,13 @@ func runScriptCosts(root string, calls, runs int, logf func(string, ...any)) (*s
 				return fmt.Errorf("run %d: %w", run+1, err)
 			}
 			for _, g := range got {
-				c := byName[g.name]
+				c := byName[g.Name]
 				if c == nil {
-					c = &scriptCost{name: g.name, holds: g.holds}
-					byName[g.name] = c
-					out.rows = append(out.rows, c)
+					c = &scriptCost{Name: g.Name, Holds: g.Holds}
+					byName[g.Name] = c
+					out.Rows = append(out.Rows, c)
 				}
-				c.usec = append(c.usec, g.usec[0])
+				c.Usec = append(c.Usec, g.Usec[0])
 			}
 		}
 		return nil
@@ -93,8 +93,8 @@ func runScriptCosts(root string, calls, runs int, logf func(string, ...any)) (*s
 	if err != nil {
 		return nil, err
 	}
-	for _, r := range out.rows {
-		logf("  %-55s %6.2f µs/call (runs: %s)", r.name, r.median(), floats(r.usec))
+	for _, r := range out.Rows {
+		logf("  %-55s %6.2f µs/call (runs: %s)", r.Name, r.median(), floats(r.Usec))
 	}
 	return out, nil
 }
@@ -244,7 +244,7 @@ func scriptRun(conn redis.Conn, src redlockScripts, n int) ([]*scriptCost, error
 	var out []*scriptCost
 	for j, sh := range shapes {
 		if sh.name != "" && totals[j].calls > 0 {
-			out = append(out, &scriptCost{name: sh.name, holds: sh.holds, usec: []float64{float64(totals[j].usec) / float64(totals[j].calls)}})
+			out = append(out, &scriptCost{Name: sh.name, Holds: sh.holds, Usec: []float64{float64(totals[j].usec) / float64(totals[j].calls)}})
 		}
 	}
 	return out, nil
@@ -309,14 +309,14 @@ func scriptTable(s *scriptCosts) string {
 		return "_not run_\n"
 	}
 	var rows [][]string
-	for _, r := range s.rows {
+	for _, r := range s.Rows {
 		per := "–"
-		if r.holds > 1 {
-			per = fmt.Sprintf("%.2f µs per hold", r.median()/float64(r.holds))
+		if r.Holds > 1 {
+			per = fmt.Sprintf("%.2f µs per hold", r.median()/float64(r.Holds))
 		}
-		runs := append([]float64(nil), r.usec...)
+		runs := append([]float64(nil), r.Usec...)
 		sort.Float64s(runs)
-		rows = append(rows, []string{r.name, fmt.Sprintf("%.2f", r.median()), floats(runs), per})
+		rows = append(rows, []string{r.Name, fmt.Sprintf("%.2f", r.median()), floats(runs), per})
 	}
 	for _, p := range scriptPairs(s) {
 		rows = append(rows, []string{"**" + p.name + "**", fmt.Sprintf("**%.2f**", p.usec), "", ""})

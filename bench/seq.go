@@ -88,37 +88,37 @@ func runSeq(c *contender, names []string, budget, opTimeout time.Duration, srvCP
 
 // seqResult is one contender's outcome in a sequential scenario.
 type seqResult struct {
-	kind     kind
-	lat      []time.Duration // every successful op, sorted
-	ops      int
-	errs     int
-	firstErr string
-	timedOut bool
-	mallocs  float64 // per op
-	bytes    float64
-	cpu      time.Duration // per op
-	srv      time.Duration // redis-server CPU per op, every node
-	ratio    float64       // p50 of every sample / the floor's
-	paired   float64       // median over rounds of (round p50 / floor's round p50)
-	pipe     float64       // p50 of every sample / the pipelined floor's
-	rounds   []time.Duration
+	Kind     kind
+	Lat      []time.Duration // every successful op, sorted
+	Ops      int
+	Errs     int
+	FirstErr string
+	TimedOut bool
+	Mallocs  float64 // per op
+	Bytes    float64
+	Cpu      time.Duration // per op
+	Srv      time.Duration // redis-server CPU per op, every node
+	Ratio    float64       // p50 of every sample / the floor's
+	Paired   float64       // median over rounds of (round p50 / floor's round p50)
+	Pipe     float64       // p50 of every sample / the pipelined floor's
+	Rounds   []time.Duration
 }
 
 // seqScenario is the outcome of one sequential scenario for every contender.
 type seqScenario struct {
-	name    string
-	results []*seqResult
+	Name    string
+	Results []*seqResult
 	// In the fault scenarios: each contender's dials to each node from the
 	// moment the nodes were broken to the end of the last round (window).
-	dials  map[kind][]int64
-	window time.Duration
+	Dials  map[kind][]int64
+	Window time.Duration
 	// roundP50 is each contender's p50 in each round, for paired ratios.
-	roundP50 []map[kind]time.Duration
+	RoundP50 []map[kind]time.Duration
 }
 
 func (s *seqScenario) get(k kind) *seqResult {
-	for _, r := range s.results {
-		if r.kind == k {
+	for _, r := range s.Results {
+		if r.Kind == k {
 			return r
 		}
 	}
@@ -128,24 +128,24 @@ func (s *seqScenario) get(k kind) *seqResult {
 // runSeqScenario runs rounds; in each, every contender (in an order that
 // rotates from round to round) runs one batch.
 func runSeqScenario(name string, cs []*contender, rounds, opsPerBatch int, budget, opTimeout time.Duration, srvCPU func() time.Duration, logf func(string, ...any)) *seqScenario {
-	sc := &seqScenario{name: name}
+	sc := &seqScenario{Name: name}
 	acc := map[kind]*seqResult{}
 	var totalOps = map[kind]int{}
 	var mallocs, bytes = map[kind]uint64{}, map[kind]uint64{}
 	var cpus, srvs = map[kind]time.Duration{}, map[kind]time.Duration{}
 	for _, c := range cs {
-		r := &seqResult{kind: c.kind}
+		r := &seqResult{Kind: c.kind}
 		acc[c.kind] = r
-		sc.results = append(sc.results, r)
+		sc.Results = append(sc.Results, r)
 	}
 	roundP50 := make([]map[kind]time.Duration, rounds)
-	sc.roundP50 = roundP50
+	sc.RoundP50 = roundP50
 	for round := 0; round < rounds; round++ {
 		roundP50[round] = map[kind]time.Duration{}
 		for j := range cs {
 			c := cs[(j+round)%len(cs)]
 			r := acc[c.kind]
-			if r.timedOut {
+			if r.TimedOut {
 				continue
 			}
 			names := make([]string, opsPerBatch)
@@ -155,15 +155,15 @@ func runSeqScenario(name string, cs []*contender, rounds, opsPerBatch int, budge
 			time.Sleep(10 * time.Millisecond) // let the previous batch's stragglers land
 			b := runSeq(c, names, budget, opTimeout, srvCPU)
 			if b.timedOut {
-				r.timedOut = true
+				r.TimedOut = true
 				logf("  %s: %s timed out (an op took more than %v)", name, c.kind, opTimeout)
 				continue
 			}
-			r.lat = append(r.lat, b.lat...)
-			r.ops += b.ops
-			r.errs += b.errs
-			if r.firstErr == "" {
-				r.firstErr = b.firstErr
+			r.Lat = append(r.Lat, b.lat...)
+			r.Ops += b.ops
+			r.Errs += b.errs
+			if r.FirstErr == "" {
+				r.FirstErr = b.firstErr
 			}
 			totalOps[c.kind] += b.ops
 			mallocs[c.kind] += b.mallocs
@@ -173,23 +173,23 @@ func runSeqScenario(name string, cs []*contender, rounds, opsPerBatch int, budge
 			if len(b.lat) > 0 {
 				p := pct(sortDur(b.lat), 50)
 				roundP50[round][c.kind] = p
-				r.rounds = append(r.rounds, p)
+				r.Rounds = append(r.Rounds, p)
 			}
 		}
 	}
-	for _, r := range sc.results {
-		r.lat = sortDur(r.lat)
-		if n := totalOps[r.kind]; n > 0 {
-			r.mallocs = float64(mallocs[r.kind]) / float64(n)
-			r.bytes = float64(bytes[r.kind]) / float64(n)
-			r.cpu = cpus[r.kind] / time.Duration(n)
-			r.srv = srvs[r.kind] / time.Duration(n)
+	for _, r := range sc.Results {
+		r.Lat = sortDur(r.Lat)
+		if n := totalOps[r.Kind]; n > 0 {
+			r.Mallocs = float64(mallocs[r.Kind]) / float64(n)
+			r.Bytes = float64(bytes[r.Kind]) / float64(n)
+			r.Cpu = cpus[r.Kind] / time.Duration(n)
+			r.Srv = srvs[r.Kind] / time.Duration(n)
 		}
-		r.paired = sc.pairedTo(r.kind, kFloor)
+		r.Paired = sc.pairedTo(r.Kind, kFloor)
 	}
-	for _, r := range sc.results {
-		r.ratio = p50Ratio(r, sc.get(kFloor))
-		r.pipe = p50Ratio(r, sc.get(kFloorPipe))
+	for _, r := range sc.Results {
+		r.Ratio = p50Ratio(r, sc.get(kFloor))
+		r.Pipe = p50Ratio(r, sc.get(kFloorPipe))
 	}
 	return sc
 }
@@ -198,7 +198,7 @@ func runSeqScenario(name string, cs []*contender, rounds, opsPerBatch int, budge
 // base's p50 in the same round; NaN when no round has both.
 func (s *seqScenario) pairedTo(k, base kind) float64 {
 	var ratios []float64
-	for _, rp := range s.roundP50 {
+	for _, rp := range s.RoundP50 {
 		b, ok1 := rp[base]
 		x, ok2 := rp[k]
 		if ok1 && ok2 && b > 0 {
@@ -211,38 +211,38 @@ func (s *seqScenario) pairedTo(k, base kind) float64 {
 // p50Ratio is r's p50 over every sample divided by base's; NaN when either
 // has none.
 func p50Ratio(r, base *seqResult) float64 {
-	if r == nil || base == nil || len(r.lat) == 0 || len(base.lat) == 0 {
+	if r == nil || base == nil || len(r.Lat) == 0 || len(base.Lat) == 0 {
 		return math.NaN()
 	}
-	return float64(pct(r.lat, 50)) / float64(pct(base.lat, 50))
+	return float64(pct(r.Lat, 50)) / float64(pct(base.Lat, 50))
 }
 
 // tputResult is one contender's throughput.
 type tputResult struct {
-	kind     kind
-	opsSec   []float64 // by round
-	ops      int
-	elapsed  time.Duration // over every round
-	cpu      time.Duration // client CPU over every round
-	srv      time.Duration // redis-server CPU over every round
-	reads    int64         // the servers' reads from clients over every round (0: not counted)
-	calls    int64         // the servers' script calls over every round (0: not counted)
-	busy     float64       // share of the machine's CPU time busy over every round (/proc/stat, every process)
-	errs     int
-	timedOut bool    // a window's op outlived the op timeout: the contender was abandoned
-	ratio    float64 // median ops/s divided by the floor's
-	pipe     float64 // median ops/s divided by the pipelined floor's
+	Kind     kind
+	OpsSec   []float64 // by round
+	Ops      int
+	Elapsed  time.Duration // over every round
+	Cpu      time.Duration // client CPU over every round
+	Srv      time.Duration // redis-server CPU over every round
+	Reads    int64         // the servers' reads from clients over every round (0: not counted)
+	Calls    int64         // the servers' script calls over every round (0: not counted)
+	Busy     float64       // share of the machine's CPU time busy over every round (/proc/stat, every process)
+	Errs     int
+	TimedOut bool    // a window's op outlived the op timeout: the contender was abandoned
+	Ratio    float64 // median ops/s divided by the floor's
+	Pipe     float64 // median ops/s divided by the pipelined floor's
 }
 
-func (t *tputResult) median() float64 { return median(t.opsSec) }
+func (t *tputResult) median() float64 { return median(t.OpsSec) }
 
 // pairedTo is the median over rounds of t's ops/s in the round divided by
 // base's in the same round; NaN when they share no round.
 func (t *tputResult) pairedTo(base *tputResult) float64 {
 	var ratios []float64
-	for i := 0; base != nil && i < len(t.opsSec) && i < len(base.opsSec); i++ {
-		if base.opsSec[i] > 0 {
-			ratios = append(ratios, t.opsSec[i]/base.opsSec[i])
+	for i := 0; base != nil && i < len(t.OpsSec) && i < len(base.OpsSec); i++ {
+		if base.OpsSec[i] > 0 {
+			ratios = append(ratios, t.OpsSec[i]/base.OpsSec[i])
 		}
 	}
 	return median(ratios)
@@ -256,7 +256,7 @@ func runThroughput(cs []*contender, g, rounds int, window, opTimeout time.Durati
 	var out []*tputResult
 	busy := map[kind]*machineTicks{}
 	for _, c := range cs {
-		acc[c.kind] = &tputResult{kind: c.kind}
+		acc[c.kind] = &tputResult{Kind: c.kind}
 		busy[c.kind] = &machineTicks{}
 		out = append(out, acc[c.kind])
 	}
@@ -265,7 +265,7 @@ func runThroughput(cs []*contender, g, rounds int, window, opTimeout time.Durati
 	for round := -1; round < rounds; round++ {
 		for j := range cs {
 			c := cs[(j+max(round, 0))%len(cs)]
-			if acc[c.kind].timedOut {
+			if acc[c.kind].TimedOut {
 				continue
 			}
 			time.Sleep(20 * time.Millisecond)
@@ -282,13 +282,13 @@ func runThroughput(cs []*contender, g, rounds int, window, opTimeout time.Durati
 		}
 	}
 	for _, r := range out {
-		r.busy = busy[r.kind].share()
-		r.ratio, r.pipe = math.NaN(), math.NaN()
+		r.Busy = busy[r.Kind].share()
+		r.Ratio, r.Pipe = math.NaN(), math.NaN()
 		if f := acc[kFloor]; f != nil {
-			r.ratio = r.median() / f.median()
+			r.Ratio = r.median() / f.median()
 		}
 		if f := acc[kFloorPipe]; f != nil {
-			r.pipe = r.median() / f.median()
+			r.Pipe = r.median() / f.median()
 		}
 	}
 	return out
@@ -306,17 +306,17 @@ type windowResult struct {
 // add counts a measured window.
 func (t *tputResult) add(w windowResult) {
 	if w.timedOut {
-		t.timedOut = true
+		t.TimedOut = true
 		return
 	}
-	t.cpu += w.cpu
-	t.srv += w.srv.cpu
-	t.reads += w.srv.reads
-	t.calls += w.srv.calls
-	t.ops += int(w.ops)
-	t.elapsed += w.elapsed
-	t.errs += int(w.errs)
-	t.opsSec = append(t.opsSec, float64(w.ops)/w.elapsed.Seconds())
+	t.Cpu += w.cpu
+	t.Srv += w.srv.cpu
+	t.Reads += w.srv.reads
+	t.Calls += w.srv.calls
+	t.Ops += int(w.ops)
+	t.Elapsed += w.elapsed
+	t.Errs += int(w.errs)
+	t.OpsSec = append(t.OpsSec, float64(w.ops)/w.elapsed.Seconds())
 }
 
 // tputWindow runs g goroutines of Lock+Unlock with c on distinct keys until

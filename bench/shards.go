@@ -17,9 +17,9 @@ import (
 
 // shardsConfig bounds the shards scenario.
 type shardsConfig struct {
-	rounds int
-	window time.Duration
-	idle   time.Duration // the processes' CPU with no traffic is measured over this
+	Rounds int
+	Window time.Duration
+	Idle   time.Duration // the processes' CPU with no traffic is measured over this
 }
 
 // shardsMembers is the number of quorum members of every configuration.
@@ -34,13 +34,13 @@ var shardsKinds = []kind{kRedlock, kGoredis, kCluster1, kCluster3}
 
 // shardsResult is what the shards scenario measured.
 type shardsResult struct {
-	members   int
-	processes map[kind]int           // redis-server processes of each configuration
-	idle      map[kind]time.Duration // their CPU time per second with no traffic
-	tput      []*tputResult
+	Members   int
+	Processes map[kind]int           // redis-server processes of each configuration
+	Idle      map[kind]time.Duration // their CPU time per second with no traffic
+	Tput      []*tputResult
 	// perShard is the script calls (EVALSHA and EVAL) that each shard of
 	// the 3-shard members served over the scenario, every member summed.
-	perShard []int64
+	PerShard []int64
 }
 
 // shardsSetup is the scenario's three sets of nodes, its clients and the
@@ -75,24 +75,24 @@ func runShards(cfg config, logf func(string, ...any)) (*shardsResult, error) {
 	if err := warmUp(s.cs, "s", 20); err != nil {
 		return nil, err
 	}
-	out := &shardsResult{members: shardsMembers, processes: map[kind]int{}}
+	out := &shardsResult{Members: shardsMembers, Processes: map[kind]int{}}
 	for k, pids := range s.pids {
-		out.processes[k] = len(pids)
+		out.Processes[k] = len(pids)
 	}
 	logf("shards: idle")
-	out.idle = s.idleCPU(cfg.shards.idle)
+	out.Idle = s.idleCPU(cfg.Shards.Idle)
 	before, err := shardCalls(s.three)
 	if err != nil {
 		return nil, err
 	}
 	logf("shards: throughput")
-	out.tput = runThroughput(s.cs, cfg.tputGoroutines, cfg.shards.rounds, cfg.shards.window, cfg.opTimeout, func(k kind) serverSnap { return readServers(s.clusterOf(k), s.pids[k]) })
+	out.Tput = runThroughput(s.cs, cfg.TputGoroutines, cfg.Shards.Rounds, cfg.Shards.Window, cfg.OpTimeout, func(k kind) serverSnap { return readServers(s.clusterOf(k), s.pids[k]) })
 	after, err := shardCalls(s.three)
 	if err != nil {
 		return nil, err
 	}
 	for i := range after {
-		out.perShard = append(out.perShard, after[i]-before[i])
+		out.PerShard = append(out.PerShard, after[i]-before[i])
 	}
 	return out, nil
 }

@@ -17,13 +17,13 @@ import (
 // ---- dead majority ----
 
 type deadMajResult struct {
-	kind     kind
-	times    []time.Duration // sorted
-	errText  string          // the first trial's error
-	named    int             // trials whose error named every killed node
-	trials   int
-	noErr    int // trials that returned no error (false, nil) or success
-	timedOut bool
+	Kind     kind
+	Times    []time.Duration // sorted
+	ErrText  string          // the first trial's error
+	Named    int             // trials whose error named every killed node
+	Trials   int
+	NoErr    int // trials that returned no error (false, nil) or success
+	TimedOut bool
 }
 
 // runDeadMajority kills nodes 0..2 and times TryLock (one attempt) until it
@@ -47,14 +47,14 @@ func runDeadMajority(cl *redlocktest.Cluster, kinds []kind, trials int, opTimeou
 	var out []*deadMajResult
 	acc := map[kind]*deadMajResult{}
 	for _, c := range cs {
-		acc[c.kind] = &deadMajResult{kind: c.kind}
+		acc[c.kind] = &deadMajResult{Kind: c.kind}
 		out = append(out, acc[c.kind])
 	}
 	for t := 0; t < trials; t++ {
 		for j := range cs {
 			c := cs[(j+t)%len(cs)]
 			r := acc[c.kind]
-			if r.timedOut {
+			if r.TimedOut {
 				continue
 			}
 			l := c.newLocker(fmt.Sprintf("dm:%d", t))
@@ -73,17 +73,17 @@ func runDeadMajority(cl *redlocktest.Cluster, kinds []kind, trials int, opTimeou
 			}()
 			select {
 			case a := <-ch:
-				r.trials++
-				r.times = append(r.times, a.d)
+				r.Trials++
+				r.Times = append(r.Times, a.d)
 				if a.err == nil {
-					r.noErr++
+					r.NoErr++
 					if a.ok {
 						l.Unlock(context.Background())
 					}
 					break
 				}
-				if r.errText == "" {
-					r.errText = oneLine(a.err, 600)
+				if r.ErrText == "" {
+					r.ErrText = oneLine(a.err, 600)
 				}
 				all := true
 				for _, i := range killed {
@@ -95,16 +95,16 @@ func runDeadMajority(cl *redlocktest.Cluster, kinds []kind, trials int, opTimeou
 					}
 				}
 				if all {
-					r.named++
+					r.Named++
 				}
 			case <-time.After(opTimeout + time.Second):
-				r.timedOut = true
+				r.TimedOut = true
 				logf("  dead majority: %s timed out", c.kind)
 			}
 		}
 	}
 	for _, r := range out {
-		r.times = sortDur(r.times)
+		r.Times = sortDur(r.Times)
 	}
 	return out, nil
 }
@@ -112,16 +112,16 @@ func runDeadMajority(cl *redlocktest.Cluster, kinds []kind, trials int, opTimeou
 // ---- watchdog at scale ----
 
 type herdResult struct {
-	kind        kind
-	acqPerSec   float64
-	acq         int
-	attempts    float64 // acquisition attempts per acquisition, per node on average
-	nodeCmds    float64 // every command a node served per acquisition (commandstats), per node on average
-	evalshaNode float64 // EVALSHA per acquisition per node (commandstats)
-	rtNode      float64 // client-counted round trips per acquisition per node (redigo contenders)
-	errs        int
-	minPer      int
-	maxPer      int
+	Kind        kind
+	AcqPerSec   float64
+	Acq         int
+	Attempts    float64 // acquisition attempts per acquisition, per node on average
+	NodeCmds    float64 // every command a node served per acquisition (commandstats), per node on average
+	EvalshaNode float64 // EVALSHA per acquisition per node (commandstats)
+	RtNode      float64 // client-counted round trips per acquisition per node (redigo contenders)
+	Errs        int
+	MinPer      int
+	MaxPer      int
 }
 
 // runHerd puts 64 goroutines in 4 clients on one key, for every contender in
@@ -157,7 +157,7 @@ func runHerd(cl *redlocktest.Cluster, kinds []kind, rounds int, warm, window, cr
 		per                               []int
 	}{}
 	for _, k := range kinds {
-		acc[k] = &herdResult{kind: k}
+		acc[k] = &herdResult{Kind: k}
 		out = append(out, acc[k])
 		sums[k] = &struct {
 			acq                               int
@@ -187,7 +187,7 @@ func runHerd(cl *redlocktest.Cluster, kinds []kind, rounds int, warm, window, cr
 			for g, v := range r.per {
 				s.per[g] += v
 			}
-			acc[k].errs += r.errs
+			acc[k].Errs += r.errs
 			nodes := cl.N()
 			if k == kRedislock {
 				nodes = 1
@@ -222,19 +222,19 @@ func runHerd(cl *redlocktest.Cluster, kinds []kind, rounds int, warm, window, cr
 	}
 	for _, k := range kinds {
 		s, a := sums[k], acc[k]
-		a.acq = s.acq
+		a.Acq = s.acq
 		if s.secs > 0 {
-			a.acqPerSec = float64(s.acq) / s.secs
+			a.AcqPerSec = float64(s.acq) / s.secs
 		}
 		if s.acq > 0 {
-			a.attempts = s.attempts / float64(s.acq)
-			a.nodeCmds = s.cmds / float64(s.acq)
-			a.evalshaNode = s.evalsha / float64(s.acq)
-			a.rtNode = s.rt / float64(s.acq)
+			a.Attempts = s.attempts / float64(s.acq)
+			a.NodeCmds = s.cmds / float64(s.acq)
+			a.EvalshaNode = s.evalsha / float64(s.acq)
+			a.RtNode = s.rt / float64(s.acq)
 		}
-		a.minPer, a.maxPer = s.per[0], s.per[0]
+		a.MinPer, a.MaxPer = s.per[0], s.per[0]
 		for _, v := range s.per {
-			a.minPer, a.maxPer = min(a.minPer, v), max(a.maxPer, v)
+			a.MinPer, a.MaxPer = min(a.MinPer, v), max(a.MaxPer, v)
 		}
 	}
 	return out, nil
@@ -272,15 +272,15 @@ func scriptNames(root string) (map[string]string, error) {
 // ---- restart of a majority node ----
 
 type restartResult struct {
-	kind      kind
-	variant   string // "at once" or "after one renewal"
-	trials    int
-	firstOK   int // the second owner's try before the restart succeeded (must be 0)
-	acquired  int // the second owner got the lock after the restart
-	told      int // of those, the first owner had been told its hold was lost
-	violation int // acquired while the first owner still believed it held
-	errs      int
-	firstErr  string
+	Kind      kind
+	Variant   string // "at once" or "after one renewal"
+	Trials    int
+	FirstOK   int // the second owner's try before the restart succeeded (must be 0)
+	Acquired  int // the second owner got the lock after the restart
+	Told      int // of those, the first owner had been told its hold was lost
+	Violation int // acquired while the first owner still believed it held
+	Errs      int
+	FirstErr  string
 }
 
 // runRestart: owner A takes the lock while nodes 3 and 4 are down, so its
@@ -296,7 +296,7 @@ func runRestart(cl *redlocktest.Cluster, kinds []kind, trials int, renewFirst bo
 	acc := map[kind]*restartResult{}
 	var out []*restartResult
 	for _, k := range kinds {
-		acc[k] = &restartResult{kind: k, variant: variant}
+		acc[k] = &restartResult{Kind: k, Variant: variant}
 		out = append(out, acc[k])
 	}
 	ctx := context.Background()
@@ -340,7 +340,7 @@ func runRestart(cl *redlocktest.Cluster, kinds []kind, trials int, renewFirst bo
 				}
 				lb := b.newLocker(key)
 				if ok, _ := lb.TryLock(ctx); ok {
-					r.firstOK++
+					r.FirstOK++
 					lb.Unlock(ctx)
 				}
 				if err := cl.Restart(0); err != nil {
@@ -366,12 +366,12 @@ func runRestart(cl *redlocktest.Cluster, kinds []kind, trials int, renewFirst bo
 						time.Sleep(10 * time.Millisecond)
 					}
 				}
-				r.trials++
+				r.Trials++
 				if !ok {
 					return nil
 				}
 				defer lb.Unlock(ctx)
-				r.acquired++
+				r.Acquired++
 				told := extendFailed
 				switch k {
 				case kRedlock:
@@ -391,16 +391,16 @@ func runRestart(cl *redlocktest.Cluster, kinds []kind, trials int, renewFirst bo
 					}
 				}
 				if told {
-					r.told++
+					r.Told++
 				} else {
-					r.violation++
+					r.Violation++
 				}
 				return nil
 			}()
 			if err != nil {
-				r.errs++
-				if r.firstErr == "" {
-					r.firstErr = oneLine(err, 200)
+				r.Errs++
+				if r.FirstErr == "" {
+					r.FirstErr = oneLine(err, 200)
 				}
 				logf("  restart %s %s trial %d: %v", variant, k, t, err)
 			}

@@ -8,7 +8,7 @@ import (
 
 func TestPairedTo(t *testing.T) {
 	ms := time.Millisecond
-	sc := &seqScenario{roundP50: []map[kind]time.Duration{
+	sc := &seqScenario{RoundP50: []map[kind]time.Duration{
 		{kRedlock: ms, kRedsync: 2 * ms},
 		{kRedlock: ms, kRedsync: 3 * ms},
 		{kRedsync: 9 * ms}, // no base in this round: not paired
@@ -20,8 +20,8 @@ func TestPairedTo(t *testing.T) {
 	if got := sc.pairedTo(kRedsyncFF, kRedlock); !math.IsNaN(got) {
 		t.Errorf("seqScenario.pairedTo of a kind never run = %v, want NaN", got)
 	}
-	base := &tputResult{opsSec: []float64{100, 200, 0}}
-	x := &tputResult{opsSec: []float64{50, 50, 10, 70}}
+	base := &tputResult{OpsSec: []float64{100, 200, 0}}
+	x := &tputResult{OpsSec: []float64{50, 50, 10, 70}}
 	if got := x.pairedTo(base); got != 0.375 {
 		t.Errorf("tputResult.pairedTo = %v, want 0.375 (median of 0.5, 0.25)", got)
 	}

@@ -15,45 +15,45 @@ import (
 // waitersResult is the waiters scenario: what a waiter blocked in Lock
 // costs, and handoffs with the waiters spread over several clients.
 type waitersResult struct {
-	mem  []waiterMem
-	runs []*waitersRun
+	Mem  []waiterMem
+	Runs []*waitersRun
 }
 
 // waiterMem is what n waiters blocked in Lock on one key, in one client,
 // cost the process.
 type waiterMem struct {
-	n          int
-	heap       float64 // bytes per waiter: live heap (HeapAlloc after two GCs)
-	stack      float64 // bytes per waiter: goroutine stacks (StackInuse)
-	goroutines float64 // goroutines per waiter (NumGoroutine)
+	N          int
+	Heap       float64 // bytes per waiter: live heap (HeapAlloc after two GCs)
+	Stack      float64 // bytes per waiter: goroutine stacks (StackInuse)
+	Goroutines float64 // goroutines per waiter (NumGoroutine)
 }
 
 // waitersRun is one handoff configuration measured over rounds.
 type waitersRun struct {
-	clients, perClient int
-	crit               time.Duration
-	acqPerSec          []float64 // per round
-	calls              []float64 // per round: script calls (EVALSHA + EVAL) per acquisition per node
-	minPer, maxPer     []int     // per round: acquisitions per goroutine in the window
-	errs, overlaps     int
-	firstErr           string
+	Clients, PerClient int
+	Crit               time.Duration
+	AcqPerSec          []float64 // per round
+	Calls              []float64 // per round: script calls (EVALSHA + EVAL) per acquisition per node
+	MinPer, MaxPer     []int     // per round: acquisitions per goroutine in the window
+	Errs, Overlaps     int
+	FirstErr           string
 }
 
 func (r *waitersRun) name() string {
-	return fmt.Sprintf("%d × %d, %v", r.clients, r.perClient, r.crit)
+	return fmt.Sprintf("%d × %d, %v", r.Clients, r.PerClient, r.Crit)
 }
 
 // runWaiters measures the memory of cfg.waiterCounts waiters, then the
 // handoff runs, each on the same fresh nodes.
 func runWaiters(cl *redlocktest.Cluster, cfg config, logf func(string, ...any)) (*waitersResult, error) {
 	res := &waitersResult{}
-	for _, n := range cfg.waiterCounts {
+	for _, n := range cfg.WaiterCounts {
 		m, err := measureWaiters(cl, n)
 		if err != nil {
 			return nil, err
 		}
-		logf("  %d waiters: %.0f B heap + %.0f B stack per waiter, %.2f goroutines per waiter", n, m.heap, m.stack, m.goroutines)
-		res.mem = append(res.mem, m)
+		logf("  %d waiters: %.0f B heap + %.0f B stack per waiter, %.2f goroutines per waiter", n, m.Heap, m.Stack, m.Goroutines)
+		res.Mem = append(res.Mem, m)
 	}
 	var clients []*contender
 	defer func() {
@@ -61,7 +61,7 @@ func runWaiters(cl *redlocktest.Cluster, cfg config, logf func(string, ...any)) 
 			c.close()
 		}
 	}()
-	for i := 0; i < cfg.waitersClients; i++ {
+	for i := 0; i < cfg.WaitersClients; i++ {
 		c, err := build(kRedlock, cl.Addrs(), buildOpts{prefix: "wt:"})
 		if err != nil {
 			return nil, err
@@ -71,20 +71,20 @@ func runWaiters(cl *redlocktest.Cluster, cfg config, logf func(string, ...any)) 
 	if err := warmUp(clients, "wt", 2); err != nil {
 		return nil, err
 	}
-	res.runs = []*waitersRun{
-		{clients: cfg.waitersClients, perClient: cfg.waitersPerClient, crit: cfg.crit},
-		{clients: cfg.waitersClients, perClient: cfg.waitersPerClient},
-		{clients: cfg.waitersClients, perClient: 1, crit: cfg.crit},
-		{clients: cfg.waitersClients, perClient: 1},
-		{clients: 1, perClient: cfg.waitersPerClient * cfg.waitersClients, crit: cfg.crit},
+	res.Runs = []*waitersRun{
+		{Clients: cfg.WaitersClients, PerClient: cfg.WaitersPerClient, Crit: cfg.Crit},
+		{Clients: cfg.WaitersClients, PerClient: cfg.WaitersPerClient},
+		{Clients: cfg.WaitersClients, PerClient: 1, Crit: cfg.Crit},
+		{Clients: cfg.WaitersClients, PerClient: 1},
+		{Clients: 1, PerClient: cfg.WaitersPerClient * cfg.WaitersClients, Crit: cfg.Crit},
 	}
-	for round := 0; round < cfg.waitersRounds; round++ {
-		for j := range res.runs {
-			r := res.runs[(j+round)%len(res.runs)]
+	for round := 0; round < cfg.WaitersRounds; round++ {
+		for j := range res.Runs {
+			r := res.Runs[(j+round)%len(res.Runs)]
 			time.Sleep(100 * time.Millisecond)
-			waitersRound(cl, clients[:r.clients], r, round, cfg)
-			i := len(r.acqPerSec) - 1
-			logf("  waiters round %d %-18s %7.1f handoffs/s, %.2f script calls per handoff per node, per goroutine %d–%d", round, r.name(), r.acqPerSec[i], r.calls[i], r.minPer[i], r.maxPer[i])
+			waitersRound(cl, clients[:r.Clients], r, round, cfg)
+			i := len(r.AcqPerSec) - 1
+			logf("  waiters round %d %-18s %7.1f handoffs/s, %.2f script calls per handoff per node, per goroutine %d–%d", round, r.name(), r.AcqPerSec[i], r.Calls[i], r.MinPer[i], r.MaxPer[i])
 		}
 	}
 	return res, nil
@@ -93,9 +93,9 @@ func runWaiters(cl *redlocktest.Cluster, cfg config, logf func(string, ...any)) 
 // waitersRound runs one handoff window of r and appends its numbers.
 func waitersRound(cl *redlocktest.Cluster, clients []*contender, r *waitersRun, round int, cfg config) {
 	var cs0, cs1 []map[string]cmdStat
-	g := r.clients * r.perClient
-	key := fmt.Sprintf("wt:%d:%d:%d", r.clients, r.crit/time.Microsecond, round)
-	cr := runContended(clients, g, key, r.crit, cfg.waitersWarm, cfg.waitersWindow, true, func(start bool) {
+	g := r.Clients * r.PerClient
+	key := fmt.Sprintf("wt:%d:%d:%d", r.Clients, r.Crit/time.Microsecond, round)
+	cr := runContended(clients, g, key, r.Crit, cfg.WaitersWarm, cfg.WaitersWindow, true, func(start bool) {
 		if start {
 			cs0 = allCommandStats(cl)
 			return
@@ -108,17 +108,17 @@ func waitersRound(cl *redlocktest.Cluster, clients []*contender, r *waitersRun, 
 			calls += float64(cs1[i][cmd].calls - cs0[i][cmd].calls)
 		}
 	}
-	r.acqPerSec = append(r.acqPerSec, cr.acqPerSec)
-	r.calls = append(r.calls, calls/float64(len(cs0))/float64(max(cr.acq, 1)))
+	r.AcqPerSec = append(r.AcqPerSec, cr.acqPerSec)
+	r.Calls = append(r.Calls, calls/float64(len(cs0))/float64(max(cr.acq, 1)))
 	lo, hi := cr.per[0], cr.per[0]
 	for _, v := range cr.per {
 		lo, hi = min(lo, v), max(hi, v)
 	}
-	r.minPer, r.maxPer = append(r.minPer, lo), append(r.maxPer, hi)
-	r.errs += cr.errs
-	r.overlaps += cr.overlaps
-	if r.firstErr == "" {
-		r.firstErr = cr.firstErr
+	r.MinPer, r.MaxPer = append(r.MinPer, lo), append(r.MaxPer, hi)
+	r.Errs += cr.errs
+	r.Overlaps += cr.overlaps
+	if r.FirstErr == "" {
+		r.FirstErr = cr.firstErr
 	}
 }
 
@@ -174,10 +174,10 @@ func measureWaiters(cl *redlocktest.Cluster, n int) (waiterMem, error) {
 		return waiterMem{}, fmt.Errorf("%d waiters: %w", n, err)
 	}
 	return waiterMem{
-		n:          n,
-		heap:       float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(n),
-		stack:      float64(int64(after.StackInuse)-int64(before.StackInuse)) / float64(n),
-		goroutines: float64(after.goroutines-before.goroutines) / float64(n),
+		N:          n,
+		Heap:       float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(n),
+		Stack:      float64(int64(after.StackInuse)-int64(before.StackInuse)) / float64(n),
+		Goroutines: float64(after.goroutines-before.goroutines) / float64(n),
 	}, nil
 }
 

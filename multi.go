@@ -25,6 +25,21 @@ const maxMultiNames = 1024
 // chain of single locks would). Contenders that split the nodes roll back
 // and pause at random before they try again, as a Mutex's do.
 //
+// No owner starves. A waiter that was refused leaves an intent on its
+// names on the nodes that refused it, stamped with when its wait began;
+// while it is there, no owner that is not an older waiter takes those
+// names (a new acquisition, TryLock included, comes after every waiter).
+// So the oldest waiter gets its names once the holds that were on them
+// when its intent got there end, whatever the others' luck, and each
+// waiter becomes the oldest in turn: a bound on each owner's wait, not
+// only on the average. An intent only refuses, so it never makes two
+// holders, and lives the longest lease of what refused its waiter and
+// four node timeouts more unless the waiter renews it; a waiter that stops
+// waiting takes its intents back. Stamps come from the clients' clocks: a
+// client whose clock is behind by d goes up to d ahead of the others. A
+// Mutex of one name leaves no intent (its waiters take turns through the
+// Client's queue), but obeys those on its name.
+//
 // Name returns the names, sorted and joined by commas; IsLocked reports
 // whether any of the names is held by anyone on a quorum; IsHeld whether
 // this owner holds them all. With WithFencing each new hold's Token is

@@ -35,7 +35,12 @@ import (
 // in progress, and the writers ahead of it. Both bounds assume that
 // waiters hear of releases (pub/sub) and try within the grace; a reader
 // that stops waiting leaves the readers' intent to expire (the grace after
-// the next writer meets it, or the write hold's lease and the grace).
+// the next writer meets it, or the write hold's lease and the grace). The
+// readers a Client has waiting try together when a write hold ends, not
+// one after another.
+//
+// With WithObserver, the reader side's calls report as observe.OpRLock,
+// OpTryRLock and OpRUnlock, the writer side's as a Mutex's.
 //
 // An RWMutex's keys (PREFIX{NAME}:rw:...) are not a Mutex's: an RWMutex and
 // a Mutex of one name do not exclude each other. Fencing tokens (with

@@ -55,8 +55,17 @@ const maxClaims = 4
 // safe for concurrent use; goroutines of one process should share one
 // Semaphore, which steers them to different slots.
 //
+// No waiter is passed over for ever: a waiter that found every permit
+// held leaves its intent on the semaphore (see NewMultiMutex), which keeps
+// every newcomer from taking a permit while the oldest waiter waits. So a
+// waiter gets a permit once the waiters that began to wait before it have
+// theirs and a permit is released after its intent is on the nodes,
+// whatever the others' luck; stamps come from the clients' clocks, and a
+// client whose clock is behind by d goes up to d ahead of the others.
+//
 // With WithObserver, Acquire and TryAcquire report as a Mutex's Lock and
-// TryLock do (observe.OpAcquire, observe.OpTryAcquire), each permit is a
+// TryLock do (observe.OpAcquire, observe.OpTryAcquire; a scan that finds
+// no permit free is an attempt that tried no slot), each permit is a
 // hold (HoldStarted, and HoldEnded when it is released, ends or is lost),
 // and a Permit's Release reports as Unlock does (observe.OpRelease), all
 // under the semaphore's name.

@@ -8,7 +8,7 @@ FUZZTIME ?= 30s
 # release, and go.work's replace lines map that version onto the directories.
 MODULES := $(sort $(patsubst ./%/go.mod,%,$(shell find . -mindepth 2 -name go.mod -not -path './.git/*')))
 
-.PHONY: test redis vet apicheck fuzz soak bench compat modelcheck release tidy stress
+.PHONY: test redis vet apicheck fuzz soak bench compat modelcheck release tidy stress fairness
 
 # The other modules' tests run side by side (mostly waiting on their
 # redis-servers), each module's output kept together and shown in order.
@@ -38,6 +38,14 @@ modelcheck: redis
 	$(GO) run ./internal/model/cmd/modelcheck -steps $(MODEL_STEPS) -walks $(MODEL_WALKS)
 	REDLOCK_MODEL_DEEP=1 $(GO) test -count=1 -timeout 60m -run 'TestCounterexamples|TestQueuedCall' -v ./internal/model | grep -E '^(---|    ---|ok|FAIL)|states|violated'
 	REDLOCK_MODEL_CALLS=100000 $(GO) test -count=1 -timeout 60m -run '^TestModelScriptsMatchRedis$$' -v . | grep -E '^(---|ok|FAIL)|calls in'
+
+# make fairness: the bounds on waiting (issue 27) over FAIR_RUNS runs each
+# (make test makes one): every MultiMutex owner served, a Semaphore waiter
+# not passed over, readers beside a looping writer, a reader's wait in
+# write holds. Prints each run's numbers.
+FAIR_RUNS ?= 10
+fairness: redis
+	REDLOCK_FAIR_RUNS=$(FAIR_RUNS) $(GO) test -count=1 -timeout 30m -run '^(TestMultiMutexNoOwnerStarves|TestSemaphoreWaiterIsNotPassedOver|TestRWMutexReadersAreNotStarved|TestRWMutexReaderWaitsBoundedWriteHolds)$$' -v . | grep -E '^(---|ok|FAIL)|run [0-9]|per attempt|read holds in|write holds that began'
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseURL$$' -fuzztime $(FUZZTIME) .

@@ -74,6 +74,13 @@ func countReads(ctx context.Context, t *testing.T, c *redlock.Client, name strin
 func TestRWMutexReadersAreNotStarved(t *testing.T) {
 	cl := redlocktest.Start(t, 3)
 	wc, rc := dial(t, cl), dial(t, cl)
+	for run := range fairRuns(t) {
+		readersBesideAWriter(t, run, wc, rc)
+	}
+}
+
+// readersBesideAWriter is one run of TestRWMutexReadersAreNotStarved.
+func readersBesideAWriter(t *testing.T, n int, wc, rc *redlock.Client) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	const run = 2 * time.Second
@@ -94,7 +101,7 @@ func TestRWMutexReadersAreNotStarved(t *testing.T) {
 	<-done
 
 	ratio := float64(shared) / float64(alone)
-	t.Logf("read holds in %v: %d alone, %d beside a looping writer (%.2fx); the writer took %d write holds meanwhile", run, alone, shared, ratio, during)
+	t.Logf("run %d: read holds in %v: %d alone, %d beside a looping writer (%.2fx); the writer took %d write holds meanwhile", n, run, alone, shared, ratio, during)
 	require.Positive(t, alone)
 	assert.GreaterOrEqual(t, ratio, 0.30, "the readers were starved by the writer")
 	assert.Positive(t, during, "the writer was starved by the readers")

@@ -129,6 +129,7 @@ func (s *State) lockActions(c *Config, o int, as []Action) []Action {
 // taken (a bound of the model: too many calls in flight).
 func (s State) Apply(c *Config, a Action) (State, bool) {
 	ok := true
+	s.overflow = false
 	o := int(a.Owner)
 	switch a.Kind {
 	case ALock, ALockLease:
@@ -149,7 +150,7 @@ func (s State) Apply(c *Config, a Action) (State, bool) {
 	for o := 0; o < c.Owners; o++ {
 		s.Owners[o].gcAcq()
 	}
-	return s, ok
+	return s, ok && !s.overflow
 }
 
 // applyAdversary applies a step of the adversary's.

@@ -101,3 +101,25 @@ func TestRWCounterexamples(t *testing.T) {
 		})
 	}
 }
+
+// TestStepThatOverflowsIsNotTaken: a step whose consequences would put
+// more than MaxMsgs calls in flight is not taken, also when the call that
+// does not fit is not the step's own (here a rollback sent when a round
+// stops waiting). Before, the rollback was dropped silently, without
+// counting as a lost call, and walk 54,749 of RWLarge then reported a
+// count on a node that the rollback would have restored.
+func TestStepThatOverflowsIsNotTaken(t *testing.T) {
+	c := RWLarge()
+	path, _, v := walk(&c, 54749, 157)
+	require.Empty(t, v)
+	s := Initial(&c)
+	for _, a := range path {
+		var ok bool
+		s, ok = s.Apply(&c, a)
+		require.True(t, ok)
+		require.Empty(t, s.Check(&c))
+	}
+	require.Equal(t, 22, s.NMsgs)
+	_, ok := s.Apply(&c, Action{Kind: AAbandon, Owner: 2})
+	require.False(t, ok, "owner 2's round stops waiting and rolls back three nodes: 25 calls")
+}

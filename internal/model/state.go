@@ -22,6 +22,10 @@ type State struct {
 	NMsgs  int
 	Used   Faults
 	Ghost  Ghost
+	// overflow is set by a step that would have sent more than MaxMsgs
+	// calls (also one sent as a consequence, such as a rollback): the
+	// step is not taken.
+	overflow bool
 }
 
 // NodeState is one node: its keys, when it last restarted, and the ghost
@@ -152,6 +156,7 @@ func Initial(c *Config) State {
 // send puts a call in flight, and reports false when too many are.
 func (s *State) send(c *Config, m Msg) bool {
 	if s.NMsgs == MaxMsgs {
+		s.overflow = true
 		return false
 	}
 	m.Deadline = s.T + c.MaxDelay

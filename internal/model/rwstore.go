@@ -50,10 +50,6 @@ func (s *RWStore) expire(now int64) {
 	}
 }
 
-// Restarted is the store of a node that restarted empty: no keys, and
-// marks written or not as before.
-func (s *RWStore) Restarted() RWStore { return RWStore{W: Store{NoMarks: s.W.NoMarks}} }
-
 // withMarks runs f on lock, a hash of this read-write lock whose rollback
 // marks are W's: the scripts pass rw.w.marks beside each of the reader's
 // keys. f reads the marks; it does not write them.
@@ -87,17 +83,3 @@ func (s *Store) dropShared(owner int) bool {
 // setPX is SET key value PX ms: the key exists for ms more (ms > 0, as
 // every caller of the scripts sends).
 func setPX(k *Key, now, ms int64) { *k = Key{Exists: true, Exp: now + ms} }
-
-// ReaderHolds reports whether reader o is live on the node at now: its
-// own hash holds it (rw_write.lua's test).
-func (s *RWStore) ReaderHolds(now int64, o int) bool {
-	s.expire(now)
-	return s.Own[o].F.HasCount
-}
-
-// WriterHolds reports whether owner o's field is in the writer's lock
-// hash at now.
-func (s *RWStore) WriterHolds(now int64, o int) bool {
-	s.expire(now)
-	return s.W.Owners[o].HasCount
-}

@@ -34,10 +34,11 @@ vet:
 # explored, depth and time.
 MODEL_STEPS ?= 9
 MODEL_WALKS ?= 100000
+MODEL_RW_STEPS ?= 8
 modelcheck: redis
-	$(GO) run ./internal/model/cmd/modelcheck -steps $(MODEL_STEPS) -walks $(MODEL_WALKS)
-	REDLOCK_MODEL_DEEP=1 $(GO) test -count=1 -timeout 60m -run 'TestCounterexamples|TestQueuedCall' -v ./internal/model | grep -E '^(---|    ---|ok|FAIL)|states|violated'
-	REDLOCK_MODEL_CALLS=100000 $(GO) test -count=1 -timeout 60m -run '^TestModelScriptsMatchRedis$$' -v . | grep -E '^(---|ok|FAIL)|calls in'
+	$(GO) run ./internal/model/cmd/modelcheck -steps $(MODEL_STEPS) -walks $(MODEL_WALKS) -rw-steps $(MODEL_RW_STEPS) -rw-walks $(MODEL_WALKS) -served-walks $(MODEL_WALKS)
+	REDLOCK_MODEL_DEEP=1 $(GO) test -count=1 -timeout 60m -run 'TestCounterexamples|TestQueuedCall|TestRWCounterexamples' -v ./internal/model | grep -E '^(---|    ---|ok|FAIL)|states|walks|violated'
+	REDLOCK_MODEL_CALLS=100000 $(GO) test -count=1 -timeout 60m -run '^(TestModelScriptsMatchRedis|TestModelRWScriptsMatchRedis)$$' -v . | grep -E '^(---|ok|FAIL)|calls in'
 
 # make fairness: the bounds on waiting (issue 27) over FAIR_RUNS runs each
 # (make test makes one): every MultiMutex owner served, a Semaphore waiter

@@ -18,8 +18,9 @@ const (
 	ARestart // a node restarts empty
 	APause   // an owner's process stops
 	AResume
-	AAdvance // time passes, to the next deadline
-	ATick    // time passes by Config.Tick
+	AAdvance  // time passes, to the next deadline
+	ATick     // time passes by Config.Tick
+	AWithdraw // a writer that stopped waiting takes its intent back
 )
 
 // Action is one step: its kind and what it acts on.
@@ -48,10 +49,13 @@ func (s *State) Actions(c *Config) []Action {
 			as = append(as, Action{Kind: ADrop, Msg: int8(i)})
 		}
 	}
-	if s.Used.Restarts < c.Faults.Restarts && s.T < s.deadline() {
+	if s.Used.Restarts < c.Faults.Restarts && s.T < s.deadline() && (!c.Served || s.spaced(c)) {
 		for n := 0; n < c.Nodes; n++ {
 			as = append(as, Action{Kind: ARestart, Node: int8(n)})
 		}
+	}
+	if c.Served && s.timerDue(c) {
+		return as // the watchdog is on time: no time passes while a renewal is due
 	}
 	if _, ok := s.nextTime(c); ok {
 		as = append(as, Action{Kind: AAdvance})
@@ -75,6 +79,9 @@ func (s *State) ownerActions(c *Config, o int, as []Action) []Action {
 	h := &ow.H
 	if ow.Op.Kind == Idle {
 		as = s.lockActions(c, o, as)
+		if c.rw() && s.mayWithdraw(c, o) {
+			as = append(as, Action{Kind: AWithdraw, Owner: int8(o)})
+		}
 		if h.State != None && h.State != Over && !c.NoUnlock {
 			as = append(as, Action{Kind: AUnlock, Owner: int8(o)})
 		}
@@ -97,6 +104,9 @@ func (s *State) ownerActions(c *Config, o int, as []Action) []Action {
 // re-entry of the same kind below the depth.
 func (s *State) lockActions(c *Config, o int, as []Action) []Action {
 	h := &s.Owners[o].H
+	if s.lockRefused(c, o) {
+		return as
+	}
 	if h.State == Holding {
 		if h.Count >= int64(c.Depth) {
 			return as
@@ -119,6 +129,7 @@ func (s *State) lockActions(c *Config, o int, as []Action) []Action {
 // taken (a bound of the model: too many calls in flight).
 func (s State) Apply(c *Config, a Action) (State, bool) {
 	ok := true
+	s.overflow = false
 	o := int(a.Owner)
 	switch a.Kind {
 	case ALock, ALockLease:
@@ -131,13 +142,15 @@ func (s State) Apply(c *Config, a Action) (State, bool) {
 		ok = s.renew(c, o)
 	case AAbandon:
 		s.abandon(c, o, a.Msg == 1)
+	case AWithdraw:
+		ok = s.withdraw(c, o)
 	default:
 		ok = s.applyAdversary(c, a)
 	}
 	for o := 0; o < c.Owners; o++ {
 		s.Owners[o].gcAcq()
 	}
-	return s, ok
+	return s, ok && !s.overflow
 }
 
 // applyAdversary applies a step of the adversary's.
@@ -253,6 +266,7 @@ func (s *State) restart(c *Config, n int) {
 	s.advance(s.T + 1)
 	nd := &s.Nodes[n]
 	*nd = NodeState{Store: Store{NoMarks: !c.Mech.Marks}, Restarted: s.T}
+	nd.RW.W.NoMarks = !c.Mech.Marks
 	for i := 0; i < s.NMsgs; {
 		m := &s.Msgs[i]
 		if int(m.Node) != n || m.Landed || m.Failed {
@@ -319,6 +333,13 @@ func (s *State) nextTime(c *Config) (int64, bool) {
 			at(st.Marks.Exp + 1)
 		}
 		s.quarantineEnds(c, n, at)
+		if c.rw() {
+			s.rwKeys(c, n, func(k Key) {
+				if k.Exists {
+					at(k.Exp + 1)
+				}
+			})
+		}
 	}
 	for o := 0; o < c.Owners; o++ {
 		h := &s.Owners[o].H
@@ -349,5 +370,6 @@ func (s *State) advance(t int64) {
 	s.T = t
 	for n := range s.Nodes {
 		s.Nodes[n].Store.expire(t)
+		s.Nodes[n].RW.expire(t)
 	}
 }

@@ -53,6 +53,9 @@ func (r *Round) fenced(c *Config) bool { return c.Fencing && r.Count == 1 }
 // land runs call i on its node now and returns its reply; the ghost
 // records releases and flags a write that re-creates a released hold.
 func (s *State) land(c *Config, i int) AcquireReply {
+	if c.rw() {
+		return s.landRW(c, i)
+	}
 	m := &s.Msgs[i]
 	nd := &s.Nodes[m.Node]
 	st, now, o := &nd.Store, s.T, int(m.Owner)

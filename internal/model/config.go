@@ -36,6 +36,17 @@ type Mechanisms struct {
 	// off, it is the code before the fix, where it became a new hold with
 	// no fencing token, which another owner's hold may have preceded.
 	ReentryNeedsHold bool
+	// SharedKeys renews and repairs the readers' hash of a read-write
+	// lock as shared (renewal.go, tallyHolds; repair.lua's kind 's'):
+	// present without the reader's field is absent for it, and repair
+	// adds the field. Off, it is the code before the fix, where it was a
+	// lock of one owner: every reader but the first to repair it lived on
+	// one node fewer (issue 27).
+	SharedKeys bool
+	// RepairSides makes repair.lua refuse to write one side of a
+	// read-write lock where the other side holds the name (a reader where
+	// another writer holds it, a writer where another live reader does).
+	RepairSides bool
 }
 
 // Faults bound what the adversary may do in one run.
@@ -67,10 +78,21 @@ type Config struct {
 	// every call of the lane in flight.
 	QueuedSurvives bool
 	Faults         Faults
+	// Roles makes the owners the sides of read-write locks (rwowner.go);
+	// nil: every owner is a Mutex.
+	Roles []Role
+	// Served is an adversary that keeps a majority serving every hold
+	// (restarts at least Recovery apart, owners' timers on time: see
+	// rwowner.go), and the property that no hold is then lost.
+	Served bool
+	// NodesOnly checks only the property of the nodes' keys (no node
+	// holds a writer beside another live reader): for a search with the
+	// quarantine off, where two owners may believe they hold.
+	NodesOnly bool
 }
 
 // All is every mechanism on: the library as it is.
-var All = Mechanisms{Quarantine: true, Drift: true, Marks: true, QuarantineDrift: true, KeepEnded: true, ReentryNeedsHold: true}
+var All = Mechanisms{Quarantine: true, Drift: true, Marks: true, QuarantineDrift: true, KeepEnded: true, ReentryNeedsHold: true, SharedKeys: true, RepairSides: true}
 
 // Small is the exhaustive configuration: 3 nodes, 2 owners (one with a
 // slow clock, one with a fast one), re-entry depth 2.
@@ -129,5 +151,5 @@ func (c *Config) check() error {
 	if c.Depth < 1 || !c.Watchdog && !c.Fixed {
 		return fmt.Errorf("model: depth %d, watchdog %v, fixed %v", c.Depth, c.Watchdog, c.Fixed)
 	}
-	return nil
+	return c.checkRoles()
 }

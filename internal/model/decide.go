@@ -38,7 +38,7 @@ func (s *State) decideAcquire(c *Config, o int) {
 		s.settle(c, o)
 		return
 	}
-	if !r.fenced(c) {
+	if !r.fenced(c) || c.reader(o) { // a read hold has no token
 		s.grant(c, o, 0)
 		return
 	}

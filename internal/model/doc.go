@@ -8,10 +8,13 @@
 // (adversary.go). The explorer (explore.go) searches every interleaving of
 // a small configuration within a bound, or walks larger ones at random
 // from a seed, and checks the properties of props.go after every step; a
-// violation comes back as a readable trace.
+// violation comes back as a readable trace. The owners may also be the
+// sides of read-write locks (rwowner.go), whose keys and scripts are
+// RWStore's (rwstore.go, rwscripts.go).
 //
 // The transcription of the scripts is held to the scripts themselves by
-// the differential test in the root package (model_test.go), which feeds
-// both the same random calls on a real redis-server. docs/model.md says
-// what is checked, with which bounds, and what is left out.
+// the differential tests in the root package (model_test.go,
+// model_rw_test.go), which feed both the same random calls on a real
+// redis-server. docs/model.md says what is checked, with which bounds, and
+// what is left out.
 package model

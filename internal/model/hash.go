@@ -68,6 +68,9 @@ func (s *State) hashNode(c *Config, h *hasher, n int) {
 		r = s.T - nd.Restarted
 	}
 	h.w(r)
+	if c.rw() {
+		s.hashRW(c, h, n)
+	}
 }
 
 func (s *State) hashOwner(c *Config, h *hasher, o int) {

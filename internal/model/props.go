@@ -34,10 +34,24 @@ func (s *State) believes(c *Config, o int) bool {
 //     see docs/algorithm.md);
 //   - Lost closes once per hold.
 func (s *State) Check(c *Config) string {
+	if c.rw() {
+		if v := s.nodeExclusion(c); v != "" || c.NodesOnly {
+			return v
+		}
+	}
+	if c.Served {
+		if v := s.served(c); v != "" {
+			return v
+		}
+	}
 	if v := s.Ghost.Violation; v != "" {
 		return v
 	}
-	if v := s.exclusion(c); v != "" {
+	exclusion := s.exclusion
+	if c.rw() {
+		exclusion = s.rwExclusion
+	}
+	if v := exclusion(c); v != "" {
 		return v
 	}
 	if v := s.periods(c); v != "" {
@@ -68,6 +82,9 @@ func (s *State) exclusion(c *Config) string {
 func (s *State) periods(c *Config) string {
 	g := &s.Ghost
 	for o := 0; o < c.Owners; o++ {
+		if c.rw() && !c.writer(o) {
+			continue // readers exclude writers only: mutual exclusion (rwExclusion) checks them
+		}
 		now, h := s.believes(c, o), &s.Owners[o].H
 		began := now && !g.Believing[o]
 		g.Believing[o] = now
@@ -96,8 +113,10 @@ func (s *State) counts(c *Config) string {
 			continue
 		}
 		for n := 0; n < c.Nodes; n++ {
-			if f := s.Nodes[n].Store.Owners[o]; f.HasCount && f.Count != ow.H.Count {
-				return fmt.Sprintf("counts: owner %d holds %d, node %d says %d", o, ow.H.Count, n, f.Count)
+			for _, f := range s.fieldsAt(c, n, o) {
+				if f.HasCount && f.Count != ow.H.Count {
+					return fmt.Sprintf("counts: owner %d holds %d, node %d says %d", o, ow.H.Count, n, f.Count)
+				}
 			}
 		}
 	}
@@ -125,8 +144,18 @@ func (s *State) cleanup(c *Config) string {
 		}
 	}
 	for n := 0; n < c.Nodes; n++ {
-		if k := s.Nodes[n].Store.Lock; k.Exists && (k.Exp == 0 || k.Exp-s.T > c.Lease) {
-			return fmt.Sprintf("cleanup: every owner is done and node %d keeps the lock %d ms more", n, k.Exp-s.T)
+		keys := []Key{s.Nodes[n].Store.Lock}
+		if c.rw() {
+			st := &s.Nodes[n].RW
+			keys = append(keys, st.W.Lock, st.R.Lock)
+			for o := range st.Own {
+				keys = append(keys, st.Own[o].Key)
+			}
+		}
+		for _, k := range keys {
+			if k.Exists && (k.Exp == 0 || k.Exp-s.T > c.Lease) {
+				return fmt.Sprintf("cleanup: every owner is done and node %d keeps the lock %d ms more", n, k.Exp-s.T)
+			}
 		}
 	}
 	return ""

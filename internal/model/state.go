@@ -22,6 +22,10 @@ type State struct {
 	NMsgs  int
 	Used   Faults
 	Ghost  Ghost
+	// overflow is set by a step that would have sent more than MaxMsgs
+	// calls (also one sent as a consequence, such as a rollback): the
+	// step is not taken.
+	overflow bool
 }
 
 // NodeState is one node: its keys, when it last restarted, and the ghost
@@ -38,6 +42,9 @@ type NodeState struct {
 	// attempt's rollback is undone by its own rollback, when that lands.
 	Closed     [MaxOwners]int64
 	RolledBack [MaxOwners]uint64
+	// RW is the node's read-write lock, when the owners are its sides
+	// (Config.Roles); Store is then unused.
+	RW RWStore
 }
 
 // Ghost holds what the properties need beyond the state itself.
@@ -50,6 +57,7 @@ type Ghost struct {
 	NextHold  int32            // IDs of holds
 	Dropped   bool             // a call was lost (dropped, or to a restarted node)
 	Violation string           // set by a step that broke a property in passing (a double close)
+	Holding   [MaxOwners]bool  // whether each owner's hold was held after the last step (Config.Served)
 }
 
 // Vote is a node's answer in a round, as quorum.go counts it.
@@ -93,9 +101,10 @@ const (
 	KFence
 	KRenew
 	KRepair
+	KWithdraw // rw_withdraw.lua: a writer that stopped waiting takes its intent back
 )
 
-var kindNames = [...]string{KAcquire: "acquire", KRollback: "rollback", KRelease: "release", KFence: "fence", KRenew: "renew", KRepair: "repair"}
+var kindNames = [...]string{KAcquire: "acquire", KRollback: "rollback", KRelease: "release", KFence: "fence", KRenew: "renew", KRepair: "repair", KWithdraw: "withdraw"}
 
 func (k Kind) String() string { return kindNames[k] }
 
@@ -133,6 +142,7 @@ func Initial(c *Config) State {
 	for n := range s.Nodes {
 		s.Nodes[n].Restarted = never
 		s.Nodes[n].Store.NoMarks = !c.Mech.Marks
+		s.Nodes[n].RW.W.NoMarks = !c.Mech.Marks
 	}
 	for o := range s.Owners {
 		for k := range s.Owners[o].Acq {
@@ -146,6 +156,7 @@ func Initial(c *Config) State {
 // send puts a call in flight, and reports false when too many are.
 func (s *State) send(c *Config, m Msg) bool {
 	if s.NMsgs == MaxMsgs {
+		s.overflow = true
 		return false
 	}
 	m.Deadline = s.T + c.MaxDelay

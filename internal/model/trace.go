@@ -57,7 +57,7 @@ func (a Action) verb() string {
 	return map[ActionKind]string{
 		ALock: "Lock", ALockLease: "LockLease", AUnlock: "Unlock", AExpire: "loss timer fires",
 		ARenew: "watchdog sends a renewal", ADeliver: "lands", ABreak: "breaks (may land later)",
-		ADrop: "is lost", APause: "process paused", AResume: "process resumed",
+		ADrop: "is lost", APause: "process paused", AResume: "process resumed", AWithdraw: "withdraws its intent",
 	}[a.Kind]
 }
 
@@ -69,6 +69,8 @@ func (s *State) summary(c *Config) string {
 		st := &s.Nodes[n].Store
 		o := st.holder()
 		switch {
+		case c.rw():
+			b.WriteString(s.rwSummary(c, n))
 		case o < 0:
 			fmt.Fprintf(&b, "n%d[-] ", n)
 		default:

@@ -1,11 +1,14 @@
 // Command modelcheck runs the model of internal/model: an exhaustive search
 // of the small configuration (3 nodes, 2 owners, re-entry depth 2) up to a
 // number of steps, and seeded random walks through the large one (5
-// nodes, 3 owners). It prints the states explored, the depth reached and
-// the time taken, and, for a violation, its trace; it exits 1 on a
-// violation. make modelcheck runs it.
+// nodes, 3 owners); and the same of a read-write lock (RWSmall: a
+// writer and a reader; RWLarge: an RWMutex's two sides and another
+// reader), and walks of RWServed (two readers through restarts the
+// recovery time apart: no hold lost). It prints the states explored, the
+// depth reached and the time taken, and, for a violation, its trace; it
+// exits 1 on a violation. make modelcheck runs it.
 //
-//	go run ./internal/model/cmd/modelcheck [-steps 12] [-walks 2000] [-seed N] [-off quarantine,drift,marks,...]
+//	go run ./internal/model/cmd/modelcheck [-steps 12] [-walks 2000] [-rw-steps 8] [-rw-walks 20000] [-served-walks 20000] [-seed N] [-off quarantine,drift,marks,...]
 package main
 
 import (
@@ -25,6 +28,10 @@ func main() {
 	seed := flag.Uint64("seed", 1, "seed of the first walk (walk i uses seed+i)")
 	off := flag.String("off", "", "mechanisms to turn off, comma-separated: "+strings.Join(mechNames(), ","))
 	queued := flag.Bool("queued-survives", false, "a call queued behind a broken one goes on the next connection")
+	rwSteps := flag.Int("rw-steps", 0, "steps of the exhaustive search of RWSmall (a writer and a reader; 0: none)")
+	rwWalks := flag.Int("rw-walks", 0, "random walks through RWLarge (an RWMutex's writer and reader sides, another reader; 0: none)")
+	servedWalks := flag.Int("served-walks", 0, "random walks through RWServed (two readers, restarts the recovery time apart; 0: none)")
+	servedSteps := flag.Int("served-steps", 300, "steps of each walk through RWServed")
 	flag.Parse()
 	mech, err := mechanisms(*off)
 	if err != nil {
@@ -41,6 +48,21 @@ func main() {
 		c := model.Large()
 		c.Mech, c.QueuedSurvives = mech, *queued
 		failed = report(fmt.Sprintf("random walks, large (5 nodes, 3 owners), seeds %d..%d", *seed, *seed+uint64(*walks)-1), c, run(model.Walk(c, *seed, *walks, *walkSteps))) || failed
+	}
+	if *rwSteps > 0 {
+		c := model.RWSmall()
+		c.Mech, c.QueuedSurvives = mech, *queued
+		failed = report("exhaustive, read-write small (3 nodes, a writer and a reader, depth 2)", c, run(model.Explore(c, *rwSteps))) || failed
+	}
+	if *rwWalks > 0 {
+		c := model.RWLarge()
+		c.Mech, c.QueuedSurvives = mech, *queued
+		failed = report(fmt.Sprintf("random walks, read-write large (5 nodes, writer and reader sides, a reader), seeds %d..%d", *seed, *seed+uint64(*rwWalks)-1), c, run(model.Walk(c, *seed, *rwWalks, *walkSteps))) || failed
+	}
+	if *servedWalks > 0 {
+		c := model.RWServed()
+		c.Mech = mech
+		failed = report(fmt.Sprintf("random walks, read-write served (3 nodes, 2 readers, restarts %d ms apart), seeds %d..%d", c.Recovery(), *seed, *seed+uint64(*servedWalks)-1), c, run(model.Walk(c, *seed, *servedWalks, *servedSteps))) || failed
 	}
 	if failed {
 		os.Exit(1)
@@ -77,6 +99,8 @@ var mechs = map[string]func(*model.Mechanisms){
 	"quarantine-drift": func(m *model.Mechanisms) { m.QuarantineDrift = false },
 	"keep-ended":       func(m *model.Mechanisms) { m.KeepEnded = false },
 	"reentry-hold":     func(m *model.Mechanisms) { m.ReentryNeedsHold = false },
+	"shared-keys":      func(m *model.Mechanisms) { m.SharedKeys = false },
+	"repair-sides":     func(m *model.Mechanisms) { m.RepairSides = false },
 }
 
 func mechNames() []string {

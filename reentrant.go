@@ -931,7 +931,7 @@ func (p *pacing) pause(took, most time.Duration) time.Duration {
 //     last Unlock only lowers the count: check the error of inner Unlocks.
 func (m *Mutex) Unlock(ctx context.Context) error {
 	op := observe.OpUnlock
-	if m.shared {
+	if m != nil && m.shared { // a nil Mutex: unlock says why
 		op = observe.OpRUnlock
 	}
 	return m.unlock(ctx, op)

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/redlock-go/redlock/internal/script"
 	"io"
 	"log/slog"
 	"net"
@@ -190,7 +191,7 @@ func (t *native) shutdown() {
 // send queues one script call due by deadline on the pipe of its lane: the
 // calls of one lane keep their order.
 func (t *native) send(c *call, deadline time.Time, to receiver, i int) {
-	p := t.pipes[c.lane%uint32(len(t.pipes))]
+	p := t.pipes[c.Lane%uint32(len(t.pipes))]
 	if err := p.submit(request{c: c, deadline: deadline, to: to, i: i}); err != nil {
 		to.receive(i, nil, notSent(err))
 	}
@@ -322,8 +323,8 @@ func (t *native) prepare(conn redis.Conn, deadline time.Time) error {
 	if err := conn.Send("INFO", "server"); err != nil {
 		return err
 	}
-	for _, s := range scripts {
-		if err := conn.Send("SCRIPT", "LOAD", s.src); err != nil {
+	for _, s := range script.All {
+		if err := conn.Send("SCRIPT", "LOAD", s.Src); err != nil {
 			return err
 		}
 	}
@@ -347,7 +348,7 @@ func (t *native) prepare(conn redis.Conn, deadline time.Time) error {
 	default:
 		return fmt.Errorf("reading INFO server: %w", err)
 	}
-	for range scripts {
+	for range script.All {
 		if _, err := receiveBefore(conn, deadline); err != nil {
 			return fmt.Errorf("loading the scripts: %w", err)
 		}
@@ -590,9 +591,9 @@ func (p *pipe) write(conn redis.Conn, readErr <-chan error) (err error, readerDo
 			r.to.receive(r.i, nil, notSent(fmt.Errorf("%w: queued past its deadline", context.DeadlineExceeded)))
 		}
 		for _, r := range batch {
-			cmd, args := "EVALSHA", r.c.sha
+			cmd, args := "EVALSHA", r.c.Args
 			if r.eval {
-				cmd, args = "EVAL", r.c.evalArgs()
+				cmd, args = "EVAL", r.c.EvalArgs()
 			}
 			if err := conn.Send(cmd, args...); err != nil {
 				return err, false
@@ -675,7 +676,7 @@ func (p *pipe) checkStall() {
 }
 
 // read is the reader: it hands every reply to the oldest written request.
-// A NOSCRIPT reply (the node lost its scripts) sends the call again as
+// A NOSCRIPT reply (the node lost its script.All) sends the call again as
 // EVAL while its deadline lasts.
 func (p *pipe) read(conn redis.Conn) error {
 	for {

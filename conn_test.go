@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"fmt"
+	"github.com/redlock-go/redlock/internal/script"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -23,7 +24,7 @@ import (
 // viewOwner sends view.lua for key on p and returns the one owner it
 // finds there.
 func viewOwner(p *peer, key string, timeout time.Duration) (string, error) {
-	reply, err := p.do(viewScript.call(key), now().Add(timeout))
+	reply, err := p.do(script.View.Call(key), now().Add(timeout))
 	if err != nil {
 		return "", err
 	}

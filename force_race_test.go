@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"github.com/redlock-go/redlock/internal/script"
 	"testing"
 	"time"
 
@@ -29,7 +30,7 @@ func TestForceUnlockSparesAHoldTakenMeanwhile(t *testing.T) {
 	seizeAt(t, cl, name, "holder:1", 0, 1, 2)
 	trs, forcer := strayClient(t, cl, WithQuarantine(0))
 	for i := 2; i < 5; i++ {
-		trs[i].strand(forceScript.hash, nil)
+		trs[i].strand(script.Force.Hash, nil)
 	}
 	_, err := forcer.NewMutex(name).ForceUnlock(ctx)
 	t.Logf("ForceUnlock, with servers 2, 3 and 4 not reached yet: %v", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/redlock-go/redlock/internal/script"
 	"maps"
 	"slices"
 	"strings"
@@ -148,7 +149,7 @@ func (f *foreign) isSurveyed() bool {
 
 // send queues one script call on its lane.
 func (f *foreign) send(cl *call, deadline time.Time, to receiver, i int) {
-	l := &f.lanes[cl.lane%foreignLanes]
+	l := &f.lanes[cl.Lane%foreignLanes]
 	l.mu.Lock()
 	l.queue = append(l.queue, request{c: cl, deadline: deadline, to: to, i: i})
 	start := !l.busy
@@ -240,8 +241,8 @@ func (f *foreign) run(batch []request) {
 	parts := make([]int, len(live)+1) // request j's calls are calls[parts[j]:parts[j+1]]
 	var splits [][][]int
 	for j, r := range live {
-		cl := r.c.export()
-		if l, ok := r.c.s.layout(); ok {
+		cl := exportCall(r.c)
+		if l, ok := r.c.S.Layout(); ok {
 			sub, groups := f.split(cl, l)
 			calls = append(calls, sub...)
 			splits = append(splits, groups)
@@ -362,12 +363,12 @@ func (f *foreign) merged(parts []Reply, groups [][]int) (any, error) {
 // one call per server that serves some of their keys, in the script's
 // cross-slot form, and returns them with the holds (by index in cl) of
 // each.
-func (f *foreign) split(cl Call, l perHold) ([]Call, [][]int) {
-	holds := len(cl.Keys) / l.keys
+func (f *foreign) split(cl Call, l script.PerHold) ([]Call, [][]int) {
+	holds := len(cl.Keys) / l.Keys
 	var addrs []string
 	var groups [][]int
 	for k := 0; k < holds; k++ {
-		addr := f.t.Route(cl.Keys[k*l.keys]).Addr
+		addr := f.t.Route(cl.Keys[k*l.Keys]).Addr
 		g := 0
 		for g < len(addrs) && addrs[g] != addr {
 			g++
@@ -381,18 +382,18 @@ func (f *foreign) split(cl Call, l perHold) ([]Call, [][]int) {
 	calls := make([]Call, len(groups))
 	for g, ks := range groups {
 		// One declared key routes the call; the holds' keys lead ARGV.
-		args := make([]any, 0, 1+len(ks)*l.keys+l.lead+len(ks)*l.args)
-		args = append(args, len(ks)*l.keys)
+		args := make([]any, 0, 1+len(ks)*l.Keys+l.Lead+len(ks)*l.Args)
+		args = append(args, len(ks)*l.Keys)
 		for _, k := range ks {
-			for _, key := range cl.Keys[k*l.keys : (k+1)*l.keys] {
+			for _, key := range cl.Keys[k*l.Keys : (k+1)*l.Keys] {
 				args = append(args, key)
 			}
 		}
-		args = append(args, cl.Args[:l.lead]...)
+		args = append(args, cl.Args[:l.Lead]...)
 		for _, k := range ks {
-			args = append(args, cl.Args[l.lead+k*l.args:l.lead+(k+1)*l.args]...)
+			args = append(args, cl.Args[l.Lead+k*l.Args:l.Lead+(k+1)*l.Args]...)
 		}
-		calls[g] = Call{SHA1: l.crossSlot.hash, Source: l.crossSlot.src, Keys: []string{cl.Keys[ks[0]*l.keys]}, Args: args}
+		calls[g] = Call{SHA1: l.CrossSlot.Hash, Source: l.CrossSlot.Src, Keys: []string{cl.Keys[ks[0]*l.Keys]}, Args: args}
 	}
 	return calls, groups
 }
@@ -573,9 +574,9 @@ func (f *foreign) succession(cl *call) {
 		return
 	}
 	// The keys of one lock share a slot: one key per lock is enough.
-	keys, stride := cl.keys(), 1
-	if l, ok := cl.s.layout(); ok {
-		stride = l.keys
+	keys, stride := cl.Keys(), 1
+	if l, ok := cl.S.Layout(); ok {
+		stride = l.Keys
 	} else if len(keys) > 1 {
 		keys = keys[:1]
 	}
@@ -699,14 +700,14 @@ func (f *foreign) processOf(key string) *serverProcess {
 }
 
 // export is c as a Call of the seam.
-func (c *call) export() Call {
-	args := c.sha[1:] // key count, keys, arguments
+func exportCall(c *call) Call {
+	args := c.Args[1:] // key count, keys, arguments
 	n, _ := args[0].(int)
 	keys := make([]string, n)
 	for k := range keys {
 		keys[k], _ = args[1+k].(string)
 	}
-	return Call{SHA1: c.s.hash, Source: c.s.src, Keys: keys, Args: args[1+n:]}
+	return Call{SHA1: c.S.Hash, Source: c.S.Src, Keys: keys, Args: args[1+n:]}
 }
 
 // firstKey is the first key of cl, "" when it has none.

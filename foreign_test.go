@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"github.com/redlock-go/redlock/internal/script"
 	"strings"
 	"sync"
 	"testing"
@@ -18,34 +19,34 @@ type shardedRoutes struct{ Transport }
 func (shardedRoutes) Route(key string) Route { return Route{Addr: key[:1]} }
 
 func TestUnitCallExport(t *testing.T) {
-	cl := acquireScript.call(3, "k", "m", "f", "owner", 2, int64(30000), int64(7), int64(0))
-	got := cl.export()
-	assert.Equal(t, acquireScript.hash, got.SHA1)
+	cl := script.Acquire.Call(3, "k", "m", "f", "owner", 2, int64(30000), int64(7), int64(0))
+	got := exportCall(&cl)
+	assert.Equal(t, script.Acquire.Hash, got.SHA1)
 	assert.Equal(t, []string{"k", "m", "f"}, got.Keys)
 	assert.Equal(t, []any{"owner", 2, int64(30000), int64(7), int64(0)}, got.Args)
-	assert.Equal(t, "k", cl.key())
+	assert.Equal(t, "k", cl.Key())
 
-	ping := pingScript.call()
-	assert.Empty(t, ping.export().Keys)
-	assert.Equal(t, "", ping.key())
+	ping := script.Ping.Call()
+	assert.Empty(t, exportCall(&ping).Keys)
+	assert.Equal(t, "", ping.Key())
 
-	renew := renewScript.call(2, "a1", "b1", int64(3000), "fa", "fb")
-	got = renew.export()
+	renew := script.Renew.Call(2, "a1", "b1", int64(3000), "fa", "fb")
+	got = exportCall(&renew)
 	assert.Equal(t, []string{"a1", "b1"}, got.Keys)
 	assert.Equal(t, []any{int64(3000), "fa", "fb"}, got.Args)
 }
 
 func TestUnitSplitRenewByShard(t *testing.T) {
 	f := &foreign{t: shardedRoutes{}}
-	rc := renewScript.call(5, "a1", "b1", "a2", "c1", "b2", int64(3000), "fa1", "fb1", "fa2", "fc1", "fb2")
-	cl := rc.export()
-	l, ok := renewScript.layout()
+	rc := script.Renew.Call(5, "a1", "b1", "a2", "c1", "b2", int64(3000), "fa1", "fb1", "fa2", "fc1", "fb2")
+	cl := exportCall(&rc)
+	l, ok := script.Renew.Layout()
 	require.True(t, ok)
 	calls, groups := f.split(cl, l)
 	require.Len(t, calls, 3)
 	assert.Equal(t, [][]int{{0, 2}, {1, 4}, {3}}, groups)
 	for _, c := range calls {
-		assert.Equal(t, renewCrossSlot.hash, c.SHA1)
+		assert.Equal(t, script.RenewCrossSlot.Hash, c.SHA1)
 		assert.True(t, strings.HasPrefix(c.Source, "#!lua flags=allow-cross-slot-keys\n"))
 	}
 	// One declared key routes each call; ARGV: how many keys, the keys,
@@ -67,9 +68,9 @@ func TestUnitSplitRenewByShard(t *testing.T) {
 
 func TestUnitSplitRepairByShard(t *testing.T) {
 	f := &foreign{t: shardedRoutes{}}
-	rc := repairScript.call(6, "a1", "am", "a1", "b1", "bm", "bw", int64(3000), "fa", 2, int64(5), "x", "", "", "fb", 1, int64(9), "r", "fw", "")
-	cl := rc.export()
-	l, ok := repairScript.layout()
+	rc := script.Repair.Call(6, "a1", "am", "a1", "b1", "bm", "bw", int64(3000), "fa", 2, int64(5), "x", "", "", "fb", 1, int64(9), "r", "fw", "")
+	cl := exportCall(&rc)
+	l, ok := script.Repair.Layout()
 	require.True(t, ok)
 	calls, groups := f.split(cl, l)
 	require.Len(t, calls, 2)
@@ -138,7 +139,7 @@ func TestUnitSlotServedByAnotherServerIsQuarantined(t *testing.T) {
 	rt.set("{y}", Route{Addr: "C", Slot: 9})
 	for _, key := range []string{"{x}", "{y}"} {
 		require.NoError(t, f.identify(context.Background(), key))
-		cl := acquireScript.call(3, key, key+"m", key+"f", "owner", 1, int64(1000), int64(1), int64(0))
+		cl := script.Acquire.Call(3, key, key+"m", key+"f", "owner", 1, int64(1000), int64(1), int64(0))
 		f.succession(&cl)
 	}
 	// First sight of each slot's server: a process up for a day counts.
@@ -150,7 +151,7 @@ func TestUnitSlotServedByAnotherServerIsQuarantined(t *testing.T) {
 	// INFO, else identification would tell: see {w} below).
 	rt.set("{x}", Route{Addr: "B", Slot: 7})
 	require.NoError(t, c.quarantined(p, "{x}"), "B not yet seen serving slot 7")
-	rel := releaseScript.call(2, "{x}", "{x}m", "owner", int64(2))
+	rel := script.Release.Call(2, "{x}", "{x}m", "owner", int64(2))
 	f.succession(&rel)
 	err := c.quarantined(p, "{x}")
 	require.ErrorIs(t, err, ErrQuarantined)
@@ -160,7 +161,7 @@ func TestUnitSlotServedByAnotherServerIsQuarantined(t *testing.T) {
 	// Slot 11, seen at A, fails over to D, whose first answer is for slot
 	// 12, never seen: D is a successor from its identification on.
 	rt.set("{w}", Route{Addr: "A", Slot: 11})
-	w := inspectScript.call(1, "{w}", "owner")
+	w := script.Inspect.Call(1, "{w}", "owner")
 	f.succession(&w)
 	rt.set("{w}", Route{Addr: "D", Slot: 11})
 	rt.set("{v}", Route{Addr: "D", Slot: 12})
@@ -170,7 +171,7 @@ func TestUnitSlotServedByAnotherServerIsQuarantined(t *testing.T) {
 
 	// The watchdog's calls name many holds: each hold's slot is looked at.
 	rt.set("{z}", Route{Addr: "A", Slot: 9})
-	renew := renewScript.call(2, "{y}", "{z}", int64(3000), "fy", "fz")
+	renew := script.Renew.Call(2, "{y}", "{z}", int64(3000), "fy", "fz")
 	f.succession(&renew)
 	assert.ErrorIs(t, c.quarantined(p, "{z}"), ErrQuarantined, "slot 9 moved from C to A")
 }

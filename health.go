@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"github.com/redlock-go/redlock/internal/script"
 	"strings"
 	"time"
 
@@ -108,7 +109,7 @@ func (c *Client) Status(ctx context.Context) ([]NodeStatus, error) {
 	if err := c.ensureOpen(); err != nil {
 		return nil, err
 	}
-	check := []call{pingScript.call()}
+	check := []call{script.Ping.Call()}
 	results := c.broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return check })
 	out := make([]NodeStatus, len(c.peers))
 	for i, res := range results {

@@ -94,7 +94,7 @@ func TestLateReleaseDoesNotTouchANewerHold(t *testing.T) {
 	require.NoError(t, m.Lock(ctx)) // the newer hold
 	eventuallyCounts(t, cl, "late-release", repeat("1", 3))
 
-	src, err := os.ReadFile("scripts/release.lua")
+	src, err := os.ReadFile("internal/script/release.lua")
 	require.NoError(t, err)
 	// The release of the first hold carried a sequence number just above the
 	// first acquisition's, below the second's.

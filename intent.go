@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"github.com/redlock-go/redlock/internal/script"
 	"strconv"
 	"sync"
 	"time"
@@ -30,7 +31,7 @@ import (
 // An intent lives for the longest PTTL of what refused its waiter and
 // intentMargin more, renewed by each of its attempts; the owner that
 // takes a lock takes its own intent on it away, and a waiter that stops
-// waiting withdraws its intents (scripts/withdraw.lua), telling the other
+// waiting withdraws its intents (internal/script/withdraw.lua), telling the other
 // waiters, so that they need not wait for them to expire. A waiter whose
 // process died leaves its intents to expire. Stamps come from clients'
 // clocks: a client whose clock is behind by d puts its waiters up to d
@@ -103,7 +104,7 @@ func withdrawCall(intent string, won bool, k intentKeys) call {
 	if won {
 		args = 1
 	}
-	sha := withdrawScript.begin(n, args)
+	sha := script.Withdraw.Begin(n, args)
 	for _, key := range k.keys {
 		sha = append(sha, key)
 	}
@@ -113,7 +114,7 @@ func withdrawCall(intent string, won bool, k intentKeys) call {
 			sha = append(sha, ch)
 		}
 	}
-	return withdrawScript.made(sha)
+	return script.Withdraw.Made(sha)
 }
 
 // withdraw takes the intent, left on the keys intents, back from every

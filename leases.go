@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"fmt"
+	"github.com/redlock-go/redlock/internal/script"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,7 +15,7 @@ import (
 // must stay out of quorums for as long as any hold it forgot may still be
 // valid: the longest lease of any client of these nodes, not only of this
 // one. So every client publishes its longest lease on every node (a hash
-// per key prefix, scripts/leases.lua) before its first acquisition with
+// per key prefix, internal/script/leases.lua) before its first acquisition with
 // it, and again while it uses it; and learns the longest lease in use from
 // every reply, and again from every node as soon as it sees a node
 // restart. The default quarantine period is the longest of both
@@ -75,7 +76,7 @@ func (c *Client) shareLease(ctx context.Context) *round {
 // in use from the replies that came before stop said the round is
 // decided, and returns the round: a node votes yes once it stored it.
 func (c *Client) exchangeLeases(ctx context.Context, lease time.Duration, stop func(*ballot) bool) *round {
-	cl := leasesScript.call(c.leasesKey(), lease.Milliseconds(), leaseKeep(lease).Milliseconds())
+	cl := script.Leases.Call(c.leasesKey(), lease.Milliseconds(), leaseKeep(lease).Milliseconds())
 	r := c.fanout(ctx, cl, classifyAnyInt, stop, nil)
 	for i, sl := range r.nodes {
 		if sl.vote == voteYes {

@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"github.com/redlock-go/redlock/internal/script"
 	"slices"
 	"strconv"
 )
@@ -15,9 +16,9 @@ import (
 // lockKeys are one lock's keys and channel on every node.
 type lockKeys struct {
 	key     string  // the lock hash
-	marks   string  // rollback marks of the lock's owners (scripts/mark.lua)
+	marks   string  // rollback marks of the lock's owners (internal/script/mark.lua)
 	fence   string  // the lock's fencing counter (WithFencing)
-	intent  string  // the waiters' intent on the lock (scripts/acquire.lua); a semaphore's slots share one
+	intent  string  // the waiters' intent on the lock (internal/script/acquire.lua); a semaphore's slots share one
 	channel string  // the unlock channel
 	side    *rwSide // a read-write lock's key: what repair.lua checks of its other side; nil for a lock of one owner alone (a Mutex, a MultiMutex's name, a semaphore's slot)
 }
@@ -88,7 +89,7 @@ func (m *Mutex) acquireCall(count int, leaseMs, seq, fencing int64, intent strin
 		return m.via(count, leaseMs, seq, fencing)
 	}
 	n := m.locks()
-	sha := acquireScript.begin(4*n, 9)
+	sha := script.Acquire.Begin(4*n, 9)
 	for i := 0; i < n; i++ {
 		k := m.lock(i)
 		sha = append(sha, k.key, k.marks, k.fence, k.intent)
@@ -104,43 +105,43 @@ func (m *Mutex) acquireCall(count int, leaseMs, seq, fencing int64, intent strin
 		}
 		sha = append(sha, m.channel, sub)
 	}
-	return acquireScript.made(sha)
+	return script.Acquire.Made(sha)
 }
 
 // rollbackCall is rollback.lua's call undoing the attempt seq that
 // followed prev holds; marks live markMs.
 func (m *Mutex) rollbackCall(seq int64, prev int, markMs int64) call {
-	s := &rollbackScript
+	s := &script.Rollback
 	if m.shared {
-		s = &rollbackShared
+		s = &script.RollbackShared
 	}
 	n := m.locks()
-	sha := s.begin(2*n, 4+n)
+	sha := s.Begin(2*n, 4+n)
 	sha = m.appendPairs(sha)
 	sha = append(sha, m.field, seq, prev, markMs)
-	return s.made(m.appendChannels(sha))
+	return s.Made(m.appendChannels(sha))
 }
 
 // releaseCall is release.lua's call setting the count to target with
 // sequence seq; mark says whether a final release marks the sequence,
 // for markMs.
 func (m *Mutex) releaseCall(target int, seq int64, mark int, markMs int64) call {
-	s := &releaseScript
+	s := &script.Release
 	if m.shared {
-		s = &releaseShared
+		s = &script.ReleaseShared
 	}
 	n := m.locks()
-	sha := s.begin(2*n, 5+n)
+	sha := s.Begin(2*n, 5+n)
 	sha = m.appendPairs(sha)
 	sha = append(sha, m.field, target, seq, mark, markMs)
-	return s.made(m.appendChannels(sha))
+	return s.Made(m.appendChannels(sha))
 }
 
 // forceCall is force.lua's call deleting the holds of owners (field: the
 // latest sequence seen), publishing msg; marks live at least markMs.
 func (m *Mutex) forceCall(msg string, markMs int64, owners map[string]int64) call {
 	n := m.locks()
-	sha := forceScript.begin(2*n, 3+2*len(owners)+n)
+	sha := script.Force.Begin(2*n, 3+2*len(owners)+n)
 	sha = m.appendPairs(sha)
 	sha = append(sha, msg, markMs, len(owners))
 	fields := make([]string, 0, len(owners))
@@ -151,34 +152,34 @@ func (m *Mutex) forceCall(msg string, markMs int64, owners map[string]int64) cal
 	for _, f := range fields {
 		sha = append(sha, f, owners[f])
 	}
-	return forceScript.made(m.appendChannels(sha))
+	return script.Force.Made(m.appendChannels(sha))
 }
 
 // holdersCall is holders.lua's call: the owners of the locks on a node.
 func (m *Mutex) holdersCall() call {
-	sha := holdersScript.begin(2*m.locks(), 0)
-	return holdersScript.made(m.appendPairs(sha))
+	sha := script.Holders.Begin(2*m.locks(), 0)
+	return script.Holders.Made(m.appendPairs(sha))
 }
 
 // inspectCall is inspect.lua's call for this owner.
 func (m *Mutex) inspectCall() call {
 	n := m.locks()
-	sha := inspectScript.begin(n, 1)
+	sha := script.Inspect.Begin(n, 1)
 	for i := 0; i < n; i++ {
 		sha = append(sha, m.lock(i).key)
 	}
-	return inspectScript.made(append(sha, m.field))
+	return script.Inspect.Made(append(sha, m.field))
 }
 
 // fenceCall is fence.lua's call raising every lock's counter to token, to
 // live ttlMs.
 func (m *Mutex) fenceCall(token, ttlMs int64) call {
 	n := m.locks()
-	sha := fenceScript.begin(n, 2)
+	sha := script.Fence.Begin(n, 2)
 	for i := 0; i < n; i++ {
 		sha = append(sha, m.lock(i).fence)
 	}
-	return fenceScript.made(append(sha, token, ttlMs))
+	return script.Fence.Made(append(sha, token, ttlMs))
 }
 
 // listen subscribes this Client to every lock's unlock channel, before a

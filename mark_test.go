@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"fmt"
+	"github.com/redlock-go/redlock/internal/script"
 	"testing"
 	"time"
 
@@ -43,7 +44,7 @@ func TestUnitMarkOnlyWhenACallMayLandAfterTheRelease(t *testing.T) {
 				h.addLateLocked(s)
 			}
 			cl := h.releaseCall(0, 9, tc.ordered) // hash, key count, key, marks, owner, count, seq, mark
-			assert.Equal(t, tc.mark, cl.sha[7])
+			assert.Equal(t, tc.mark, cl.Args[7])
 		})
 	}
 }
@@ -65,7 +66,7 @@ func TestCloseOvertakingAStragglerMarksIt(t *testing.T) {
 	batchPipe := (t2.next.Load() + 1) % 2
 	name := ""
 	for i := 0; name == ""; i++ {
-		if n := fmt.Sprint("overtaken-", i); laneOf(c.opts.prefix+"{"+n+"}:lock")%2 != batchPipe {
+		if n := fmt.Sprint("overtaken-", i); script.LaneOf(c.opts.prefix+"{"+n+"}:lock")%2 != batchPipe {
 			name = n
 		}
 	}

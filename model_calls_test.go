@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"fmt"
+	"github.com/redlock-go/redlock/internal/script"
 	"maps"
 	"sort"
 	"strconv"
@@ -39,7 +40,7 @@ var diffMakers = map[string]func(r *diffRun, now int64) diffCall{
 func (r *diffRun) acquire(now int64) diffCall {
 	l := r.lock()
 	a, intent := r.acquireArgs()
-	args := sha(&acquireScript, 4, l.key, l.marks, l.fence, l.intent, diffOwners[a.Owner], a.Count, a.Lease, a.Seq, a.FenceTTL, intent, a.Margin)
+	args := sha(&script.Acquire, 4, l.key, l.marks, l.fence, l.intent, diffOwners[a.Owner], a.Count, a.Lease, a.Seq, a.FenceTTL, intent, a.Margin)
 	if r.rng.IntN(3) == 0 {
 		// Nobody subscribes on the test's server: PUBSUB NUMSUB says 0.
 		a.Tell, a.Subscribed = true, r.rng.Int64N(2)
@@ -80,13 +81,13 @@ func acquireCall(args []interface{}, got model.AcquireReply) diffCall {
 func (r *diffRun) rollback(now int64) diffCall {
 	l, o, seq, prev, ttl := r.lock(), r.owner(), r.seq(), r.rng.Int64N(3), r.ttl()
 	got := l.m.Rollback(now, o, seq, prev, ttl)
-	return diffCall{args: sha(&rollbackScript, 2, l.key, l.marks, diffOwners[o], seq, prev, ttl, "redlock:{diff}:unlock"), want: []int64{got}, tol: []bool{false}}
+	return diffCall{args: sha(&script.Rollback, 2, l.key, l.marks, diffOwners[o], seq, prev, ttl, "redlock:{diff}:unlock"), want: []int64{got}, tol: []bool{false}}
 }
 
 func (r *diffRun) release(now int64) diffCall {
 	l, o, count, seq, mark, ttl := r.lock(), r.owner(), r.rng.Int64N(3), r.seq(), r.rng.IntN(2) == 0, r.ttl()
 	got := l.m.Release(now, o, count, seq, mark, ttl)
-	return diffCall{args: sha(&releaseScript, 2, l.key, l.marks, diffOwners[o], count, seq, b2i(mark), ttl, "redlock:{diff}:unlock"), want: []int64{got}, tol: []bool{false}}
+	return diffCall{args: sha(&script.Release, 2, l.key, l.marks, diffOwners[o], count, seq, b2i(mark), ttl, "redlock:{diff}:unlock"), want: []int64{got}, tol: []bool{false}}
 }
 
 func (r *diffRun) force(now int64) diffCall {
@@ -101,19 +102,19 @@ func (r *diffRun) force(now int64) diffCall {
 	}
 	args[4] = len(named)
 	got := l.m.Force(now, ttl, named)
-	return diffCall{args: sha(&forceScript, 2, append(args, "redlock:{diff}:unlock")...), want: []int64{got}, tol: []bool{false}}
+	return diffCall{args: sha(&script.Force, 2, append(args, "redlock:{diff}:unlock")...), want: []int64{got}, tol: []bool{false}}
 }
 
 func (r *diffRun) inspect(now int64) diffCall {
 	l, o := r.lock(), r.owner()
 	got := l.m.Inspect(now, o)
-	return diffCall{args: sha(&inspectScript, 1, l.key, diffOwners[o]), want: got[:], tol: []bool{false, false, true}}
+	return diffCall{args: sha(&script.Inspect, 1, l.key, diffOwners[o]), want: got[:], tol: []bool{false, false, true}}
 }
 
 func (r *diffRun) view(now int64) diffCall {
 	l := r.lock()
 	ttl, counts, held := l.m.View(now)
-	c := diffCall{args: sha(&viewScript, 1, l.key), want: []int64{ttl}, tol: []bool{true}, view: true}
+	c := diffCall{args: sha(&script.View, 1, l.key), want: []int64{ttl}, tol: []bool{true}, view: true}
 	for o := range counts {
 		if held[o] {
 			c.want, c.tol = append(c.want, int64(o), counts[o]), append(c.tol, false, false)
@@ -135,11 +136,11 @@ func (r *diffRun) holds() []*diffLock {
 // multi lays out a call of renew.lua or repair.lua: plain (the key count
 // first) or, half the time, in the cross-slot form a Transport sends
 // (script.go, crossSlot).
-func (r *diffRun) multi(s, cross *script, keys, argv []interface{}) []interface{} {
+func (r *diffRun) multi(s, cross *script.Script, keys, argv []interface{}) []interface{} {
 	if r.rng.IntN(2) == 0 {
-		return append(append([]interface{}{s.hash, len(keys)}, keys...), argv...)
+		return append(append([]interface{}{s.Hash, len(keys)}, keys...), argv...)
 	}
-	args := append([]interface{}{cross.hash, 1, keys[0], len(keys)}, keys...)
+	args := append([]interface{}{cross.Hash, 1, keys[0], len(keys)}, keys...)
 	return append(args, argv...)
 }
 
@@ -153,7 +154,7 @@ func (r *diffRun) renew(now int64) diffCall {
 		keys, argv = append(keys, l.key), append(argv, diffOwners[o])
 		c.want, c.tol = append(c.want, l.m.Renew(now, lease, o)), append(c.tol, false)
 	}
-	c.args = r.multi(&renewScript, &renewCrossSlot, keys, argv)
+	c.args = r.multi(&script.Renew, &script.RenewCrossSlot, keys, argv)
 	return c
 }
 
@@ -190,7 +191,7 @@ func (r *diffRun) repair(now int64) diffCall {
 		argv = append(argv, diffOwners[o], count, seq, string(side.Kind), peer, own)
 		c.want, c.tol = append(c.want, l.m.RepairEntry(now, lease, o, count, seq, side)), append(c.tol, false)
 	}
-	c.args = r.multi(&repairScript, &repairCrossSlot, keys, argv)
+	c.args = r.multi(&script.Repair, &script.RepairCrossSlot, keys, argv)
 	return c
 }
 
@@ -202,11 +203,11 @@ func (r *diffRun) fence(now int64) diffCall {
 	tokens := []int64{0, 1 + r.rng.Int64N(5), l.m.Counter + 1, (now - 60000) * model.FloorPerMs, (now + 60000) * model.FloorPerMs}
 	token := tokens[r.rng.IntN(len(tokens))]
 	got := l.m.FenceTo(now, token, ttl)
-	return diffCall{args: sha(&fenceScript, 1, l.fence, token, ttl), want: []int64{got}, tol: []bool{true}} // the counter before: near the clock floor
+	return diffCall{args: sha(&script.Fence, 1, l.fence, token, ttl), want: []int64{got}, tol: []bool{true}} // the counter before: near the clock floor
 }
 
 func (r *diffRun) ping(int64) diffCall {
-	return diffCall{args: sha(&pingScript, 0), want: []int64{model.Ping()}, tol: []bool{false}}
+	return diffCall{args: sha(&script.Ping, 0), want: []int64{model.Ping()}, tol: []bool{false}}
 }
 
 func b2i(b bool) int64 {

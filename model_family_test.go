@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	"github.com/redlock-go/redlock/internal/script"
 	"strconv"
 
 	"github.com/redlock-go/redlock/internal/model"
@@ -31,7 +32,7 @@ func (r *diffRun) acquireMulti(now int64) diffCall {
 		stores[i] = &l.m
 		keys = append(keys, l.key, l.marks, l.fence, l.intent)
 	}
-	args := sha(&acquireScript, len(keys), keys...)
+	args := sha(&script.Acquire, len(keys), keys...)
 	args = append(args, diffOwners[a.Owner], a.Count, a.Lease, a.Seq, a.FenceTTL, intent, a.Margin)
 	return acquireCall(args, model.AcquireAll(now, stores, a))
 }
@@ -41,7 +42,7 @@ func (r *diffRun) acquireMulti(now int64) diffCall {
 func (r *diffRun) acquireSlot(now int64) diffCall {
 	l := r.lock()
 	a, intent := r.acquireArgs()
-	args := sha(&acquireScript, 4, l.key, l.marks, l.fence, r.sem.intent, diffOwners[a.Owner], a.Count, a.Lease, a.Seq, a.FenceTTL, intent, a.Margin)
+	args := sha(&script.Acquire, 4, l.key, l.marks, l.fence, r.sem.intent, diffOwners[a.Owner], a.Count, a.Lease, a.Seq, a.FenceTTL, intent, a.Margin)
 	own := l.m.Intent
 	l.m.Intent = r.sem.m.Intent
 	got := l.m.Acquire(now, a)
@@ -58,7 +59,7 @@ func (r *diffRun) slots(now int64) diffCall {
 		keys, stores[i] = append(keys, l.key), &l.m
 	}
 	keys = append(keys, r.sem.intent)
-	args := sha(&slotsScript, len(keys), keys...)
+	args := sha(&script.Slots, len(keys), keys...)
 	var stamp, margin int64
 	waiter := r.owner()
 	if r.rng.IntN(2) == 0 {
@@ -81,5 +82,5 @@ func (r *diffRun) withdraw(now int64) diffCall {
 	}
 	stamp, waiter := r.stamp(), r.owner()
 	got := model.Withdraw(now, []*model.Intent{&l.m.Intent}, stamp, waiter)
-	return diffCall{args: sha(&withdrawScript, 1, l.intent, diffIntent(stamp, waiter), "redlock:{diff}:unlock"), want: []int64{got}, tol: []bool{false}}
+	return diffCall{args: sha(&script.Withdraw, 1, l.intent, diffIntent(stamp, waiter), "redlock:{diff}:unlock"), want: []int64{got}, tol: []bool{false}}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/redlock-go/redlock/internal/script"
 	"slices"
 	"sync"
 	"testing"
@@ -150,7 +151,7 @@ func stragglerAfterItsRollback(t *testing.T, marks bool) bool {
 		require.NoError(t, err)
 	}
 	trs, c := strayClient(t, cl)
-	trs[0].strand(acquireScript.hash, nil)
+	trs[0].strand(script.Acquire.Hash, nil)
 
 	ok, err := c.NewMutex(name).TryLock(ctx, 0, 0)
 	require.NoError(t, err)
@@ -197,12 +198,12 @@ func TestModelQueuedReleaseOvertakesABrokenCall(t *testing.T) {
 	ctx := context.Background()
 	trs, c := strayClient(t, cl)
 	broken := make(chan struct{})
-	trs[2].strand(acquireScript.hash, broken)
+	trs[2].strand(script.Acquire.Hash, broken)
 	m := c.NewMutex("overtaken")
 	require.NoError(t, m.LockLease(ctx, 5*time.Second)) // decided by nodes 0 and 1
 	require.NoError(t, m.Unlock(ctx))                   // by nodes 0 and 1: node 2's release waits on the lane
 	close(broken)
-	require.Eventually(t, func() bool { return trs[2].ran(releaseScript.hash) }, 5*time.Second, time.Millisecond, "the release runs on node 2")
+	require.Eventually(t, func() bool { return trs[2].ran(script.Release.Hash) }, 5*time.Second, time.Millisecond, "the release runs on node 2")
 	late := trs[2].stranded()
 	require.Len(t, late, 1)
 	_, err := trs[2].land(late[0])
@@ -230,18 +231,18 @@ func TestModelStragglerAfterALaterAttemptsRollback(t *testing.T) {
 	seizeAt(t, cl, name, "intruder:1", 1, 2)
 	trs, c := strayClient(t, cl)
 	m := c.NewMutex(name)
-	trs[0].strand(acquireScript.hash, nil)
-	trs[0].strand(rollbackScript.hash, nil)
+	trs[0].strand(script.Acquire.Hash, nil)
+	trs[0].strand(script.Rollback.Hash, nil)
 	ok, err := m.TryLock(ctx, 0, 5*time.Second)
 	require.NoError(t, err)
 	require.False(t, ok, "nodes 1 and 2 are another owner's")
 	require.Eventually(t, func() bool { return len(trs[0].stranded()) == 2 }, 5*time.Second, time.Millisecond,
 		"the first attempt's call to node 0 and its rollback are stranded")
 	late := trs[0].stranded()
-	require.Equal(t, rollbackScript.hash, late[1].SHA1)
+	require.Equal(t, script.Rollback.Hash, late[1].SHA1)
 
 	secondRollback := make(chan struct{})
-	trs[0].delay(rollbackScript.hash, secondRollback)
+	trs[0].delay(script.Rollback.Hash, secondRollback)
 	second := make(chan error, 1)
 	go func() {
 		ok, err := m.TryLock(ctx, 0, 5*time.Second)
@@ -250,7 +251,7 @@ func TestModelStragglerAfterALaterAttemptsRollback(t *testing.T) {
 		}
 		second <- err
 	}()
-	require.Eventually(t, func() bool { return trs[0].ran(acquireScript.hash) }, 5*time.Second, time.Millisecond,
+	require.Eventually(t, func() bool { return trs[0].ran(script.Acquire.Hash) }, 5*time.Second, time.Millisecond,
 		"the second attempt's call runs on node 0")
 	reply, err := trs[0].land(late[1])
 	require.NoError(t, err)
@@ -299,7 +300,7 @@ func TestModelFencingTokenOfAnAcquisitionSpanningAHold(t *testing.T) {
 	// release must not wait behind its write-back to node 1.
 	name := ""
 	for i := 0; name == ""; i++ {
-		if n := fmt.Sprint("spanned-", i); laneOf("redlock:{"+n+"}:lock")%foreignLanes != laneOf("redlock:{"+n+"}:fence")%foreignLanes {
+		if n := fmt.Sprint("spanned-", i); script.LaneOf("redlock:{"+n+"}:lock")%foreignLanes != script.LaneOf("redlock:{"+n+"}:fence")%foreignLanes {
 			name = n
 		}
 	}
@@ -311,8 +312,8 @@ func TestModelFencingTokenOfAnAcquisitionSpanningAHold(t *testing.T) {
 	o0, o1 := c0.NewMutex(name), c1.NewMutex(name)
 
 	land1, land2 := make(chan struct{}), make(chan struct{})
-	tr1[1].delay(acquireScript.hash, land1)
-	tr1[2].delay(acquireScript.hash, land2)
+	tr1[1].delay(script.Acquire.Hash, land1)
+	tr1[2].delay(script.Acquire.Hash, land2)
 	type outcome struct {
 		ok  bool
 		err error
@@ -322,11 +323,11 @@ func TestModelFencingTokenOfAnAcquisitionSpanningAHold(t *testing.T) {
 		ok, err := o1.TryLock(ctx, 0, 5*time.Second)
 		first <- outcome{ok, err}
 	}()
-	require.Eventually(t, func() bool { return tr1[0].ran(acquireScript.hash) }, 5*time.Second, time.Millisecond,
+	require.Eventually(t, func() bool { return tr1[0].ran(script.Acquire.Hash) }, 5*time.Second, time.Millisecond,
 		"owner 1's call to node 0 runs")
 
 	writeBack := make(chan struct{})
-	tr0[1].delay(fenceScript.hash, writeBack)
+	tr0[1].delay(script.Fence.Hash, writeBack)
 	ok, err := o0.TryLock(ctx, 0, 5*time.Second)
 	require.NoError(t, err)
 	require.True(t, ok, "owner 0 gets nodes 1 and 2")
@@ -391,7 +392,7 @@ type strayTransport struct {
 
 	mu    sync.Mutex // protects the fields below; one command at a time
 	conn  redis.Conn
-	rules []strayRule // what to do with the next calls of some scripts, in order
+	rules []strayRule // what to do with the next calls of some script.All, in order
 	kept  []Call      // the calls stranded
 	done  []string    // the SHA1s of the calls run, in order
 }

@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"fmt"
+	"github.com/redlock-go/redlock/internal/script"
 	"maps"
 	"math/rand/v2"
 	"testing"
@@ -15,7 +16,7 @@ import (
 )
 
 // Differential tests of the model's read-write lock (internal/model,
-// rwscripts.go) against the scripts, as TestModelScriptsMatchRedis does
+// rwscripts.go) against the script.All, as TestModelScriptsMatchRedis does
 // for a Mutex's: the same random calls go to the model's RWStore and to
 // the scripts the library embeds on a real redis-server, with the keys
 // laid out as rw.go lays them (the writer's lock hash, the rollback marks
@@ -66,7 +67,7 @@ for i = 1, #KEYS, 9 do
 end
 return out`
 
-// diffRWRun is one differential run of the read-write scripts.
+// diffRWRun is one differential run of the read-write script.All.
 type diffRWRun struct {
 	t      *testing.T
 	rng    *rand.Rand
@@ -97,8 +98,8 @@ func TestModelRWScriptsMatchRedis(t *testing.T) {
 	t.Logf("seed %d", seed)
 	r := &diffRWRun{t: t, rng: rand.New(rand.NewPCG(seed, 27)), conn: conn, counts: map[string]int{}, dump: redis.NewScript(-1, dumpRWLua)}
 	r.locks = []*diffRW{newDiffRW("rw0"), newDiffRW("rw1")}
-	for _, s := range scripts {
-		_, err := conn.Do("SCRIPT", "LOAD", s.src)
+	for _, s := range script.All {
+		_, err := conn.Do("SCRIPT", "LOAD", s.Src)
 		require.NoError(t, err)
 	}
 	require.NoError(t, r.dump.Load(conn))
@@ -242,7 +243,7 @@ func (r *diffRWRun) read(now int64) diffRWCall {
 	var peer string
 	a.Peer, peer = r.peer()
 	got := l.m.Read(now, a)
-	args := sha(&rwReadScript, 6, l.readers, l.own[a.Owner], l.marks, l.lock, l.intent, l.behind, diffOwners[a.Owner], a.Count, a.Lease, a.Seq, peer, a.Grace)
+	args := sha(&script.RWRead, 6, l.readers, l.own[a.Owner], l.marks, l.lock, l.intent, l.behind, diffOwners[a.Owner], a.Count, a.Lease, a.Seq, peer, a.Grace)
 	return diffRWCall{args: args, want: []int64{b2i(got.Yes), got.N}, tol: []bool{false, true}}
 }
 
@@ -255,41 +256,41 @@ func (r *diffRWRun) write(now int64) diffRWCall {
 	var peer string
 	a.Peer, peer = r.peer()
 	got := l.m.Write(now, a)
-	args := sha(&rwWriteScript, 6, l.lock, l.marks, l.fence, l.readers, l.intent, l.behind, diffOwners[a.Owner], a.Count, a.Lease, a.Seq, a.FenceTTL, a.Margin, l.ownPrefix(), peer, a.Grace)
+	args := sha(&script.RWWrite, 6, l.lock, l.marks, l.fence, l.readers, l.intent, l.behind, diffOwners[a.Owner], a.Count, a.Lease, a.Seq, a.FenceTTL, a.Margin, l.ownPrefix(), peer, a.Grace)
 	return diffRWCall{args: args, want: []int64{b2i(got.Yes), got.N}, tol: []bool{false, true}}
 }
 
 func (r *diffRWRun) withdraw(now int64) diffRWCall {
 	l, o := r.lw(), r.owner()
 	got := l.m.Withdraw(now, o)
-	return diffRWCall{args: sha(&rwWithdraw, 1, l.intent, diffOwners[o]), want: []int64{got}, tol: []bool{false}}
+	return diffRWCall{args: sha(&script.RWWithdraw, 1, l.intent, diffOwners[o]), want: []int64{got}, tol: []bool{false}}
 }
 
 func (r *diffRWRun) releaseRead(now int64) diffRWCall {
 	l, o, count, seq, mark, ttl := r.lw(), r.owner(), r.rng.Int64N(3), r.seq(), r.rng.IntN(2) == 0, r.ttl()
 	got := l.m.ReleaseRead(now, o, count, seq, mark, ttl)
-	args := sha(&releaseShared, 4, l.readers, l.marks, l.own[o], l.marks, diffOwners[o], count, seq, b2i(mark), ttl, "redlock:{diff}:rw:unlock", "")
+	args := sha(&script.ReleaseShared, 4, l.readers, l.marks, l.own[o], l.marks, diffOwners[o], count, seq, b2i(mark), ttl, "redlock:{diff}:rw:unlock", "")
 	return diffRWCall{args: args, want: []int64{got}, tol: []bool{false}}
 }
 
 func (r *diffRWRun) rollbackRead(now int64) diffRWCall {
 	l, o, seq, prev, ttl := r.lw(), r.owner(), r.seq(), r.rng.Int64N(3), r.ttl()
 	got := l.m.RollbackRead(now, o, seq, prev, ttl)
-	args := sha(&rollbackShared, 4, l.readers, l.marks, l.own[o], l.marks, diffOwners[o], seq, prev, ttl, "redlock:{diff}:rw:unlock", "")
+	args := sha(&script.RollbackShared, 4, l.readers, l.marks, l.own[o], l.marks, diffOwners[o], seq, prev, ttl, "redlock:{diff}:rw:unlock", "")
 	return diffRWCall{args: args, want: []int64{got}, tol: []bool{false}}
 }
 
 func (r *diffRWRun) releaseWrite(now int64) diffRWCall {
 	l, o, count, seq, mark, ttl := r.lw(), r.owner(), r.rng.Int64N(3), r.seq(), r.rng.IntN(2) == 0, r.ttl()
 	got := l.m.ReleaseWrite(now, o, count, seq, mark, ttl)
-	args := sha(&releaseScript, 2, l.lock, l.marks, diffOwners[o], count, seq, b2i(mark), ttl, "redlock:{diff}:rw:unlock")
+	args := sha(&script.Release, 2, l.lock, l.marks, diffOwners[o], count, seq, b2i(mark), ttl, "redlock:{diff}:rw:unlock")
 	return diffRWCall{args: args, want: []int64{got}, tol: []bool{false}}
 }
 
 func (r *diffRWRun) rollbackWrite(now int64) diffRWCall {
 	l, o, seq, prev, ttl := r.lw(), r.owner(), r.seq(), r.rng.Int64N(3), r.ttl()
 	got := l.m.RollbackWrite(now, o, seq, prev, ttl)
-	args := sha(&rollbackScript, 2, l.lock, l.marks, diffOwners[o], seq, prev, ttl, "redlock:{diff}:rw:unlock")
+	args := sha(&script.Rollback, 2, l.lock, l.marks, diffOwners[o], seq, prev, ttl, "redlock:{diff}:rw:unlock")
 	return diffRWCall{args: args, want: []int64{got}, tol: []bool{false}}
 }
 
@@ -326,7 +327,7 @@ func (r *diffRWRun) renew(now int64) diffRWCall {
 		keys, argv = append(keys, h.l.lock), append(argv, f)
 		c.want, c.tol = append(c.want, h.l.m.RenewWrite(now, lease, h.owner)), append(c.tol, false)
 	}
-	c.args = append(append([]interface{}{renewScript.hash, len(keys)}, keys...), argv...)
+	c.args = append(append([]interface{}{script.Renew.Hash, len(keys)}, keys...), argv...)
 	return c
 }
 
@@ -349,7 +350,7 @@ func (r *diffRWRun) repair(now int64) diffRWCall {
 		argv = append(argv, f, count, seq, "w", peer, l.ownPrefix())
 		c.want, c.tol = append(c.want, l.m.RepairWrite(now, lease, h.owner, count, seq, p, true)), append(c.tol, false)
 	}
-	c.args = append(append([]interface{}{repairScript.hash, len(keys)}, keys...), argv...)
+	c.args = append(append([]interface{}{script.Repair.Hash, len(keys)}, keys...), argv...)
 	return c
 }
 

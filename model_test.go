@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"fmt"
+	"github.com/redlock-go/redlock/internal/script"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -109,13 +110,13 @@ func TestModelScriptsMatchRedis(t *testing.T) {
 	r.sem = &diffLock{key: "redlock:{diff}:sem:lock", marks: "redlock:{diff}:sem:rollback", fence: "redlock:{diff}:sem:fence", intent: "redlock:{diff}:sem:intent"}
 	r.locks = append(append(r.locks, r.main...), r.own...)
 	r.locks = append(r.locks, r.sem)
-	for _, s := range scripts {
-		_, err := conn.Do("SCRIPT", "LOAD", s.src)
+	for _, s := range script.All {
+		_, err := conn.Do("SCRIPT", "LOAD", s.Src)
 		require.NoError(t, err)
 	}
-	_, err = conn.Do("SCRIPT", "LOAD", renewCrossSlot.src)
+	_, err = conn.Do("SCRIPT", "LOAD", script.RenewCrossSlot.Src)
 	require.NoError(t, err)
-	_, err = conn.Do("SCRIPT", "LOAD", repairCrossSlot.src)
+	_, err = conn.Do("SCRIPT", "LOAD", script.RepairCrossSlot.Src)
 	require.NoError(t, err)
 	require.NoError(t, r.dump.Load(conn))
 	require.NoError(t, delScript.Load(conn))
@@ -229,6 +230,6 @@ func (r *diffRun) seq() int64      { return 1 + r.rng.Int64N(12) }
 // ttl is a lease or a mark's lifetime: minutes, so nothing expires in a run.
 func (r *diffRun) ttl() int64 { return 300000 + 100000*r.rng.Int64N(4) }
 
-func sha(s *script, keys int, keysAndArgs ...interface{}) []interface{} {
-	return append([]interface{}{s.hash, keys}, keysAndArgs...)
+func sha(s *script.Script, keys int, keysAndArgs ...interface{}) []interface{} {
+	return append([]interface{}{s.Hash, keys}, keysAndArgs...)
 }

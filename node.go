@@ -84,7 +84,7 @@ func dialNode(ep endpoint, o options) *Node {
 type transport interface {
 	// send queues one script call due by deadline; to receives its
 	// outcome, as i, exactly once, never another call's. Calls of one lane
-	// (c.lane: one lock's calls) reach the node in the order they were
+	// (c.Lane: one lock's calls) reach the node in the order they were
 	// queued, so a call still in flight runs there before the next one.
 	send(c *call, deadline time.Time, to receiver, i int)
 	// sendBatch queues calls due by deadline to go in one round trip; to

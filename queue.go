@@ -13,7 +13,7 @@ import (
 // ("<owner>/<sequence>", or "force:..."), and a take: an attempt made while
 // waiting (or by a client that waited lately) that created the lock's key
 // on a node says so there when other clients are subscribed
-// ("+<lease ms>/<subscribers>/<owner>/<sequence>", scripts/acquire.lua).
+// ("+<lease ms>/<subscribers>/<owner>/<sequence>", internal/script/acquire.lua).
 // The queue keeps the latest news for its head, and for each node whether
 // the last thing it said was a take. A head that was about to try (see
 // pacing) and hears of a take waits for the next release instead; every

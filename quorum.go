@@ -259,12 +259,12 @@ func (r *round) record(i int) {
 		if derr := r.c.duplicated(p); derr != nil {
 			v, err = voteFailed, p.fail(derr)
 		} else if r.undo != nil {
-			qerr := r.c.quarantined(p, r.call.key())
+			qerr := r.c.quarantined(p, r.call.Key())
 			if qerr != nil {
 				v, err = voteFailed, p.fail(qerr)
 			}
 			if r.c.obs != nil {
-				r.c.checkQuarantine(p, r.call.key(), qerr)
+				r.c.checkQuarantine(p, r.call.Key(), qerr)
 			}
 		}
 	} else {
@@ -561,7 +561,7 @@ func (c *Client) countedFor(p *peer, calls []call) bool {
 	}
 	var seen []string
 	for k := range calls {
-		for _, key := range calls[k].keys() {
+		for _, key := range calls[k].Keys() {
 			addr := p.foreign.t.Route(key).Addr
 			if slices.Contains(seen, addr) {
 				continue

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/redlock-go/redlock/internal/script"
 	"log/slog"
 	"maps"
 	"strconv"
@@ -39,7 +40,7 @@ type Mutex struct {
 	via    func(count int, leaseMs, seq, fencing int64) call
 	shared bool
 
-	seq atomic.Int64 // sequence of this owner's writes; see scripts/acquire.lua (int64: redigo formats uint64 through fmt)
+	seq atomic.Int64 // sequence of this owner's writes; see internal/script/acquire.lua (int64: redigo formats uint64 through fmt)
 
 	// op serializes this owner's acquisitions and releases: one round at a
 	// time, so the hold count each round writes is the authoritative one.
@@ -1230,7 +1231,7 @@ func (c *Client) Inspect(ctx context.Context, name string) ([]NodeLock, error) {
 	if err := m.ensureUsable(ctx); err != nil {
 		return nil, err
 	}
-	read := []call{viewScript.call(m.key)}
+	read := []call{script.View.Call(m.key)}
 	results := c.broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return read })
 	out := make([]NodeLock, len(c.peers))
 	for i, res := range results {

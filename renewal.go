@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/redlock-go/redlock/internal/script"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -350,7 +351,7 @@ func (wd *watchdog) renewCall(hs []*hold) call {
 		entries += len(boxed[k]) - 1
 	}
 	args := make([]interface{}, 0, 3+2*entries)
-	args = append(args, renewScript.hash, entries)
+	args = append(args, script.Renew.Hash, entries)
 	for _, b := range boxed {
 		args = append(args, b[:len(b)-1]...)
 	}
@@ -360,7 +361,7 @@ func (wd *watchdog) renewCall(hs []*hold) call {
 			args = append(args, b[len(b)-1])
 		}
 	}
-	return call{s: &renewScript, sha: args}
+	return call{S: &script.Renew, Args: args}
 }
 
 // renewArgs returns the boxed keys of the hold's locks, then its owner
@@ -464,7 +465,7 @@ func (wd *watchdog) repair(ctx context.Context, r *renewal) {
 		}
 		if len(fixes[i]) > 0 {
 			keys[0] = len(keys) - 1
-			calls[i] = []call{repairScript.call(append(keys, argv...)...)}
+			calls[i] = []call{script.Repair.Call(append(keys, argv...)...)}
 			sent++
 		}
 	}

@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"github.com/redlock-go/redlock/internal/script"
 	"time"
 )
 
@@ -91,7 +92,7 @@ const (
 
 // rwSide is what repair.lua checks of the other side of a read-write lock
 // before it writes one of its keys back on a node: the other side must not
-// hold the name there (see scripts/repair.lua).
+// hold the name there (see internal/script/repair.lua).
 type rwSide struct {
 	kind  string // repairReaders, repairReader or repairWriter
 	other string // the other side's key: the writer's lock hash for a reader, the readers' hash for the writer
@@ -130,14 +131,14 @@ func (rw *RWMutex) grace() int64 {
 // readCall is rw_read.lua's call for an attempt of the reader side.
 func (rw *RWMutex) readCall(count int, leaseMs, seq, _ int64) call {
 	r := rw.r
-	return rwReadScript.call(r.key, r.more[0].key, r.marks, rw.w.key, rw.intent, rw.behind, r.field, count, leaseMs, seq, rw.w.field, rw.grace())
+	return script.RWRead.Call(r.key, r.more[0].key, r.marks, rw.w.key, rw.intent, rw.behind, r.field, count, leaseMs, seq, rw.w.field, rw.grace())
 }
 
 // writeCall is rw_write.lua's call for an attempt of the writer side.
 func (rw *RWMutex) writeCall(count int, leaseMs, seq, fencing int64) call {
 	w := rw.w
 	margin := (4 * w.c.opts.nodeTimeout).Milliseconds()
-	return rwWriteScript.call(w.key, w.marks, w.fence, rw.r.key, rw.intent, rw.behind, w.field, count, leaseMs, seq, fencing, margin, rw.own, rw.r.field, rw.grace())
+	return script.RWWrite.Call(w.key, w.marks, w.fence, rw.r.key, rw.intent, rw.behind, w.field, count, leaseMs, seq, fencing, margin, rw.own, rw.r.field, rw.grace())
 }
 
 // RLock waits until this owner holds the lock for reading, or ctx ends;
@@ -208,7 +209,7 @@ func (rw *RWMutex) lockWrite(ctx context.Context, take func() (bool, error)) (bo
 // node timeout; where it fails, the intent expires by itself.
 func (rw *RWMutex) withdraw(ctx context.Context) {
 	c := rw.w.c
-	cl := []call{rwWithdraw.call(rw.intent, rw.w.field)}
+	cl := []call{script.RWWithdraw.Call(rw.intent, rw.w.field)}
 	c.broadcast(context.WithoutCancel(ctx), c.opts.nodeTimeout, func(int) []call { return cl })
 }
 

@@ -14,7 +14,7 @@ import (
 	"github.com/redlock-go/redlock/redlocktest"
 )
 
-// The watchdog's repair of a read-write lock's keys (scripts/repair.lua):
+// The watchdog's repair of a read-write lock's keys (internal/script/repair.lua):
 // the readers' hash is shared, and the two sides never overwrite each
 // other.
 

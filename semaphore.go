@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/redlock-go/redlock/internal/script"
 	"math/rand/v2"
 	"strconv"
 	"sync"
@@ -26,7 +27,7 @@ import (
 // holder on two of three nodes and no node above two, and three permits
 // held (docs/algorithm.md, "Semaphore").
 //
-// An acquisition finds a free slot by a scan (scripts/slots.lua: every
+// An acquisition finds a free slot by a scan (internal/script/slots.lua: every
 // slot's PTTL on every node, in one round trip), then makes one
 // acquisition round on a slot free on a majority, chosen at random so that
 // concurrent acquirers spread over the slots. While the last scan showed
@@ -149,14 +150,14 @@ func slotsCall(keys []string, intent string, margin int64) call {
 	if intent != "" {
 		args = 2
 	}
-	sha := slotsScript.begin(len(keys), args)
+	sha := script.Slots.Begin(len(keys), args)
 	for _, k := range keys {
 		sha = append(sha, k)
 	}
 	if intent != "" {
 		sha = append(sha, intent, margin)
 	}
-	return slotsScript.made(sha)
+	return script.Slots.Made(sha)
 }
 
 // Name returns the semaphore's name.
@@ -590,7 +591,7 @@ func (t *slotTally) count(i int, sl slot) {
 		t.out++
 		return
 	}
-	if qerr := c.quarantined(p, t.s.scan.key()); qerr != nil {
+	if qerr := c.quarantined(p, t.s.scan.Key()); qerr != nil {
 		t.out++
 		t.errs = appendError(t.errs, p.fail(qerr))
 		return

@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"github.com/redlock-go/redlock/internal/script"
 	"testing"
 	"time"
 
@@ -64,9 +65,9 @@ func TestUnitMergeFailsOnlyTheFailedPartsHolds(t *testing.T) {
 func TestUnitSplitCallDeliveredPerShard(t *testing.T) {
 	c := &Client{opts: defaultOptions(), ctx: context.Background()}
 	f := &foreign{t: shardedRoutes{}, c: c}
-	rc := renewScript.call(3, "a1", "b1", "a2", int64(3000), "fa1", "fb1", "fa2")
-	l, _ := renewScript.layout()
-	calls, groups := f.split(rc.export(), l)
+	rc := script.Renew.Call(3, "a1", "b1", "a2", int64(3000), "fa1", "fb1", "fa2")
+	l, _ := script.Renew.Layout()
+	calls, groups := f.split(exportCall(&rc), l)
 	require.Len(t, calls, 2)
 	reply, err := f.merged([]Reply{{Value: []any{int64(1), int64(1)}}, {Err: ReplyError("NOPERM no")}}, groups)
 	require.NoError(t, err)
@@ -114,13 +115,13 @@ func TestUnitQuarantinedShardTakesOnlyItsHolds(t *testing.T) {
 		require.NoError(t, p.foreign.identify(context.Background(), m.lock(0).key))
 		hs = append(hs, &hold{m: m})
 	}
-	calls := []call{renewScript.call(1, hs[0].m.lock(0).key, int64(3000), "f")}
+	calls := []call{script.Renew.Call(1, hs[0].m.lock(0).key, int64(3000), "f")}
 	require.True(t, c.countedFor(p, calls))
 	rt.runIDs["B"] = "b2"
 	require.NoError(t, p.foreign.identify(context.Background(), hs[1].m.lock(0).key))
 	require.ErrorIs(t, c.quarantined(p, hs[1].m.lock(0).key), ErrQuarantined)
 
-	all := []call{renewScript.call(4, hs[0].m.lock(0).key, hs[1].m.lock(0).key, hs[2].m.lock(0).key, hs[3].m.lock(0).key, int64(3000), "f", "f", "f", "f")}
+	all := []call{script.Renew.Call(4, hs[0].m.lock(0).key, hs[1].m.lock(0).key, hs[2].m.lock(0).key, hs[3].m.lock(0).key, int64(3000), "f", "f", "f", "f")}
 	require.False(t, c.countedFor(p, all), "not every server of the member counts")
 	partly := c.countedHolds(p, hs)
 	assert.Equal(t, []bool{true, false, true, false}, partly)

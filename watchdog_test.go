@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/redlock-go/redlock/internal/script"
 	"log/slog"
 	"sync/atomic"
 	"testing"
@@ -176,13 +177,13 @@ func TestUnitLateRenewalIsReported(t *testing.T) {
 // test lets them go, as a network that delays them; the others pass.
 type holdingBack struct {
 	transport
-	s       *script
+	s       *script.Script
 	held    chan struct{} // told when a call of s is held
 	release chan struct{} // closed by the test: held calls go on
 }
 
 func (t holdingBack) sendBatch(calls []call, deadline time.Time, to receiver) {
-	if calls[0].s != t.s {
+	if calls[0].S != t.s {
 		t.transport.sendBatch(calls, deadline, to)
 		return
 	}
@@ -194,7 +195,7 @@ func (t holdingBack) sendBatch(calls []call, deadline time.Time, to receiver) {
 }
 
 // holdBack makes every node of c keep the calls of s until release closes.
-func holdBack(c *Client, s *script) (held chan struct{}, release chan struct{}) {
+func holdBack(c *Client, s *script.Script) (held chan struct{}, release chan struct{}) {
 	held, release = make(chan struct{}, 16), make(chan struct{})
 	for _, p := range c.peers {
 		p.t = holdingBack{p.t, s, held, release}
@@ -213,7 +214,7 @@ func TestUnlockDoesNotWaitForARenewal(t *testing.T) {
 	ctx := context.Background()
 	m := c.NewMutex("no-wait")
 	require.NoError(t, m.Lock(ctx))
-	held, release := holdBack(c, &renewScript)
+	held, release := holdBack(c, &script.Renew)
 	renewed := make(chan struct{})
 	go func() { c.wd.renew(ctx, []*hold{m.current()}); close(renewed) }()
 	<-held
@@ -269,7 +270,7 @@ func TestRepairInFlightDoesNotRecreateAReleasedLock(t *testing.T) {
 	require.Eventually(t, func() bool { return countsOf(t, cl, key)[2] == "1" }, 5*time.Second, time.Millisecond)
 	_, err = cl.Do(2, "DEL", key) // node 2 lost the hold
 	require.NoError(t, err)
-	held, release := holdBack(c, &repairScript)
+	held, release := holdBack(c, &script.Repair)
 	renewed := make(chan struct{})
 	var repairing atomic.Bool
 	go func() {

@@ -161,7 +161,7 @@ type results struct {
 func main() {
 	quick := flag.Bool("quick", false, "run every scenario briefly (under a minute)")
 	only := flag.String("only", "", "comma-separated scenarios to run (unc,tput,cont,faults,deadmaj,herd,waiters,restart,scripts,scale,adapters,shards,family); default all")
-	root := flag.String("root", "..", "the redlock repository (for scripts/ and docs/)")
+	root := flag.String("root", "..", "the redlock repository (for internal/script/ and docs/)")
 	write := flag.Bool("write", true, "write benchmarks.md and img/*.svg into -docs")
 	docs := flag.String("docs", "", "the docs directory to write (default: -root/docs)")
 	commit := flag.String("commit", "", "how to name the library version measured (default: git describe of -root)")

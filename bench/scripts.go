@@ -125,7 +125,7 @@ func readScripts(root string) (redlockScripts, error) {
 	read := func(names ...string) (string, error) {
 		var b strings.Builder
 		for _, n := range names {
-			t, err := os.ReadFile(filepath.Join(root, "scripts", n))
+			t, err := os.ReadFile(filepath.Join(root, "internal", "script", n))
 			if err != nil {
 				return "", err
 			}

@@ -241,19 +241,19 @@ func runHerd(cl *redlocktest.Cluster, kinds []kind, rounds int, warm, window, cr
 }
 
 // scriptNames maps the SHA1 of every script the counted contenders run to a
-// name: redlock's scripts/*.lua and the floor's.
+// name: redlock's internal/script/*.lua and the floor's.
 func scriptNames(root string) (map[string]string, error) {
 	m := map[string]string{
 		floorSet.Hash(): "floor-set",
 		floorDel.Hash(): "floor-del",
 	}
-	files, err := filepath.Glob(filepath.Join(root, "scripts", "*.lua"))
+	files, err := filepath.Glob(filepath.Join(root, "internal", "script", "*.lua"))
 	if err != nil || len(files) == 0 {
 		return nil, fmt.Errorf("redlock's scripts not found under %s/scripts: run from bench/ or pass -root", root)
 	}
 	// A script is its file, or its file after mark.lua, the function that
 	// release.lua and rollback.lua share (see the library's script.go).
-	prelude, err := os.ReadFile(filepath.Join(root, "scripts", "mark.lua"))
+	prelude, err := os.ReadFile(filepath.Join(root, "internal", "script", "mark.lua"))
 	if err != nil {
 		return nil, err
 	}

@@ -22,7 +22,7 @@ var (
 type Mechanisms struct {
 	Quarantine bool // restart quarantine (restart.go)
 	Drift      bool // the drift allowance in validity (clockdrift.go)
-	Marks      bool // rollback marks (scripts/mark.lua)
+	Marks      bool // rollback marks (internal/script/mark.lua)
 	// QuarantineDrift adds the drift allowance to the default quarantine
 	// period (the longest lease): a fast clock of the restarted node's
 	// client must not end it before a slow holder's validity (restart.go).

@@ -1,5 +1,5 @@
 // Package model is a checked model of redlock's protocol: the state of N
-// nodes as the Lua scripts in scripts/ define it (store.go, scripts.go),
+// nodes as the Lua scripts in internal/script/ define it (store.go, scripts.go),
 // M owners that follow the client's algorithm (owner.go: acquisition with
 // rollback and fencing, re-entry, release, the watchdog's renewal and
 // repair, the loss timer, restart quarantine), and an adversary that

@@ -1,6 +1,6 @@
 package model
 
-// The scripts of scripts/*.lua, transcribed one method each. Arguments are
+// The scripts of internal/script/*.lua, transcribed one method each. Arguments are
 // the scripts' KEYS and ARGV as numbers (owner fields as owner numbers),
 // replies as the scripts return them. The differential test in the root
 // package (model_test.go) holds each transcription to its script on a

@@ -25,7 +25,7 @@ type Mark struct {
 	Set bool
 }
 
-// Store is one lock's three keys on one node, as the scripts in scripts/
+// Store is one lock's three keys on one node, as the scripts in internal/script/
 // keep them: the lock hash (KEYS[1] of most scripts), the rollback marks
 // hash and the fencing counter. Owners are numbered 0..MaxOwners-1. The
 // methods in scripts.go are the scripts, transcribed; each runs at one

@@ -331,6 +331,15 @@ func (s suite) quorumOutcomes(t *testing.T) {
 		}
 		m := cl.NewMutex(name)
 		ok, err := m.TryLock(ctx, 0, 10*time.Second)
+		for try := 1; try < 3 && len(seized) < 3 && errors.Is(err, context.DeadlineExceeded); try++ {
+			// An attempt that met another owner gives up on nodes far
+			// slower than the others (the round's patience, a quarter of
+			// the node timeout at least): on a loaded machine two servers
+			// were once 63 ms late. That is the library failing safe, not
+			// the quorum rule this checks: try again.
+			t.Logf("%s: attempt %d gave up on slow servers: %v", name, try, err)
+			ok, err = m.TryLock(ctx, 0, 10*time.Second)
+		}
 		require.NoError(t, err, name)
 		assert.Equal(t, len(seized) < 3, ok, "%s: %d of 5 servers seized", name, len(seized))
 		if ok {

@@ -109,7 +109,7 @@ func (c *Client) Status(ctx context.Context) ([]NodeStatus, error) {
 	if err := c.ensureOpen(); err != nil {
 		return nil, err
 	}
-	check := []call{script.Ping.Call()}
+	check := []call{script.PingCall()}
 	results := c.broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return check })
 	out := make([]NodeStatus, len(c.peers))
 	for i, res := range results {

@@ -76,7 +76,7 @@ func (c *Client) shareLease(ctx context.Context) *round {
 // in use from the replies that came before stop said the round is
 // decided, and returns the round: a node votes yes once it stored it.
 func (c *Client) exchangeLeases(ctx context.Context, lease time.Duration, stop func(*ballot) bool) *round {
-	cl := script.Leases.Call(c.leasesKey(), lease.Milliseconds(), leaseKeep(lease).Milliseconds())
+	cl := script.LeasesCall(c.leasesKey(), lease.Milliseconds(), leaseKeep(lease).Milliseconds())
 	r := c.fanout(ctx, cl, classifyAnyInt, stop, nil)
 	for i, sl := range r.nodes {
 		if sl.vote == voteYes {

@@ -1231,7 +1231,7 @@ func (c *Client) Inspect(ctx context.Context, name string) ([]NodeLock, error) {
 	if err := m.ensureUsable(ctx); err != nil {
 		return nil, err
 	}
-	read := []call{script.View.Call(m.key)}
+	read := []call{script.ViewCall(m.key)}
 	results := c.broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return read })
 	out := make([]NodeLock, len(c.peers))
 	for i, res := range results {

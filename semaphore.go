@@ -146,18 +146,7 @@ func checkSemaphore(name string, permits, prefix int) error {
 // semaphore's intent), on the lane of the first slot; a waiter's scan
 // leaves its intent, with margin ms (see intent.go).
 func slotsCall(keys []string, intent string, margin int64) call {
-	args := 0
-	if intent != "" {
-		args = 2
-	}
-	sha := script.Slots.Begin(len(keys), args)
-	for _, k := range keys {
-		sha = append(sha, k)
-	}
-	if intent != "" {
-		sha = append(sha, intent, margin)
-	}
-	return script.Slots.Made(sha)
+	return script.SlotsCall(keys, intent, margin)
 }
 
 // Name returns the semaphore's name.

@@ -201,6 +201,41 @@ func (c *Call) Key() string {
 	return s
 }
 
+// Keys are one lock's keys on every node and its unlock channel: what
+// the scripts of one hold take of each of its locks.
+type Keys struct {
+	Key     string // the lock hash
+	Marks   string // the owners' rollback marks (mark.lua)
+	Fence   string // the fencing counter
+	Intent  string // the waiters' intent (acquire.lua)
+	Channel string // the unlock channel; "" for none
+}
+
+// Locks are the locks of one hold, all of which its scripts act on at
+// once on each node: N of them (one for a Mutex, several for a
+// MultiMutex), Keys(i) the keys of lock i, 0 <= i < N.
+type Locks struct {
+	N    int
+	Keys func(i int) Keys
+}
+
+// appendPairs appends every lock's hash and marks to sha.
+func (l Locks) appendPairs(sha []interface{}) []interface{} {
+	for i := 0; i < l.N; i++ {
+		k := l.Keys(i)
+		sha = append(sha, k.Key, k.Marks)
+	}
+	return sha
+}
+
+// appendChannels appends every lock's unlock channel to sha.
+func (l Locks) appendChannels(sha []interface{}) []interface{} {
+	for i := 0; i < l.N; i++ {
+		sha = append(sha, l.Keys(i).Channel)
+	}
+	return sha
+}
+
 // CrossSlot is put in front of a script that acts on many holds, for a
 // Transport: on a Redis Cluster member one call then renews or repairs the
 // holds of many locks whose slots one shard serves (the Transport layer

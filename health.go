@@ -3,11 +3,12 @@ package redlock
 import (
 	"context"
 	"errors"
-	"github.com/redlock-go/redlock/internal/script"
 	"strings"
 	"time"
 
 	"github.com/hashicorp/go-multierror"
+
+	"github.com/redlock-go/redlock/internal/script"
 )
 
 // Health checks, and configuration mistakes said in words: a wrong or
@@ -116,7 +117,11 @@ func (c *Client) Status(ctx context.Context) ([]NodeStatus, error) {
 		p := c.peers[i]
 		s := NodeStatus{Node: p.name, Addr: p.addr, Err: res.err}
 		if res.err == nil {
-			if err := refused(res.replies[0]); err != nil {
+			err := refused(res.replies[0])
+			if err == nil {
+				err = script.ParsePing(res.replies[0])
+			}
+			if err != nil {
 				s.Err = p.fail(err)
 			}
 		}

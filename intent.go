@@ -2,10 +2,11 @@ package redlock
 
 import (
 	"context"
-	"github.com/redlock-go/redlock/internal/script"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/redlock-go/redlock/internal/script"
 )
 
 // Waiters' intents keep an owner that waits for several locks at once (a

@@ -2,8 +2,9 @@ package redlock
 
 import (
 	"context"
-	"github.com/redlock-go/redlock/internal/script"
 	"strconv"
+
+	"github.com/redlock-go/redlock/internal/script"
 )
 
 // The locks of one owner: one for a Mutex, every name of a MultiMutex. A

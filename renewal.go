@@ -3,14 +3,12 @@ package redlock
 import (
 	"context"
 	"errors"
-	"fmt"
-	"github.com/redlock-go/redlock/internal/script"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/gomodule/redigo/redis"
+	"github.com/redlock-go/redlock/internal/script"
 )
 
 // renewBatch is how many holds one renew.lua call extends: enough that a
@@ -511,10 +509,9 @@ func (wd *watchdog) tally(i int, res batchResult, hs []*hold, f func(k int, v in
 	}
 	err, failed := res.err, len(hs)
 	if err == nil && len(res.replies) == 1 {
-		var vs []interface{}
-		vs, err = redis.Values(res.replies[0], refused(res.replies[0]))
-		if err == nil && len(vs) != entries {
-			err = fmt.Errorf("unexpected reply of %d values for %d locks", len(vs), entries)
+		var vs script.Answers
+		if err = refused(res.replies[0]); err == nil {
+			vs, err = script.ParseAnswers(res.replies[0], entries)
 		}
 		if err == nil {
 			failed, err = tallyHolds(vs, hs, f)
@@ -539,12 +536,12 @@ func (wd *watchdog) tally(i int, res batchResult, hs []*hold, f func(k int, v in
 // not an answer of the script gets none; tallyHolds returns how many holds
 // got none because their shard failed (see merge), and the first such
 // failure.
-func tallyHolds(vs []interface{}, hs []*hold, f func(k int, v int64)) (failed int, err error) {
+func tallyHolds(vs script.Answers, hs []*hold, f func(k int, v int64)) (failed int, err error) {
 	e := 0
 	for k, h := range hs {
 		v, known, lost := int64(1), true, false
 		for j := range h.m.locks() {
-			n, ok := vs[e].(int64)
+			n, ok := vs.Answer(e)
 			if ok && n == -1 && h.m.lock(j).shared() {
 				n = 0 // the shared hash without our field: absent for us
 			}

@@ -3,8 +3,9 @@ package redlock
 import (
 	"context"
 	"errors"
-	"github.com/redlock-go/redlock/internal/script"
 	"time"
+
+	"github.com/redlock-go/redlock/internal/script"
 )
 
 // RWMutex is one owner of a read-write lock: many owners may hold it for

@@ -4,15 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/redlock-go/redlock/internal/script"
 	"math/rand/v2"
 	"strconv"
 	"sync"
 	"time"
 
-	"github.com/gomodule/redigo/redis"
 	"github.com/hashicorp/go-multierror"
 
+	"github.com/redlock-go/redlock/internal/script"
 	"github.com/redlock-go/redlock/observe"
 )
 
@@ -586,10 +585,10 @@ func (t *slotTally) count(i int, sl slot) {
 		return
 	}
 	t.nodes = append(t.nodes, i)
-	vs, _ := redis.Values(t.r.reply(i), nil)
+	pttls, _ := script.ParseSlots(t.r.reply(i), t.s.permits) // a vote yes: it parsed
 	n := int32(len(t.r.nodes))
-	for j, v := range vs {
-		if pttl, _ := redis.Int64(v, nil); pttl == -2 {
+	for j := range pttls {
+		if pttls.PTTL(j) == -2 {
 			if t.free[j]++; t.free[j] == int32(t.q) {
 				t.open--
 				t.freeSet = append(t.freeSet, j)
@@ -607,17 +606,17 @@ func (t *slotTally) soonest(lease time.Duration) time.Duration {
 	best := lease
 	n := len(t.r.nodes)
 	ttls := make([]time.Duration, 0, n)
-	pttls := make([][]interface{}, len(t.nodes))
+	pttls := make([]script.PTTLs, len(t.nodes))
 	for k, i := range t.nodes {
-		pttls[k], _ = redis.Values(t.r.reply(i), nil)
+		pttls[k], _ = script.ParseSlots(t.r.reply(i), t.s.permits)
 	}
 	for j := 0; j < t.s.permits; j++ {
 		if t.free[j] >= int32(t.q) {
 			continue // claimed by this attempt, and taken by another owner
 		}
 		ttls = ttls[:0]
-		for _, vs := range pttls {
-			switch pttl, _ := redis.Int64(vs[j], nil); {
+		for _, p := range pttls {
+			switch pttl := p.PTTL(j); {
 			case pttl == -2:
 				ttls = append(ttls, 0)
 			case pttl < 0:
@@ -651,11 +650,8 @@ func (t *slotTally) noQuorum() error {
 // when it is one.
 func classifySlots(permits int) func(interface{}) vote {
 	return func(reply interface{}) vote {
-		vs, err := redis.Values(reply, nil)
-		if err != nil || len(vs) != permits {
-			return voteFailed
-		}
-		return voteYes
+		_, err := script.ParseSlots(reply, permits)
+		return voteOf(true, err)
 	}
 }
 

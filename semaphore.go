@@ -120,7 +120,7 @@ func (c *Client) NewSemaphore(name string, permits int) *Semaphore {
 		s.keys[i] = s.base + strconv.Itoa(i) + ":lock"
 	}
 	s.keys[permits] = s.base + "intent"
-	s.scan = slotsCall(s.keys, "", 0)
+	s.scan = script.SlotsCall(s.keys, "", 0)
 	s.local = make([]slotUse, permits)
 	s.room, s.freed = true, -1
 	return s
@@ -139,13 +139,6 @@ func checkSemaphore(name string, permits, prefix int) error {
 		return invalid("semaphore %s: %d permits of a %d-byte name: a scan would send more than %d bytes of keys", quoteName(name), permits, len(name), maxScanBytes)
 	}
 	return nil
-}
-
-// slotsCall prepares slots.lua over keys (every slot's lock hash, then the
-// semaphore's intent), on the lane of the first slot; a waiter's scan
-// leaves its intent, with margin ms (see intent.go).
-func slotsCall(keys []string, intent string, margin int64) call {
-	return script.SlotsCall(keys, intent, margin)
 }
 
 // Name returns the semaphore's name.
@@ -509,7 +502,7 @@ func (s *Semaphore) scanSlots(ctx context.Context, intent string) *slotTally {
 	c := s.c
 	scan := s.scan
 	if intent != "" {
-		scan = slotsCall(s.keys, intent, c.intentMargin())
+		scan = script.SlotsCall(s.keys, intent, c.intentMargin())
 	}
 	t := newSlotTally(s, c.launch(scan, classifySlots(s.permits), nil))
 	t.r.collect(ctx, t.certain)

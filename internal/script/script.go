@@ -1,7 +1,12 @@
 // Package script holds redlock's Lua scripts and their wire format: each
 // script's source (one .lua file here, whose header says what it takes and
 // returns), its SHA1 for EVALSHA, and a Call, the EVALSHA arguments of one
-// call, built once and sent to every node of a round.
+// call, built once and sent to every node of a round. Next to each .lua
+// file, a Go file of the same name builds its call from plain keys and
+// values (AcquireCall, ReleaseCall, ...) and parses its reply into a typed
+// value (ParseAcquire, ParseRelease, ...), from the reply types every
+// transport delivers (reply.go): a new script is one file of Lua and one
+// small Go file, plus its line in All.
 //
 // mark.lua is not a script of its own: it defines the function that
 // release.lua, rollback.lua and force.lua share, and is put in front of

@@ -3,11 +3,12 @@ package redlock
 import (
 	"context"
 	"errors"
-	"github.com/redlock-go/redlock/internal/script"
 	"strings"
 	"time"
 
 	"github.com/hashicorp/go-multierror"
+
+	"github.com/redlock-go/redlock/internal/script"
 )
 
 // Health checks, and configuration mistakes said in words: a wrong or
@@ -109,14 +110,18 @@ func (c *Client) Status(ctx context.Context) ([]NodeStatus, error) {
 	if err := c.ensureOpen(); err != nil {
 		return nil, err
 	}
-	check := []call{script.Ping.Call()}
+	check := []call{script.PingCall()}
 	results := c.broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return check })
 	out := make([]NodeStatus, len(c.peers))
 	for i, res := range results {
 		p := c.peers[i]
 		s := NodeStatus{Node: p.name, Addr: p.addr, Err: res.err}
 		if res.err == nil {
-			if err := refused(res.replies[0]); err != nil {
+			err := refused(res.replies[0])
+			if err == nil {
+				err = script.ParsePing(res.replies[0])
+			}
+			if err != nil {
 				s.Err = p.fail(err)
 			}
 		}

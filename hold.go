@@ -434,10 +434,7 @@ func (h *hold) mayLandLocked(ordered bool) bool {
 func (h *hold) releaseCall(target int, seq int64, ordered bool) call {
 	m := h.m
 	m.mu.Lock()
-	mark := 0
-	if h.mayLandLocked(ordered) {
-		mark = 1 // an acquisition's call may land after this release
-	}
+	mark := h.mayLandLocked(ordered) // an acquisition's call may land after this release
 	lease := h.lease
 	m.mu.Unlock()
 	return m.releaseCall(target, seq, mark, lease.Milliseconds())

@@ -2,10 +2,11 @@ package redlock
 
 import (
 	"context"
-	"github.com/redlock-go/redlock/internal/script"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/redlock-go/redlock/internal/script"
 )
 
 // Waiters' intents keep an owner that waits for several locks at once (a
@@ -99,22 +100,11 @@ func (c *Client) withdrawAll(ctx context.Context) {
 // withdrawCall is withdraw.lua's call taking intent back from k's keys;
 // won says whether its wait got in (then it tells no channel).
 func withdrawCall(intent string, won bool, k intentKeys) call {
-	n := len(k.keys)
-	args := 1 + n
+	channels := k.channels
 	if won {
-		args = 1
+		channels = nil
 	}
-	sha := script.Withdraw.Begin(n, args)
-	for _, key := range k.keys {
-		sha = append(sha, key)
-	}
-	sha = append(sha, intent)
-	if !won {
-		for _, ch := range k.channels {
-			sha = append(sha, ch)
-		}
-	}
-	return script.Withdraw.Made(sha)
+	return script.WithdrawCall(k.keys, intent, channels)
 }
 
 // withdraw takes the intent, left on the keys intents, back from every

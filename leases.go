@@ -3,12 +3,11 @@ package redlock
 import (
 	"context"
 	"fmt"
-	"github.com/redlock-go/redlock/internal/script"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/gomodule/redigo/redis"
+	"github.com/redlock-go/redlock/internal/script"
 )
 
 // The longest lease in use, shared through the nodes. A restarted node
@@ -76,11 +75,11 @@ func (c *Client) shareLease(ctx context.Context) *round {
 // in use from the replies that came before stop said the round is
 // decided, and returns the round: a node votes yes once it stored it.
 func (c *Client) exchangeLeases(ctx context.Context, lease time.Duration, stop func(*ballot) bool) *round {
-	cl := script.Leases.Call(c.leasesKey(), lease.Milliseconds(), leaseKeep(lease).Milliseconds())
-	r := c.fanout(ctx, cl, classifyAnyInt, stop, nil)
+	cl := script.LeasesCall(c.leasesKey(), lease.Milliseconds(), leaseKeep(lease).Milliseconds())
+	r := c.fanout(ctx, cl, classifyLeases, stop, nil)
 	for i, sl := range r.nodes {
 		if sl.vote == voteYes {
-			ms, _ := redis.Int64(r.reply(i), nil)
+			ms, _ := script.ParseLeases(r.reply(i))
 			c.learnLease(time.Duration(ms) * time.Millisecond)
 		}
 	}

@@ -2,9 +2,9 @@ package redlock
 
 import (
 	"context"
-	"github.com/redlock-go/redlock/internal/script"
-	"slices"
 	"strconv"
+
+	"github.com/redlock-go/redlock/internal/script"
 )
 
 // The locks of one owner: one for a Mutex, every name of a MultiMutex. A
@@ -28,14 +28,14 @@ type lockKeys struct {
 // field is absent for the owner, not another owner's.
 func (k *lockKeys) shared() bool { return k.side != nil && k.side.kind == repairReaders }
 
-// appendRepair appends the lock's entry of repair.lua, for an owner field
-// with a hold count and sequence, to its keys and its arguments.
-func (k *lockKeys) appendRepair(keys, argv []interface{}, field string, count int, seq int64) ([]interface{}, []interface{}) {
-	kind, other, peer, own := repairLock, k.key, "", ""
+// repairEntry is the lock's entry of repair.lua, for an owner field with
+// a hold count and sequence.
+func (k *lockKeys) repairEntry(field string, count int, seq int64) script.RepairEntry {
+	e := script.RepairEntry{Key: k.key, Marks: k.marks, Other: k.key, Field: field, Count: count, Seq: seq, Kind: repairLock}
 	if s := k.side; s != nil {
-		kind, other, peer, own = s.kind, s.other, s.peer, s.own
+		e.Kind, e.Other, e.Peer, e.Own = s.kind, s.other, s.peer, s.own
 	}
-	return append(keys, k.key, k.marks, other), append(argv, field, count, seq, kind, peer, own)
+	return e
 }
 
 // keysAt returns the keys base+"lock", base+"rollback", base+"fence",
@@ -61,21 +61,13 @@ func (m *Mutex) lock(i int) *lockKeys {
 	return &m.more[i-1]
 }
 
-// appendChannels appends every lock's unlock channel to sha.
-func (m *Mutex) appendChannels(sha []interface{}) []interface{} {
-	for i := 0; i < m.locks(); i++ {
-		sha = append(sha, m.lock(i).channel)
-	}
-	return sha
-}
+// keys returns m's locks as the scripts of a hold take them.
+func (m *Mutex) keys() script.Locks { return script.Locks{N: m.locks(), Keys: m.keysOf} }
 
-// appendPairs appends every lock's hash and marks to sha.
-func (m *Mutex) appendPairs(sha []interface{}) []interface{} {
-	for i := 0; i < m.locks(); i++ {
-		k := m.lock(i)
-		sha = append(sha, k.key, k.marks)
-	}
-	return sha
+// keysOf returns the keys of m's lock i.
+func (m *Mutex) keysOf(i int) script.Keys {
+	k := m.lock(i)
+	return script.Keys{Key: k.key, Marks: k.marks, Fence: k.fence, Intent: k.intent, Channel: k.channel}
 }
 
 // acquireCall is acquire.lua's call for an attempt writing count holds
@@ -88,98 +80,41 @@ func (m *Mutex) acquireCall(count int, leaseMs, seq, fencing int64, intent strin
 	if m.via != nil {
 		return m.via(count, leaseMs, seq, fencing)
 	}
-	n := m.locks()
-	sha := script.Acquire.Begin(4*n, 9)
-	for i := 0; i < n; i++ {
-		k := m.lock(i)
-		sha = append(sha, k.key, k.marks, k.fence, k.intent)
-	}
-	if intent == "" {
-		intent = "0"
-	}
-	sha = append(sha, m.field, count, leaseMs, seq, fencing, intent, m.c.intentMargin())
-	if tell && n == 1 {
-		sub := 0
-		if subscribed {
-			sub = 1
-		}
-		sha = append(sha, m.channel, sub)
-	}
-	return script.Acquire.Made(sha)
+	return script.AcquireCall(m.keys(), script.Acquisition{
+		Field: m.field, Count: count, LeaseMs: leaseMs, Seq: seq, FenceTTL: fencing,
+		Intent: intent, MarginMs: m.c.intentMargin(), Tell: tell, Subscribed: subscribed,
+	})
 }
 
 // rollbackCall is rollback.lua's call undoing the attempt seq that
 // followed prev holds; marks live markMs.
 func (m *Mutex) rollbackCall(seq int64, prev int, markMs int64) call {
-	s := &script.Rollback
-	if m.shared {
-		s = &script.RollbackShared
-	}
-	n := m.locks()
-	sha := s.Begin(2*n, 4+n)
-	sha = m.appendPairs(sha)
-	sha = append(sha, m.field, seq, prev, markMs)
-	return s.Made(m.appendChannels(sha))
+	return script.RollbackCall(m.keys(), m.shared, m.field, seq, prev, markMs)
 }
 
 // releaseCall is release.lua's call setting the count to target with
 // sequence seq; mark says whether a final release marks the sequence,
 // for markMs.
-func (m *Mutex) releaseCall(target int, seq int64, mark int, markMs int64) call {
-	s := &script.Release
-	if m.shared {
-		s = &script.ReleaseShared
-	}
-	n := m.locks()
-	sha := s.Begin(2*n, 5+n)
-	sha = m.appendPairs(sha)
-	sha = append(sha, m.field, target, seq, mark, markMs)
-	return s.Made(m.appendChannels(sha))
+func (m *Mutex) releaseCall(target int, seq int64, mark bool, markMs int64) call {
+	return script.ReleaseCall(m.keys(), m.shared, m.field, target, seq, mark, markMs)
 }
 
 // forceCall is force.lua's call deleting the holds of owners (field: the
 // latest sequence seen), publishing msg; marks live at least markMs.
 func (m *Mutex) forceCall(msg string, markMs int64, owners map[string]int64) call {
-	n := m.locks()
-	sha := script.Force.Begin(2*n, 3+2*len(owners)+n)
-	sha = m.appendPairs(sha)
-	sha = append(sha, msg, markMs, len(owners))
-	fields := make([]string, 0, len(owners))
-	for f := range owners {
-		fields = append(fields, f)
-	}
-	slices.Sort(fields) // the same call to every node
-	for _, f := range fields {
-		sha = append(sha, f, owners[f])
-	}
-	return script.Force.Made(m.appendChannels(sha))
+	return script.ForceCall(m.keys(), msg, markMs, owners)
 }
 
 // holdersCall is holders.lua's call: the owners of the locks on a node.
-func (m *Mutex) holdersCall() call {
-	sha := script.Holders.Begin(2*m.locks(), 0)
-	return script.Holders.Made(m.appendPairs(sha))
-}
+func (m *Mutex) holdersCall() call { return script.HoldersCall(m.keys()) }
 
 // inspectCall is inspect.lua's call for this owner.
-func (m *Mutex) inspectCall() call {
-	n := m.locks()
-	sha := script.Inspect.Begin(n, 1)
-	for i := 0; i < n; i++ {
-		sha = append(sha, m.lock(i).key)
-	}
-	return script.Inspect.Made(append(sha, m.field))
-}
+func (m *Mutex) inspectCall() call { return script.InspectCall(m.keys(), m.field) }
 
 // fenceCall is fence.lua's call raising every lock's counter to token, to
 // live ttlMs.
 func (m *Mutex) fenceCall(token, ttlMs int64) call {
-	n := m.locks()
-	sha := script.Fence.Begin(n, 2)
-	for i := 0; i < n; i++ {
-		sha = append(sha, m.lock(i).fence)
-	}
-	return script.Fence.Made(append(sha, token, ttlMs))
+	return script.FenceCall(m.keys(), token, ttlMs)
 }
 
 // listen subscribes this Client to every lock's unlock channel, before a

@@ -103,7 +103,7 @@ func TestUnitStrayCalls(t *testing.T) {
 		{"refused by the node", serverError("WRONGTYPE Operation against a key holding the wrong kind of value"), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &round{answers: make(chan int, 1), outcomes: make([]outcome, 1), classify: classifyOne}
+			r := &round{answers: make(chan int, 1), outcomes: make([]outcome, 1), classify: classifyRelease}
 			r.late.inflight.Store(1)
 			r.receive(0, int64(1), tc.err)
 			assert.Equal(t, tc.astray, r.late.astray.Load())

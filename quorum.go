@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-multierror"
+
+	"github.com/redlock-go/redlock/internal/script"
 )
 
 // vote is one node's answer to a question the quorum decides.
@@ -364,9 +366,7 @@ type rollbackTo struct{ r *round }
 func (t rollbackTo) receive(i int, reply interface{}, err error) {
 	r := t.r
 	if err == nil {
-		if _, ok := reply.(int64); !ok {
-			err = fmt.Errorf("unexpected reply %v", reply)
-		}
+		_, err = script.ParseRollback(reply)
 	}
 	var nerr error
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/redlock-go/redlock/internal/script"
 	"log/slog"
 	"maps"
 	"strconv"
@@ -13,9 +12,9 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/gomodule/redigo/redis"
 	"github.com/hashicorp/go-multierror"
 
+	"github.com/redlock-go/redlock/internal/script"
 	"github.com/redlock-go/redlock/observe"
 )
 
@@ -421,8 +420,8 @@ func (m *Mutex) fenceToken(ctx context.Context, r *round) (int64, error) {
 		if sl.vote != voteYes {
 			continue // not heard: its outcome may still be written
 		}
-		if a, ok := parseAcquire(r.reply(i)); ok && a.n > token {
-			token = a.n
+		if a, err := script.ParseAcquire(r.reply(i)); err == nil && a.N > token {
+			token = a.N
 		}
 	}
 	ttl := m.c.fenceTTL(m.c.opts.lease).Milliseconds()
@@ -430,7 +429,7 @@ func (m *Mutex) fenceToken(ctx context.Context, r *round) (int64, error) {
 		token++
 		var seen int64
 		below := func(reply interface{}) vote {
-			n, err := redis.Int64(reply, nil)
+			n, err := script.ParseFence(reply)
 			switch {
 			case err != nil:
 				return voteFailed
@@ -452,37 +451,6 @@ func (m *Mutex) fenceToken(ctx context.Context, r *round) (int64, error) {
 	return 0, fmt.Errorf("redlock: lock %s: the fencing token's write-back met a larger counter %d times in a row: %w", quoteName(m.name), fenceRounds, ErrNoQuorum)
 }
 
-// acquireReply is acquire.lua's reply: {1, counter} or {1, counter,
-// subscribers} yes; {0, pttl} or {0, 0} no. Parsing it allocates nothing
-// (redis.Int64s would).
-type acquireReply struct {
-	yes  bool
-	n    int64 // yes: the fencing counter; no: the key's PTTL
-	subs int64 // yes, when the attempt told its take: the clients subscribed on the node; -1: not told
-}
-
-func parseAcquire(reply interface{}) (acquireReply, bool) {
-	vs, err := redis.Values(reply, nil)
-	if err != nil || len(vs) < 2 || len(vs) > 3 {
-		return acquireReply{}, false
-	}
-	code, err := redis.Int64(vs[0], nil)
-	if err != nil {
-		return acquireReply{}, false
-	}
-	n, err := redis.Int64(vs[1], nil)
-	if err != nil {
-		return acquireReply{}, false
-	}
-	a := acquireReply{yes: code == 1, n: n, subs: -1}
-	if len(vs) == 3 {
-		if a.subs, err = redis.Int64(vs[2], nil); err != nil {
-			return acquireReply{}, false
-		}
-	}
-	return a, true
-}
-
 // subscribers is the most clients subscribed to the lock's channel that a
 // node which said yes in r reported (-1: none did).
 func subscribers(r *round) int {
@@ -491,43 +459,11 @@ func subscribers(r *round) int {
 		if sl.vote != voteYes {
 			continue
 		}
-		if a, ok := parseAcquire(r.reply(i)); ok {
-			most = max(most, a.subs)
+		if a, err := script.ParseAcquire(r.reply(i)); err == nil {
+			most = max(most, a.Subs)
 		}
 	}
 	return int(most)
-}
-
-// classifyAcquire reads acquire.lua's reply as a vote.
-func classifyAcquire(reply interface{}) vote {
-	a, ok := parseAcquire(reply)
-	switch {
-	case !ok:
-		return voteFailed
-	case a.yes:
-		return voteYes
-	}
-	return voteNo
-}
-
-// classifyOne reads an integer reply as a vote: 1 yes, any other no.
-func classifyOne(reply interface{}) vote {
-	v, err := redis.Int64(reply, nil)
-	switch {
-	case err != nil:
-		return voteFailed
-	case v == 1:
-		return voteYes
-	}
-	return voteNo
-}
-
-// classifyAnyInt reads any integer reply as yes.
-func classifyAnyInt(reply interface{}) vote {
-	if _, err := redis.Int64(reply, nil); err != nil {
-		return voteFailed
-	}
-	return voteYes
 }
 
 // freeIn is how long until a majority of nodes is free by the PTTLs seen in
@@ -542,8 +478,8 @@ func (m *Mutex) freeIn(r *round, lease time.Duration) time.Duration {
 		case voteYes:
 			ttls = append(ttls, 0)
 		case voteNo:
-			if a, _ := parseAcquire(r.reply(i)); a.n >= 0 {
-				ttls = append(ttls, time.Duration(a.n)*time.Millisecond)
+			if a, _ := script.ParseAcquire(r.reply(i)); a.N >= 0 {
+				ttls = append(ttls, time.Duration(a.N)*time.Millisecond)
 			} else {
 				ttls = append(ttls, lease)
 			}
@@ -976,7 +912,7 @@ func (m *Mutex) release(ctx context.Context, note *releaseNote) error {
 		c.wd.drop(h)
 	}
 	seq := m.seq.Add(1)
-	r := c.fanout(ctx, h.releaseCall(target, seq, true), classifyOne, (*ballot).certain, nil)
+	r := c.fanout(ctx, h.releaseCall(target, seq, true), classifyRelease, (*ballot).certain, nil)
 	if target == 0 {
 		m.wakeLocal(m.field + "/" + strconv.FormatInt(seq, 10))
 	}
@@ -1022,7 +958,7 @@ func (m *Mutex) release(ctx context.Context, note *releaseNote) error {
 func (m *Mutex) confirmRelease(ctx context.Context, h *hold, note *releaseNote) error {
 	note.set(observe.UnlockReleased, nil)
 	if seq, unsure := h.unconfirmed(); unsure {
-		r := m.c.fanout(ctx, h.releaseCall(0, seq, true), classifyAnyInt, (*ballot).certain, nil)
+		r := m.c.fanout(ctx, h.releaseCall(0, seq, true), classifyReleased, (*ballot).certain, nil)
 		if !r.ballot.won() {
 			note.set(observe.UnlockNoQuorum, r)
 			return withCtx(ctx, r.noQuorum("unlock "+quoteName(m.name)+" (a retry; the hold has ended and its release is retried in the background)"))
@@ -1107,7 +1043,7 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 	owners, seen := m.holders(ctx)
 	r := seen
 	if len(owners) > 0 {
-		r = c.fanout(ctx, m.forceCall(msg, c.opts.lease.Milliseconds(), owners), classifyOne, (*ballot).done, nil)
+		r = c.fanout(ctx, m.forceCall(msg, c.opts.lease.Milliseconds(), owners), classifyForce, (*ballot).done, nil)
 	}
 	m.wakeLocal("")
 	var err error
@@ -1134,19 +1070,15 @@ func (m *Mutex) holders(ctx context.Context) (map[string]int64, *round) {
 	owners := make(map[string]int64)
 	var mu sync.Mutex
 	classify := func(reply interface{}) vote {
-		vs, err := redis.Strings(reply, nil)
-		if err != nil || len(vs)%2 != 0 {
+		hs, err := script.ParseHolders(reply)
+		if err != nil {
 			return voteFailed
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		for i := 0; i < len(vs); i += 2 {
-			seq, err := strconv.ParseInt(vs[i+1], 10, 64)
-			if err != nil {
-				return voteFailed
-			}
-			if s, ok := owners[vs[i]]; !ok || seq > s {
-				owners[vs[i]] = seq
+		for _, h := range hs {
+			if s, ok := owners[h.Field]; !ok || h.Seq > s {
+				owners[h.Field] = h.Seq
 			}
 		}
 		return voteYes
@@ -1160,19 +1092,13 @@ func (m *Mutex) holders(ctx context.Context) (map[string]int64, *round) {
 // inspect asks every node whether pred holds of its state and decides by
 // majority: true when a quorum says yes, false when enough say no that no
 // quorum can say yes, ErrNoQuorum otherwise.
-func (m *Mutex) inspect(ctx context.Context, op string, pred func(exists, count int64) bool) (bool, error) {
+func (m *Mutex) inspect(ctx context.Context, op string, pred func(script.State) bool) (bool, error) {
 	if err := m.ensureUsable(ctx); err != nil {
 		return false, err
 	}
 	classify := func(reply interface{}) vote {
-		vs, err := redis.Int64s(reply, nil)
-		switch {
-		case err != nil || len(vs) != 3:
-			return voteFailed
-		case pred(vs[0], vs[1]):
-			return voteYes
-		}
-		return voteNo
+		s, err := script.ParseInspect(reply)
+		return voteOf(pred(s), err)
 	}
 	stop := func(b *ballot) bool { return b.won() || b.denied() || b.done() }
 	r := m.c.fanout(ctx, m.inspectCall(), classify, stop, nil)
@@ -1188,13 +1114,13 @@ func (m *Mutex) inspect(ctx context.Context, op string, pred func(exists, count 
 // IsLocked reports whether any owner holds the lock on a quorum of nodes.
 // It returns ErrNoQuorum when too few nodes answered to tell.
 func (m *Mutex) IsLocked(ctx context.Context) (bool, error) {
-	return m.inspect(ctx, "is locked", func(exists, _ int64) bool { return exists == 1 })
+	return m.inspect(ctx, "is locked", func(s script.State) bool { return s.Exists })
 }
 
 // IsHeld reports whether this owner holds the lock on a quorum of nodes.
 // It returns ErrNoQuorum when too few nodes answered to tell.
 func (m *Mutex) IsHeld(ctx context.Context) (bool, error) {
-	return m.inspect(ctx, "is held", func(_, count int64) bool { return count > 0 })
+	return m.inspect(ctx, "is held", func(s script.State) bool { return s.Count > 0 })
 }
 
 // HoldCount returns how many times this owner holds the lock: the count of
@@ -1231,7 +1157,7 @@ func (c *Client) Inspect(ctx context.Context, name string) ([]NodeLock, error) {
 	if err := m.ensureUsable(ctx); err != nil {
 		return nil, err
 	}
-	read := []call{script.View.Call(m.key)}
+	read := []call{script.ViewCall(m.key)}
 	results := c.broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return read })
 	out := make([]NodeLock, len(c.peers))
 	for i, res := range results {
@@ -1246,29 +1172,22 @@ func viewOf(n *peer, key string, res batchResult) NodeLock {
 	if res.err != nil {
 		return v
 	}
-	vs, err := redis.Values(res.replies[0], refused(res.replies[0]))
-	var pttl int64
-	if err == nil && len(vs)%2 == 1 {
-		pttl, err = redis.Int64(vs[0], nil)
-	} else if err == nil {
-		err = fmt.Errorf("unexpected view reply of %d values", len(vs))
+	err := refused(res.replies[0])
+	var lv script.LockView
+	if err == nil {
+		lv, err = script.ParseView(res.replies[0])
 	}
 	if err != nil {
 		v.Err = n.fail(err)
 		return v
 	}
-	v.Exists = pttl != -2
+	v.Exists = lv.PTTL != -2
 	if v.Exists {
-		v.TTL = time.Duration(pttl) * time.Millisecond
-		if pttl < 0 {
+		v.TTL = time.Duration(lv.PTTL) * time.Millisecond
+		if lv.PTTL < 0 {
 			v.TTL = -1
 		}
 	}
-	v.Holders = make(map[string]int64, len(vs)/2)
-	for i := 1; i+1 < len(vs); i += 2 {
-		owner, _ := redis.String(vs[i], nil)
-		count, _ := redis.Int64(vs[i+1], nil)
-		v.Holders[owner] = count
-	}
+	v.Holders = lv.Holders
 	return v
 }

@@ -6,8 +6,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gomodule/redigo/redis"
 	"github.com/hashicorp/go-multierror"
+
+	"github.com/redlock-go/redlock/internal/script"
 )
 
 // The releaser finishes the final releases that reached no quorum when
@@ -179,7 +180,10 @@ func (c *Client) tallyRelease(results []batchResult, j int) (released int, nodeE
 	for i, res := range results {
 		err := res.err
 		if err == nil {
-			_, rerr := redis.Int64(res.replies[j], refused(res.replies[j]))
+			rerr := refused(res.replies[j])
+			if rerr == nil {
+				_, rerr = script.ParseRelease(res.replies[j])
+			}
 			if rerr == nil {
 				released++
 				continue

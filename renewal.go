@@ -3,14 +3,12 @@ package redlock
 import (
 	"context"
 	"errors"
-	"fmt"
-	"github.com/redlock-go/redlock/internal/script"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/gomodule/redigo/redis"
+	"github.com/redlock-go/redlock/internal/script"
 )
 
 // renewBatch is how many holds one renew.lua call extends: enough that a
@@ -338,30 +336,16 @@ func (wd *watchdog) renew(ctx context.Context, hs []*hold) {
 	}
 }
 
-// renewCall is the renew.lua call for hs: the keys, the lease, the owner
-// fields, one entry per lock of each hold (a MultiMutex's holds have
-// several), built in place (script.call would copy them). The boxed keys
-// and field of a hold are made at its first renewal and kept (see
-// renewArgs), so a renewal allocates per chunk, not per hold.
+// renewCall is the renew.lua call for hs: one entry per lock of each hold
+// (a MultiMutex's holds have several). The boxed keys and field of a hold
+// are made at its first renewal and kept (see renewArgs), so a renewal
+// allocates per chunk, not per hold.
 func (wd *watchdog) renewCall(hs []*hold) call {
-	entries := 0
 	boxed := make([][]interface{}, len(hs))
 	for k, h := range hs {
 		boxed[k] = h.renewArgs()
-		entries += len(boxed[k]) - 1
 	}
-	args := make([]interface{}, 0, 3+2*entries)
-	args = append(args, script.Renew.Hash, entries)
-	for _, b := range boxed {
-		args = append(args, b[:len(b)-1]...)
-	}
-	args = append(args, wd.c.opts.lease.Milliseconds())
-	for _, b := range boxed {
-		for range len(b) - 1 {
-			args = append(args, b[len(b)-1])
-		}
-	}
-	return call{S: &script.Renew, Args: args}
+	return script.RenewCall(wd.c.opts.lease.Milliseconds(), boxed)
 }
 
 // renewArgs returns the boxed keys of the hold's locks, then its owner
@@ -447,8 +431,7 @@ func (wd *watchdog) repair(ctx context.Context, r *renewal) {
 	calls := make([][]call, len(c.peers))
 	sent := 0
 	for i := range c.peers {
-		keys := []interface{}{0}
-		argv := []interface{}{c.opts.lease.Milliseconds()}
+		var entries []script.RepairEntry
 		for k, h := range r.hs {
 			if !r.absent[i*len(r.hs)+k] || !r.repairable(k, c.quorum) {
 				continue
@@ -460,12 +443,11 @@ func (wd *watchdog) repair(ctx context.Context, r *renewal) {
 			fixes[i] = append(fixes[i], k)
 			m := h.m
 			for j := 0; j < m.locks(); j++ {
-				keys, argv = m.lock(j).appendRepair(keys, argv, m.field, count, seq)
+				entries = append(entries, m.lock(j).repairEntry(m.field, count, seq))
 			}
 		}
 		if len(fixes[i]) > 0 {
-			keys[0] = len(keys) - 1
-			calls[i] = []call{script.Repair.Call(append(keys, argv...)...)}
+			calls[i] = []call{script.RepairCall(c.opts.lease.Milliseconds(), entries)}
 			sent++
 		}
 	}
@@ -527,10 +509,9 @@ func (wd *watchdog) tally(i int, res batchResult, hs []*hold, f func(k int, v in
 	}
 	err, failed := res.err, len(hs)
 	if err == nil && len(res.replies) == 1 {
-		var vs []interface{}
-		vs, err = redis.Values(res.replies[0], refused(res.replies[0]))
-		if err == nil && len(vs) != entries {
-			err = fmt.Errorf("unexpected reply of %d values for %d locks", len(vs), entries)
+		var vs script.Answers
+		if err = refused(res.replies[0]); err == nil {
+			vs, err = script.ParseAnswers(res.replies[0], entries)
 		}
 		if err == nil {
 			failed, err = tallyHolds(vs, hs, f)
@@ -555,12 +536,12 @@ func (wd *watchdog) tally(i int, res batchResult, hs []*hold, f func(k int, v in
 // not an answer of the script gets none; tallyHolds returns how many holds
 // got none because their shard failed (see merge), and the first such
 // failure.
-func tallyHolds(vs []interface{}, hs []*hold, f func(k int, v int64)) (failed int, err error) {
+func tallyHolds(vs script.Answers, hs []*hold, f func(k int, v int64)) (failed int, err error) {
 	e := 0
 	for k, h := range hs {
 		v, known, lost := int64(1), true, false
 		for j := range h.m.locks() {
-			n, ok := vs[e].(int64)
+			n, ok := vs.Answer(e)
 			if ok && n == -1 && h.m.lock(j).shared() {
 				n = 0 // the shared hash without our field: absent for us
 			}

@@ -3,8 +3,9 @@ package redlock
 import (
 	"context"
 	"errors"
-	"github.com/redlock-go/redlock/internal/script"
 	"time"
+
+	"github.com/redlock-go/redlock/internal/script"
 )
 
 // RWMutex is one owner of a read-write lock: many owners may hold it for
@@ -131,14 +132,19 @@ func (rw *RWMutex) grace() int64 {
 // readCall is rw_read.lua's call for an attempt of the reader side.
 func (rw *RWMutex) readCall(count int, leaseMs, seq, _ int64) call {
 	r := rw.r
-	return script.RWRead.Call(r.key, r.more[0].key, r.marks, rw.w.key, rw.intent, rw.behind, r.field, count, leaseMs, seq, rw.w.field, rw.grace())
+	return script.RWReadCall(rw.keys(), r.more[0].key, r.field, count, leaseMs, seq, rw.w.field, rw.grace())
 }
 
 // writeCall is rw_write.lua's call for an attempt of the writer side.
 func (rw *RWMutex) writeCall(count int, leaseMs, seq, fencing int64) call {
 	w := rw.w
 	margin := (4 * w.c.opts.nodeTimeout).Milliseconds()
-	return script.RWWrite.Call(w.key, w.marks, w.fence, rw.r.key, rw.intent, rw.behind, w.field, count, leaseMs, seq, fencing, margin, rw.own, rw.r.field, rw.grace())
+	return script.RWWriteCall(rw.keys(), w.field, count, leaseMs, seq, fencing, margin, rw.own, rw.r.field, rw.grace())
+}
+
+// keys returns the lock's keys, as its scripts take them.
+func (rw *RWMutex) keys() script.RWKeys {
+	return script.RWKeys{Writer: rw.w.key, Readers: rw.r.key, Marks: rw.w.marks, Fence: rw.w.fence, Intent: rw.intent, Behind: rw.behind}
 }
 
 // RLock waits until this owner holds the lock for reading, or ctx ends;
@@ -209,7 +215,7 @@ func (rw *RWMutex) lockWrite(ctx context.Context, take func() (bool, error)) (bo
 // node timeout; where it fails, the intent expires by itself.
 func (rw *RWMutex) withdraw(ctx context.Context) {
 	c := rw.w.c
-	cl := []call{script.RWWithdraw.Call(rw.intent, rw.w.field)}
+	cl := []call{script.RWWithdrawCall(rw.intent, rw.w.field)}
 	c.broadcast(context.WithoutCancel(ctx), c.opts.nodeTimeout, func(int) []call { return cl })
 }
 

@@ -4,15 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/redlock-go/redlock/internal/script"
 	"math/rand/v2"
 	"strconv"
 	"sync"
 	"time"
 
-	"github.com/gomodule/redigo/redis"
 	"github.com/hashicorp/go-multierror"
 
+	"github.com/redlock-go/redlock/internal/script"
 	"github.com/redlock-go/redlock/observe"
 )
 
@@ -121,7 +120,7 @@ func (c *Client) NewSemaphore(name string, permits int) *Semaphore {
 		s.keys[i] = s.base + strconv.Itoa(i) + ":lock"
 	}
 	s.keys[permits] = s.base + "intent"
-	s.scan = slotsCall(s.keys, "", 0)
+	s.scan = script.SlotsCall(s.keys, "", 0)
 	s.local = make([]slotUse, permits)
 	s.room, s.freed = true, -1
 	return s
@@ -140,24 +139,6 @@ func checkSemaphore(name string, permits, prefix int) error {
 		return invalid("semaphore %s: %d permits of a %d-byte name: a scan would send more than %d bytes of keys", quoteName(name), permits, len(name), maxScanBytes)
 	}
 	return nil
-}
-
-// slotsCall prepares slots.lua over keys (every slot's lock hash, then the
-// semaphore's intent), on the lane of the first slot; a waiter's scan
-// leaves its intent, with margin ms (see intent.go).
-func slotsCall(keys []string, intent string, margin int64) call {
-	args := 0
-	if intent != "" {
-		args = 2
-	}
-	sha := script.Slots.Begin(len(keys), args)
-	for _, k := range keys {
-		sha = append(sha, k)
-	}
-	if intent != "" {
-		sha = append(sha, intent, margin)
-	}
-	return script.Slots.Made(sha)
 }
 
 // Name returns the semaphore's name.
@@ -521,7 +502,7 @@ func (s *Semaphore) scanSlots(ctx context.Context, intent string) *slotTally {
 	c := s.c
 	scan := s.scan
 	if intent != "" {
-		scan = slotsCall(s.keys, intent, c.intentMargin())
+		scan = script.SlotsCall(s.keys, intent, c.intentMargin())
 	}
 	t := newSlotTally(s, c.launch(scan, classifySlots(s.permits), nil))
 	t.r.collect(ctx, t.certain)
@@ -597,10 +578,10 @@ func (t *slotTally) count(i int, sl slot) {
 		return
 	}
 	t.nodes = append(t.nodes, i)
-	vs, _ := redis.Values(t.r.reply(i), nil)
+	pttls, _ := script.ParseSlots(t.r.reply(i), t.s.permits) // a vote yes: it parsed
 	n := int32(len(t.r.nodes))
-	for j, v := range vs {
-		if pttl, _ := redis.Int64(v, nil); pttl == -2 {
+	for j := range pttls {
+		if pttls.PTTL(j) == -2 {
 			if t.free[j]++; t.free[j] == int32(t.q) {
 				t.open--
 				t.freeSet = append(t.freeSet, j)
@@ -618,17 +599,17 @@ func (t *slotTally) soonest(lease time.Duration) time.Duration {
 	best := lease
 	n := len(t.r.nodes)
 	ttls := make([]time.Duration, 0, n)
-	pttls := make([][]interface{}, len(t.nodes))
+	pttls := make([]script.PTTLs, len(t.nodes))
 	for k, i := range t.nodes {
-		pttls[k], _ = redis.Values(t.r.reply(i), nil)
+		pttls[k], _ = script.ParseSlots(t.r.reply(i), t.s.permits)
 	}
 	for j := 0; j < t.s.permits; j++ {
 		if t.free[j] >= int32(t.q) {
 			continue // claimed by this attempt, and taken by another owner
 		}
 		ttls = ttls[:0]
-		for _, vs := range pttls {
-			switch pttl, _ := redis.Int64(vs[j], nil); {
+		for _, p := range pttls {
+			switch pttl := p.PTTL(j); {
 			case pttl == -2:
 				ttls = append(ttls, 0)
 			case pttl < 0:
@@ -662,11 +643,8 @@ func (t *slotTally) noQuorum() error {
 // when it is one.
 func classifySlots(permits int) func(interface{}) vote {
 	return func(reply interface{}) vote {
-		vs, err := redis.Values(reply, nil)
-		if err != nil || len(vs) != permits {
-			return voteFailed
-		}
-		return voteYes
+		_, err := script.ParseSlots(reply, permits)
+		return voteOf(true, err)
 	}
 }
 

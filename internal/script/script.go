@@ -1,7 +1,12 @@
 // Package script holds redlock's Lua scripts and their wire format: each
 // script's source (one .lua file here, whose header says what it takes and
 // returns), its SHA1 for EVALSHA, and a Call, the EVALSHA arguments of one
-// call, built once and sent to every node of a round.
+// call, built once and sent to every node of a round. Next to each .lua
+// file, a Go file of the same name builds its call from plain keys and
+// values (AcquireCall, ReleaseCall, ...) and parses its reply into a typed
+// value (ParseAcquire, ParseRelease, ...), from the reply types every
+// transport delivers (reply.go): a new script is one file of Lua and one
+// small Go file, plus its line in All.
 //
 // mark.lua is not a script of its own: it defines the function that
 // release.lua, rollback.lua and force.lua share, and is put in front of
@@ -199,6 +204,41 @@ func (c *Call) Key() string {
 	}
 	s, _ := c.Args[2].(string)
 	return s
+}
+
+// Keys are one lock's keys on every node and its unlock channel: what
+// the scripts of one hold take of each of its locks.
+type Keys struct {
+	Key     string // the lock hash
+	Marks   string // the owners' rollback marks (mark.lua)
+	Fence   string // the fencing counter
+	Intent  string // the waiters' intent (acquire.lua)
+	Channel string // the unlock channel; "" for none
+}
+
+// Locks are the locks of one hold, all of which its scripts act on at
+// once on each node: N of them (one for a Mutex, several for a
+// MultiMutex), Keys(i) the keys of lock i, 0 <= i < N.
+type Locks struct {
+	N    int
+	Keys func(i int) Keys
+}
+
+// appendPairs appends every lock's hash and marks to sha.
+func (l Locks) appendPairs(sha []interface{}) []interface{} {
+	for i := 0; i < l.N; i++ {
+		k := l.Keys(i)
+		sha = append(sha, k.Key, k.Marks)
+	}
+	return sha
+}
+
+// appendChannels appends every lock's unlock channel to sha.
+func (l Locks) appendChannels(sha []interface{}) []interface{} {
+	for i := 0; i < l.N; i++ {
+		sha = append(sha, l.Keys(i).Channel)
+	}
+	return sha
 }
 
 // CrossSlot is put in front of a script that acts on many holds, for a

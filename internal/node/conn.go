@@ -311,7 +311,7 @@ func (t *native) prepare(conn redis.Conn, deadline time.Time) error {
 			return aerr
 		}
 		// INFO denied to the user or renamed: neither the server's
-		// version nor its restarts can be seen (see quarantined).
+		// version nor its restarts can be seen (the root package's Client.quarantined).
 		t.refused(err)
 	default:
 		return fmt.Errorf("reading INFO server: %w", err)

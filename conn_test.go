@@ -16,7 +16,7 @@ import (
 	"github.com/redlock-go/redlock/redlocktest"
 )
 
-// The native connection layer (conn.go), through its seam: replies go to
+// The native connection layer (internal/node/conn.go), through its seam: replies go to
 // the request that asked, in order, whatever the concurrency; a late reply
 // is dropped, never handed to a later caller; a broken connection fails
 // its requests at once.
@@ -38,7 +38,30 @@ func viewOwner(p *peer, key string, timeout time.Duration) (string, error) {
 // waitConnected waits until p answers.
 func waitConnected(t *testing.T, p *peer) {
 	t.Helper()
-	require.Eventually(t, func() bool { return p.t.unreachable() == nil }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return p.t.Unreachable() == nil }, 10*time.Second, 10*time.Millisecond)
+}
+
+// replyWait is a receiver for one request whose sender blocks for it.
+type replyWait chan outcome
+
+func (w replyWait) Receive(_ int, reply interface{}, err error) { w <- outcome{reply, err} }
+
+// do sends one call to p and waits for its outcome until deadline; a
+// reply that comes later is dropped.
+func (p *peer) do(c call, deadline time.Time) (interface{}, error) {
+	w := make(replyWait, 1)
+	p.t.Send(&c, deadline, w, 0)
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case o := <-w:
+		if o.err != nil {
+			return nil, p.fail(o.err)
+		}
+		return o.reply, nil
+	case <-t.C:
+		return nil, p.fail(fmt.Errorf("%w: no reply within its deadline", context.DeadlineExceeded))
+	}
 }
 
 func TestLateReplyNeverReachesAnotherCaller(t *testing.T) {
@@ -132,28 +155,4 @@ func TestBrokenConnectionFailsItsRequestsAtOnce(t *testing.T) {
 	assert.NotErrorIs(t, err, context.DeadlineExceeded)
 	assert.Less(t, elapsed, 2*time.Second, "the request waited for its deadline instead of failing with its connection")
 	t.Logf("failed after %v: %v", elapsed.Round(time.Millisecond), err)
-}
-
-// A node whose INFO server shows Redis before 7.0 is refused at set-up with
-// a clear error: renewal needs PEXPIRE's GT option.
-func TestUnitSupportedServers(t *testing.T) {
-	for _, tc := range []struct {
-		info string
-		ok   bool
-	}{
-		{"# Server\r\nredis_version:7.0.15\r\nrun_id:x\r\n", true},
-		{"# Server\r\nredis_version:7.2.4\r\nvalkey_version:8.0.1\r\n", true},
-		{"# Server\r\nredis_version:8.2.0\r\n", true},
-		{"# Server\r\nrun_id:x\r\n", true}, // nothing to say: not refused
-		{"# Server\r\nredis_version:6.2.14\r\n", false},
-		{"# Server\r\nredis_version:5.0.7\r\n", false},
-	} {
-		err := supported(tc.info)
-		if tc.ok {
-			assert.NoError(t, err, tc.info)
-			continue
-		}
-		assert.ErrorIs(t, err, ErrInvalid, tc.info)
-		assert.ErrorContains(t, err, "needs Redis 7.0 or later")
-	}
 }

@@ -134,15 +134,15 @@ func (c *Client) Status(ctx context.Context) ([]NodeStatus, error) {
 			s.DuplicateOf = d.of.name
 		}
 		var known bool
-		proc := p.processOf("")
-		s.Started, s.Restarted, known, _ = proc.state()
+		proc := p.n.Process("")
+		s.Started, s.Restarted, known, _ = proc.State()
 		if !known {
 			s.Started = time.Time{}
 		}
-		s.Version = proc.serverVersion()
+		s.Version = proc.Version()
 		if s.Quarantine != nil && known {
 			if q := c.quarantinePeriod(); q > 0 && (s.Restarted || c.opts.youngNodes) {
-				s.QuarantinedUntil = proc.since().Add(q)
+				s.QuarantinedUntil = proc.Since().Add(q)
 			}
 		}
 		out[i] = s

@@ -59,14 +59,14 @@ func TestCloseOvertakingAStragglerMarksIt(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Close()
 	ctx := context.Background()
-	t2 := c.peers[2].t.(*native)
-	require.Eventually(t, func() bool { return t2.pipes[0].serving() && t2.pipes[1].serving() }, 5*time.Second, time.Millisecond)
+	t2 := c.peers[2].n
+	require.Eventually(t, func() bool { serving, _ := t2.Connections(); return serving == 2 }, 5*time.Second, time.Millisecond)
 	// Close's batch goes first to the pipe after the last one a batch
 	// used; the lock's calls go on their lane: make them differ.
-	batchPipe := (t2.next.Load() + 1) % 2
+	_, batchPipe := t2.Connections()
 	name := ""
 	for i := 0; name == ""; i++ {
-		if n := fmt.Sprint("overtaken-", i); script.LaneOf(c.opts.prefix+"{"+n+"}:lock")%2 != batchPipe {
+		if n := fmt.Sprint("overtaken-", i); int(script.LaneOf(c.opts.prefix+"{"+n+"}:lock")%2) != batchPipe {
 			name = n
 		}
 	}
@@ -105,7 +105,7 @@ func TestUnitStrayCalls(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &round{answers: make(chan int, 1), outcomes: make([]outcome, 1), classify: classifyRelease}
 			r.late.inflight.Store(1)
-			r.receive(0, int64(1), tc.err)
+			r.Receive(0, int64(1), tc.err)
 			assert.Equal(t, tc.astray, r.late.astray.Load())
 			assert.Zero(t, r.late.inflight.Load())
 		})

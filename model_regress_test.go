@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/redlock-go/redlock/internal/node"
 	"github.com/redlock-go/redlock/internal/script"
 	"slices"
 	"sync"
@@ -300,7 +301,7 @@ func TestModelFencingTokenOfAnAcquisitionSpanningAHold(t *testing.T) {
 	// release must not wait behind its write-back to node 1.
 	name := ""
 	for i := 0; name == ""; i++ {
-		if n := fmt.Sprint("spanned-", i); script.LaneOf("redlock:{"+n+"}:lock")%foreignLanes != script.LaneOf("redlock:{"+n+"}:fence")%foreignLanes {
+		if n := fmt.Sprint("spanned-", i); script.LaneOf("redlock:{"+n+"}:lock")%node.TransportLanes != script.LaneOf("redlock:{"+n+"}:fence")%node.TransportLanes {
 			name = n
 		}
 	}

@@ -97,10 +97,13 @@ func (c *Client) checkNames(sorted []string) error {
 // Cluster serves in different hash slots.
 func (c *Client) checkOneSlot(names []string) error {
 	for _, p := range c.peers {
-		if p.foreign == nil {
+		if _, routed := p.n.Slot(""); !routed {
 			continue
 		}
-		slot := func(name string) int { return p.foreign.t.Route(c.base(name) + "lock").Slot }
+		slot := func(name string) int {
+			s, _ := p.n.Slot(c.base(name) + "lock")
+			return s
+		}
 		first := slot(names[0])
 		for _, name := range names[1:] {
 			if slot(name) != first {

@@ -82,14 +82,14 @@ type unitCounting struct {
 	n *atomic.Int64
 }
 
-func (t unitCounting) send(c *call, deadline time.Time, to receiver, i int) {
+func (t unitCounting) Send(c *call, deadline time.Time, to receiver, i int) {
 	t.n.Add(1)
-	t.transport.send(c, deadline, to, i)
+	t.transport.Send(c, deadline, to, i)
 }
 
-func (t unitCounting) sendBatch(calls []call, deadline time.Time, to receiver) {
+func (t unitCounting) SendBatch(calls []call, deadline time.Time, to receiver) {
 	t.n.Add(int64(len(calls)))
-	t.transport.sendBatch(calls, deadline, to)
+	t.transport.SendBatch(calls, deadline, to)
 }
 
 // unitCountRequests makes every node of a new Client c count the requests

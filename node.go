@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/redlock-go/redlock/internal/node"
 )
 
 // Node is one independent Redis master: its name in errors and how to
@@ -69,151 +70,136 @@ func dialNode(ep endpoint, o options) *Node {
 			cfg = cfg.Clone()
 			cfg.ServerName = ep.host
 		}
-		dopts = append(dopts, redis.DialContextFunc(dialTLS(cfg)))
+		dopts = append(dopts, redis.DialContextFunc(node.DialTLS(cfg)))
 	}
 	return &Node{name: ep.name, addr: ep.addr, dial: func(ctx context.Context) (redis.Conn, error) {
 		return redis.DialContext(ctx, ep.network, ep.addr, dopts...)
 	}}
 }
 
-// transport is how a Client reaches one quorum member: the seam between the
-// quorum code and a connection layer (conn.go is the native one, over
-// redigo). No client library's types appear in it. Replies are int64,
-// []byte, nil, or []interface{} of those; a node's refusal of one command
-// is a serverError.
-type transport interface {
-	// send queues one script call due by deadline; to receives its
-	// outcome, as i, exactly once, never another call's. Calls of one lane
-	// (c.Lane: one lock's calls) reach the node in the order they were
-	// queued, so a call still in flight runs there before the next one.
-	send(c *call, deadline time.Time, to receiver, i int)
-	// sendBatch queues calls due by deadline to go in one round trip; to
-	// receives call j's outcome as j. The calls are read, never changed,
-	// until every outcome is in.
-	sendBatch(calls []call, deadline time.Time, to receiver)
-	// unreachable says why the node has no working connection now (the
-	// last failed attempt, or the break), nil when it has one.
-	unreachable() error
-}
-
-// peer is one quorum member as one Client sees it: the node, the
-// connection layer to it, what is known of its server process (restart.go)
-// and its pub/sub connection (pubsub.go, or foreign.go's).
+// peer is one quorum member as one Client sees it: the node, its per-node
+// layer (internal/node: the connections, what is known of its server
+// processes, the pub/sub connection), and whether it duplicates another
+// node (votes.go).
 type peer struct {
 	*Node
-	t       transport
-	process serverProcess // the native layer's: the one server behind the node
-	foreign *foreign      // the layer over a Transport, nil for the native one
-	sub     listener
-	dup     atomic.Pointer[duplicate] // the node this one duplicates, nil when none (votes.go)
+	n   *node.Peer
+	t   transport                 // n, through which the quorum code sends; tests wrap it
+	dup atomic.Pointer[duplicate] // the node this one duplicates, nil when none (votes.go)
 }
 
-// listener is a peer's pub/sub connection, shared by every waiter of the
-// Client: channels are reference-counted.
-type listener interface {
-	// add counts one more waiter of channel; ok receives once the
-	// subscription is active on the node.
-	add(channel string, ok chan<- bool)
-	// remove counts one waiter of channel less, unsubscribing after the last.
-	remove(channel string)
-	// ping checks the connection, every renewal period.
-	ping()
-	// stop ends the connection at Close and waits for its goroutines.
-	stop()
+// transport is how the quorum code reaches a node: *node.Peer's Send,
+// SendBatch and Unreachable.
+type transport interface {
+	Send(c *call, deadline time.Time, to receiver, i int)
+	SendBatch(calls []call, deadline time.Time, to receiver)
+	Unreachable() error
 }
 
-// newPeer starts the connection layer to n, the i-th node of c.
+// The per-node layer's words, as the algorithm uses them.
+type (
+	// receiver gets the outcome of one call sent to a node.
+	receiver = node.Receiver
+	// serverError is a node's refusal of one command.
+	serverError = node.ServerError
+	// partFailed is the failed part of a node's answer (a shard's).
+	partFailed = node.PartFailed
+)
+
+// partFailure returns the error of a hold's value v in a split call's
+// merged reply, nil when v is an answer of the script.
+func partFailure(v any) error { return node.PartFailure(v) }
+
+// errNotSent matches (errors.Is) the error of a request that never left
+// this process: it cannot have changed anything on the node.
+var errNotSent = ErrNotSent
+
+// nodeErrors are the Client's errors, as the per-node layer returns and
+// recognises them.
+var nodeErrors = node.Errors{
+	Closed:     ErrClosed,
+	Invalid:    ErrInvalid,
+	NotSent:    ErrNotSent,
+	Redirected: ErrRedirected,
+	Refusal: func(err error) (string, bool) {
+		var re ReplyError
+		if errors.As(err, &re) {
+			return string(re), true
+		}
+		return "", false
+	},
+	Auth: authFailure,
+}
+
+// notSent wraps err as the error of a request that was not sent: err's
+// message, and errors.Is errNotSent.
+func notSent(err error) error { return nodeErrors.Unsent(err) }
+
+// newPeer starts the per-node layer to n, the i-th node of c.
 func newPeer(c *Client, n *Node, i int) *peer {
-	p := &peer{Node: n}
-	if n.tr != nil {
-		p.foreign = newForeign(c, p, n.tr)
-		p.t = p.foreign
-		p.sub = newForeignListener(c, p, i)
-		p.foreign.warm()
-		return p
-	}
-	t := &native{
-		name:  n.name,
-		dial:  n.dial,
-		setup: c.setupTimeout(),
-		grace: c.opts.nodeTimeout,
-		observe: func(info string, at time.Time) {
-			if replaced, _ := p.process.observe(info, at); replaced {
-				p.process.succeed(at, runIDChanged)
-				c.rereadLeases()
-			}
-			c.recheckVotes()
-			c.recheckQuarantine(p, "")
-		},
-		refused: func(err error) {
-			p.infoRefused(c, &p.process, err)
-			c.recheckQuarantine(p, "")
-		},
-		reached: func(err error) { c.nodeReached(p, err) },
-		logger:  c.opts.logger,
-		ctx:     c.ctx,
-	}
-	t.start(c, c.opts.conns)
-	p.t = t
-	p.sub = newSubscriber(c, p, i)
+	p := makePeer(c, n, i)
+	p.n.Start()
 	return p
 }
 
-// infoRefused records that the node refused INFO server, and logs it the
-// first time, at warning level: while restart quarantine is on the node
-// does not count; when it is off, the node still counts, but neither a
-// second listing of its server (votes.go) nor its version can be seen.
-func (p *peer) infoRefused(c *Client, proc *serverProcess, err error) {
-	if !proc.refuse(err) {
-		return
+// makePeer makes the per-node layer to n, the i-th node of c, without
+// starting it.
+func makePeer(c *Client, n *Node, i int) *peer {
+	p := &peer{Node: n}
+	cfg := node.Config{
+		Name:        n.name,
+		Addr:        n.addr,
+		Dial:        n.dial,
+		Conns:       c.opts.conns,
+		NodeTimeout: c.opts.nodeTimeout,
+		Setup:       c.setupTimeout(),
+		Silence:     3 * (c.opts.lease / 3), // three watchdog periods: three pings
+		Heartbeat:   c.opts.prefix + "heartbeat",
+		Quarantine:  c.opts.quarantine != 0,
+		Logger:      c.opts.logger,
+		Errors:      nodeErrors,
+		Hooks: node.Hooks{
+			Ctx:         c.ctx,
+			Go:          c.goRun,
+			Now:         func() time.Time { return now() },
+			Heard:       func(channel string, payload []byte) { c.heard(i, channel, payload) },
+			Reconnected: func(channels []string) { c.reconnected(i, channels) },
+			Reached:     func(err error) { c.nodeReached(p, err) },
+			Identified:  c.recheckVotes,
+			Replaced:    c.rereadLeases,
+			Learned:     func(key string) { c.recheckQuarantine(p, key) },
+		},
 	}
-	if c.opts.quarantine != 0 {
-		c.opts.logger.Warn("redlock: node not counted: INFO server refused, so restart quarantine cannot see its restarts; grant the user +info, or WithQuarantine(0)", "node", p.name, "err", err)
-		return
+	if n.tr != nil {
+		cfg.Transport = adapt(n.tr)
 	}
-	c.opts.logger.Warn("redlock: INFO server refused: one server listed under two nodes cannot be told apart from two (restart quarantine is off, the server's version is not checked); grant the user +info", "node", p.name, "err", err)
+	p.n = node.New(cfg)
+	p.t = p.n
+	return p
 }
 
-// processOf returns the record of the server process that serves key.
-func (p *peer) processOf(key string) *serverProcess {
-	if p.foreign != nil {
-		return p.foreign.processOf(key)
-	}
-	return &p.process
-}
-
-// send queues one script call on the node (transport.send), unless the
+// send queues one script call on the node (node.Peer.Send), unless the
 // node duplicates another (votes.go): then it fails at once, unsent, so
 // that one server never runs a call twice, once through each node.
 func (p *peer) send(c *Client, cl *call, deadline time.Time, to receiver, i int) {
 	if err := c.duplicated(p); err != nil {
-		to.receive(i, nil, notSent(err))
+		to.Receive(i, nil, notSent(err))
 		return
 	}
-	p.t.send(cl, deadline, to, i)
+	p.t.Send(cl, deadline, to, i)
 }
 
 // sendBatch queues calls on the node to go in one round trip
-// (transport.sendBatch), unless the node duplicates another: then every
+// (node.Peer.SendBatch), unless the node duplicates another: then every
 // call fails at once, unsent.
 func (p *peer) sendBatch(c *Client, calls []call, deadline time.Time, to receiver) {
 	if err := c.duplicated(p); err != nil {
 		for k := range calls {
-			to.receive(k, nil, notSent(err))
+			to.Receive(k, nil, notSent(err))
 		}
 		return
 	}
-	p.t.sendBatch(calls, deadline, to)
-}
-
-// processes returns the record of every server process known behind the
-// node, by address: one for a native node, one per server a Transport
-// reached.
-func (p *peer) processes() map[string]*serverProcess {
-	if p.foreign != nil {
-		return p.foreign.processes()
-	}
-	return map[string]*serverProcess{p.addr: &p.process}
+	p.t.SendBatch(calls, deadline, to)
 }
 
 // fail wraps err as this node's error. A network timeout matches
@@ -226,31 +212,72 @@ func (p *peer) fail(err error) *NodeError {
 	return &NodeError{Node: p.name, Addr: p.addr, Err: err, unsent: errors.Is(err, errNotSent)}
 }
 
-// replyWait is a receiver for one request whose sender blocks for it.
-type replyWait chan outcome
-
-// outcome is a request's reply or error.
-type outcome struct {
-	reply interface{}
-	err   error
-}
-
-func (w replyWait) receive(_ int, reply interface{}, err error) { w <- outcome{reply, err} }
-
-// do sends one call and waits for its outcome until deadline; a reply that
-// comes later is dropped.
-func (p *peer) do(c call, deadline time.Time) (interface{}, error) {
-	w := make(replyWait, 1)
-	p.t.send(&c, deadline, w, 0)
-	t := time.NewTimer(time.Until(deadline))
+// subscribe adds a waiter of channel on every node and waits until the
+// subscription is active on a quorum of them (or a node timeout passed):
+// every release publishes on a quorum, and two quorums share a node.
+func (c *Client) subscribe(ctx context.Context, channel string) {
+	ok := make(chan bool, len(c.peers))
+	for _, p := range c.peers {
+		p.n.Subscribe(channel, ok)
+	}
+	t := time.NewTimer(c.opts.nodeTimeout)
 	defer t.Stop()
-	select {
-	case o := <-w:
-		if o.err != nil {
-			return nil, p.fail(o.err)
+	for got := 0; got < c.quorum; got++ {
+		select {
+		case <-ok:
+		case <-t.C:
+			return
+		case <-ctx.Done():
+			return
+		case <-c.done:
+			return
 		}
-		return o.reply, nil
-	case <-t.C:
-		return nil, p.fail(fmt.Errorf("%w: no reply within its deadline", context.DeadlineExceeded))
 	}
 }
+
+// unsubscribe removes a waiter of channel on every node.
+func (c *Client) unsubscribe(channel string) {
+	for _, p := range c.peers {
+		p.n.Unsubscribe(channel)
+	}
+}
+
+// adapt is t as the per-node layer takes it: the same methods over the
+// layer's types, whose fields are the seam's (transport.go). Only Eval
+// copies: the calls there, the replies back.
+func adapt(t Transport) node.Transport {
+	if st, ok := t.(ShardedTransport); ok {
+		return shardedAdapter{adapter{t}, st}
+	}
+	return adapter{t}
+}
+
+// adapter is a Transport as a node.Transport.
+type adapter struct{ t Transport }
+
+func (a adapter) Eval(ctx context.Context, calls []node.Call, replies []node.Reply) {
+	cs, rs := make([]Call, len(calls)), make([]Reply, len(calls))
+	for j := range calls {
+		cs[j] = Call(calls[j])
+	}
+	a.t.Eval(ctx, cs, rs)
+	for j := range rs {
+		replies[j] = node.Reply(rs[j])
+	}
+}
+
+func (a adapter) Route(key string) node.Route { return node.Route(a.t.Route(key)) }
+
+func (a adapter) Info(ctx context.Context, key string) (string, error) { return a.t.Info(ctx, key) }
+
+func (a adapter) Listen(onMessage func(channel string, payload []byte), onReset func()) node.PubSub {
+	return a.t.Listen(onMessage, onReset)
+}
+
+// shardedAdapter is a ShardedTransport as a node.Sharded.
+type shardedAdapter struct {
+	adapter
+	st ShardedTransport
+}
+
+func (a shardedAdapter) ShardKeys(ctx context.Context) ([]string, error) { return a.st.ShardKeys(ctx) }

@@ -20,7 +20,7 @@ import (
 	"github.com/redlock-go/redlock/redlocktest"
 )
 
-// A node's connections (node.go, conn.go): a few long-lived connections
+// A node's connections (node.go, internal/node/conn.go): a few long-lived connections
 // per node, set up in the background off every command's budget; a dead or
 // paused node is dialled once per backoff period, not once per call; a node
 // whose round trip is close to the node timeout still counts.

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redlock-go/redlock/internal/node"
 	"github.com/redlock-go/redlock/observe"
 )
 
@@ -223,9 +224,9 @@ func (c *Client) pubsubReconnected(i int, channels int) {
 // that NodeChanged reports changes only. It is used only with an
 // Observer.
 type nodeWatch struct {
-	mu          sync.Mutex                   // protects the fields below
-	reach       map[*peer]observe.NodeState  // NodeUp or NodeDown
-	quarantines map[*serverProcess]time.Time // the servers last reported in quarantine, and until when
+	mu          sync.Mutex                  // protects the fields below
+	reach       map[*peer]observe.NodeState // NodeUp or NodeDown
+	quarantines map[*node.Process]time.Time // the servers last reported in quarantine, and until when
 }
 
 // nodeReached records whether node p is reachable now (err nil) or not,
@@ -263,7 +264,7 @@ func (c *Client) checkQuarantine(p *peer, key string, qerr error) {
 	if c.obs == nil || c.ctx.Err() != nil {
 		return
 	}
-	proc := p.processOf(key)
+	proc := p.n.Process(key)
 	until := c.quarantineEnd(proc, qerr)
 	w := &c.watch
 	w.mu.Lock()
@@ -275,10 +276,7 @@ func (c *Client) checkQuarantine(p *peer, key string, qerr error) {
 		w.quarantines[proc] = until
 	}
 	w.mu.Unlock()
-	e := observe.NodeChange{Node: p.name, Addr: p.addr, Until: until, Err: qerr}
-	if p.foreign != nil {
-		e.Addr = p.foreign.t.Route(key).Addr
-	}
+	e := observe.NodeChange{Node: p.name, Addr: proc.Addr(), Until: until, Err: qerr}
 	switch {
 	case qerr == nil && was:
 		e.State = observe.NodeBack
@@ -300,14 +298,14 @@ func (c *Client) recheckQuarantine(p *peer, key string) {
 
 // quarantineEnd is when proc, in quarantine for qerr, counts again: zero
 // when it is not in quarantine or that is not known.
-func (c *Client) quarantineEnd(proc *serverProcess, qerr error) time.Time {
+func (c *Client) quarantineEnd(proc *node.Process, qerr error) time.Time {
 	if qerr == nil {
 		return time.Time{}
 	}
-	_, restarted, known, refused := proc.state()
+	_, restarted, known, refused := proc.State()
 	q := c.quarantinePeriod()
-	if !known || refused != nil || proc.doubted() != nil || q == 0 || !(restarted || c.opts.youngNodes) {
+	if !known || refused != nil || proc.Doubted() != nil || q == 0 || !(restarted || c.opts.youngNodes) {
 		return time.Time{}
 	}
-	return proc.since().Add(q)
+	return proc.Since().Add(q)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/go-multierror"
 
+	"github.com/redlock-go/redlock/internal/node"
 	"github.com/redlock-go/redlock/internal/script"
 )
 
@@ -113,7 +114,7 @@ type round struct {
 	call     call // sent to every node
 	ballot   ballot
 	nodes    []slot    // by node, in the Client's order: what collect counted
-	outcomes []outcome // by node: its answer, written by receive before it tells collect
+	outcomes []outcome // by node: its answer, written by Receive before it tells collect
 	classify func(interface{}) vote
 	answers  chan int // nodes that answered, from receive to collect
 	start    time.Time
@@ -134,6 +135,12 @@ type nodeUndo struct {
 	heard  bool // its answer arrived (in the round's outcomes)
 	sent   bool // its rollback was sent
 	waited bool // settle waits for its rollback
+}
+
+// outcome is a request's reply or error.
+type outcome struct {
+	reply interface{}
+	err   error
 }
 
 // nodeErr is a rollback's outcome on node i.
@@ -181,7 +188,7 @@ func (c *Client) launch(cl call, classify func(interface{}) vote, undo func() ca
 // receive takes node i's answer to collect and, in an acquisition already
 // settled as failed, rolls the node back if the answer shows the call may
 // have applied.
-func (r *round) receive(i int, reply interface{}, err error) {
+func (r *round) Receive(i int, reply interface{}, err error) {
 	if r.undo == nil {
 		r.outcomes[i] = outcome{reply, err}
 		r.answers <- i
@@ -295,7 +302,7 @@ func (r *round) abandon(err error) {
 // unanswered is err, the reason a call to p got no answer, with why p is
 // not connected, if it is not (a TLS handshake that failed, say).
 func (p *peer) unanswered(err error) error {
-	if why := p.t.unreachable(); why != nil {
+	if why := p.t.Unreachable(); why != nil {
 		return fmt.Errorf("%w; not connected: %w", err, why)
 	}
 	return err
@@ -363,7 +370,7 @@ func (r *round) sendRollback(i int) {
 // rollbackTo receives the outcome of a round's rollbacks.
 type rollbackTo struct{ r *round }
 
-func (t rollbackTo) receive(i int, reply interface{}, err error) {
+func (t rollbackTo) Receive(i int, reply interface{}, err error) {
 	r := t.r
 	if err == nil {
 		_, err = script.ParseRollback(reply)
@@ -467,7 +474,7 @@ type batchTo struct {
 	result batchResult
 }
 
-func (b *batchTo) receive(j int, reply interface{}, err error) {
+func (b *batchTo) Receive(j int, reply interface{}, err error) {
 	b.mu.Lock()
 	switch err.(type) {
 	case nil:
@@ -477,7 +484,7 @@ func (b *batchTo) receive(j int, reply interface{}, err error) {
 	default:
 		// Only this call's: on a cluster member, the others may come
 		// from live shards.
-		b.result.replies[j] = partFailed{err}
+		b.result.replies[j] = partFailed{Err: err}
 		b.failed++
 		if b.result.err == nil {
 			b.result.err = err
@@ -552,21 +559,21 @@ func (c *Client) countedFor(p *peer, calls []call) bool {
 	if c.duplicated(p) != nil {
 		return false
 	}
-	if p.foreign == nil || len(calls) == 0 {
+	if _, routed := p.n.Slot(""); !routed || len(calls) == 0 {
 		qerr := c.quarantined(p, "")
 		if c.obs != nil {
 			c.checkQuarantine(p, "", qerr)
 		}
 		return qerr == nil
 	}
-	var seen []string
+	var seen []*node.Process
 	for k := range calls {
 		for _, key := range calls[k].Keys() {
-			addr := p.foreign.t.Route(key).Addr
-			if slices.Contains(seen, addr) {
+			proc := p.n.Process(key)
+			if slices.Contains(seen, proc) {
 				continue
 			}
-			seen = append(seen, addr)
+			seen = append(seen, proc)
 			qerr := c.quarantined(p, key)
 			if c.obs != nil {
 				c.checkQuarantine(p, key, qerr)
@@ -588,18 +595,18 @@ func (c *Client) countedFor(p *peer, calls []call) bool {
 // a node countedFor did not count, once per batch: each server is judged
 // once, and each hold costs a route.
 func (c *Client) countedHolds(p *peer, hs []*hold) []bool {
-	if p.foreign == nil {
+	if _, routed := p.n.Slot(""); !routed {
 		return nil
 	}
 	out := make([]bool, len(hs))
-	judged := make(map[string]bool)
+	judged := make(map[*node.Process]bool)
 	for k, h := range hs {
 		key := h.m.lock(0).key
-		addr := p.foreign.t.Route(key).Addr
-		ok, seen := judged[addr]
+		proc := p.n.Process(key)
+		ok, seen := judged[proc]
 		if !seen {
 			ok = c.excluded(p, key) == nil
-			judged[addr] = ok
+			judged[proc] = ok
 		}
 		out[k] = ok
 	}

@@ -52,6 +52,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redlock-go/redlock/internal/node"
 	"github.com/redlock-go/redlock/observe"
 )
 
@@ -183,7 +184,7 @@ func newClient(nodes []*Node, o options) (*Client, error) {
 		queues: make(map[string]*waitQueue),
 		links:  make(map[string][]string),
 		obs:    o.observer,
-		watch:  nodeWatch{reach: make(map[*peer]observe.NodeState), quarantines: make(map[*serverProcess]time.Time)},
+		watch:  nodeWatch{reach: make(map[*peer]observe.NodeState), quarantines: make(map[*node.Process]time.Time)},
 	}
 	c.maxLease.Store(int64(o.lease))
 	c.leases.base = now()
@@ -260,7 +261,7 @@ func (c *Client) Close() error {
 		c.cancel()
 		c.wd.stop()
 		for _, p := range c.peers {
-			p.sub.stop()
+			p.n.Stop()
 		}
 		c.bgMu.Lock()
 		c.bgClosed = true
@@ -306,6 +307,19 @@ func (c *Client) goAdd(n int) bool {
 		return false
 	}
 	c.bg.Add(n)
+	return true
+}
+
+// goRun runs f in a background goroutine registered with the Client, or
+// reports false once Close has begun waiting for them.
+func (c *Client) goRun(f func()) bool {
+	if !c.goAdd(1) {
+		return false
+	}
+	go func() {
+		defer c.bg.Done()
+		f()
+	}()
 	return true
 }
 

@@ -176,7 +176,7 @@ func (wd *watchdog) run() {
 		case <-timer.C:
 		case <-ping.C:
 			for _, p := range c.peers {
-				p.sub.ping()
+				p.n.Ping()
 			}
 		}
 	}

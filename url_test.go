@@ -2,10 +2,7 @@ package redlock
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
-	"io"
 	"net"
 	"net/netip"
 	"net/url"
@@ -455,31 +452,4 @@ func TestTLSHandshakeWithPlainServer(t *testing.T) {
 	start := time.Now()
 	require.NoError(t, c.Close()) // with a handshake most likely under way
 	assert.Less(t, time.Since(start), time.Second, "Close waited for a TLS handshake")
-}
-
-// TestUnitTLSHandshakeError: a failed handshake asks whether the port
-// serves TLS, but not when a certificate was refused, which says that it
-// does; the cause stays visible to errors.Is and errors.As.
-func TestUnitTLSHandshakeError(t *testing.T) {
-	const addr = "cache.example:6380"
-	cert := &tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}
-	tests := []struct {
-		name string
-		err  error
-		ask  bool
-	}{
-		{"timeout", context.DeadlineExceeded, true},
-		{"no TLS record", tls.RecordHeaderError{Msg: "first record does not look like a TLS handshake"}, true},
-		{"closed", io.EOF, true},
-		{"certificate refused", cert, false},
-		{"refused by the server", tls.AlertError(42), false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := handshakeError(addr, tt.err)
-			assert.ErrorIs(t, err, tt.err)
-			assert.True(t, strings.HasPrefix(err.Error(), "TLS handshake with "+addr+" failed: "), err.Error())
-			assert.Equal(t, tt.ask, strings.Contains(err.Error(), "is the server serving TLS on this port?"), err.Error())
-		})
-	}
 }

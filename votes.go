@@ -145,8 +145,8 @@ type sharedClaim struct {
 func (c *Client) sharedClaims() (map[*peer][]sharedClaim, func(*peer) int) {
 	byID := make(map[string][]claim)
 	for i, p := range c.peers {
-		for addr, proc := range p.processes() {
-			if id, learned := proc.identity(); id != "" {
+		for addr, proc := range p.n.Processes() {
+			if id, learned := proc.Identity(); id != "" {
 				byID[id] = append(byID[id], claim{p: p, i: i, addr: addr, runID: id, learned: learned})
 			}
 		}

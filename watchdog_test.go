@@ -182,15 +182,15 @@ type holdingBack struct {
 	release chan struct{} // closed by the test: held calls go on
 }
 
-func (t holdingBack) sendBatch(calls []call, deadline time.Time, to receiver) {
+func (t holdingBack) SendBatch(calls []call, deadline time.Time, to receiver) {
 	if calls[0].S != t.s {
-		t.transport.sendBatch(calls, deadline, to)
+		t.transport.SendBatch(calls, deadline, to)
 		return
 	}
 	t.held <- struct{}{}
 	go func() {
 		<-t.release
-		t.transport.sendBatch(calls, deadline, to)
+		t.transport.SendBatch(calls, deadline, to)
 	}()
 }
 

@@ -226,7 +226,7 @@ func targets(res *results) []target {
 	return ts
 }
 
-// Redlock's reconnect backoff (conn.go): 10 ms doubling to 500 ms, plus a
+// Redlock's reconnect backoff (internal/node/conn.go): 10 ms doubling to 500 ms, plus a
 // random part, between the attempts to connect to a node.
 const (
 	minBackoff = 10 * time.Millisecond

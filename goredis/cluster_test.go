@@ -488,8 +488,9 @@ func (p *blocked) wokenBy(t *testing.T, release func(context.Context, *redlock.M
 // by lock key, the replies {0, PTTL} to acquire.lua: the lock was held by
 // another owner. Scripts run in pipelines (goredis's Eval). An Observer
 // (AttemptDone) would tell the same, but New with WithObserver over
-// adapter nodes races for now: newPeer sets peer.foreign while the
-// goroutine newForeign started may read it (recheckQuarantine).
+// adapter nodes raced when this test was written: the node layer's first
+// goroutine could read the peer before newPeer finished it (internal/node's
+// Peer is now complete before Start, and the hooks read nothing else).
 type busyReplies struct {
 	mu   sync.Mutex     // protects busy
 	busy map[string]int // by lock key

@@ -74,7 +74,7 @@ type Config struct {
 	Mech          Mechanisms
 	// QueuedSurvives lets a call queued on a lane behind a call whose
 	// connection breaks go on the next connection, where it may land
-	// before the broken one (conn.go, detach); otherwise a break fails
+	// before the broken one (internal/node/conn.go, detach); otherwise a break fails
 	// every call of the lane in flight.
 	QueuedSurvives bool
 	Faults         Faults

@@ -1,4 +1,4 @@
-package redlock
+package node
 
 import (
 	"context"
@@ -8,15 +8,30 @@ import (
 	"github.com/gomodule/redigo/redis"
 )
 
+// A node's pub/sub connection, shared by every waiter of the Client:
+// channels are reference-counted. Two kinds: subscriber, the native one
+// over redigo, and foreignListener, over a Transport's PubSub.
+
+// listener is a node's pub/sub connection (Peer.Subscribe and the others).
+type listener interface {
+	// add counts one more waiter of channel; ok receives once the
+	// subscription is active on the node.
+	add(channel string, ok chan<- bool)
+	// remove counts one waiter of channel less, unsubscribing after the last.
+	remove(channel string)
+	// ping checks the connection, every renewal period.
+	ping()
+	// stop ends the connection at Close and waits for its goroutines.
+	stop()
+}
+
 // subscriber is the Client's one pub/sub connection to one node, shared by
 // every waiter. Channels are reference-counted: subscribed for the first
 // waiter of a lock, unsubscribed after the last. Its reader goroutine starts
 // with the first subscription, reconnects with backoff when the connection
 // fails, and stops on Close.
 type subscriber struct {
-	c *Client
-	n *peer
-	i int // the node's index in c.peers
+	cfg *Config
 
 	mu          sync.Mutex               // protects the fields below
 	conn        redis.Conn               // nil while disconnected
@@ -29,43 +44,13 @@ type subscriber struct {
 	reader worker
 }
 
-func newSubscriber(c *Client, n *peer, i int) *subscriber {
+func newSubscriber(cfg *Config) *subscriber {
 	return &subscriber{
-		c: c, n: n, i: i,
+		cfg:         cfg,
 		refs:        make(map[string]int),
 		unconfirmed: make(map[string]int),
 		confirmed:   make(map[string]bool),
 		pending:     make(map[string][]chan<- bool),
-	}
-}
-
-// subscribe adds a waiter of channel on every node and waits until the
-// subscription is active on a quorum of them (or a node timeout passed):
-// every release publishes on a quorum, and two quorums share a node.
-func (c *Client) subscribe(ctx context.Context, channel string) {
-	ok := make(chan bool, len(c.peers))
-	for _, p := range c.peers {
-		p.sub.add(channel, ok)
-	}
-	t := time.NewTimer(c.opts.nodeTimeout)
-	defer t.Stop()
-	for got := 0; got < c.quorum; got++ {
-		select {
-		case <-ok:
-		case <-t.C:
-			return
-		case <-ctx.Done():
-			return
-		case <-c.done:
-			return
-		}
-	}
-}
-
-// unsubscribe removes a waiter of channel on every node.
-func (c *Client) unsubscribe(channel string) {
-	for _, p := range c.peers {
-		p.sub.remove(channel)
 	}
 }
 
@@ -86,7 +71,7 @@ func (s *subscriber) add(channel string, ok chan<- bool) {
 	if s.refs[channel] == 1 && s.conn != nil {
 		s.sendLocked("SUBSCRIBE", channel)
 	}
-	s.reader.start(s.c, s.run)
+	s.reader.start(&s.cfg.Hooks, s.run)
 }
 
 // remove counts one waiter of channel less, unsubscribing after the last.
@@ -155,12 +140,12 @@ func (s *subscriber) stop() {
 // fails, until Close.
 func (s *subscriber) run() {
 	backoff := 10 * time.Millisecond
-	for s.c.ctx.Err() == nil {
+	for s.cfg.Hooks.Ctx.Err() == nil {
 		conn, err := s.dial()
 		if err != nil {
-			s.c.opts.logger.Debug("redlock: pub/sub connect failed", "node", s.n.name, "err", err)
+			s.cfg.Logger.Debug("redlock: pub/sub connect failed", "node", s.cfg.Name, "err", err)
 			select {
-			case <-s.c.ctx.Done():
+			case <-s.cfg.Hooks.Ctx.Done():
 				return
 			case <-time.After(backoff + jitter(backoff)):
 			}
@@ -181,9 +166,9 @@ func (s *subscriber) run() {
 
 // dial opens the pub/sub connection, bounded as every connection's set-up.
 func (s *subscriber) dial() (redis.Conn, error) {
-	ctx, cancel := context.WithTimeout(s.c.ctx, s.c.setupTimeout())
+	ctx, cancel := context.WithTimeout(s.cfg.Hooks.Ctx, s.cfg.Setup)
 	defer cancel()
-	return s.n.dial(ctx)
+	return s.cfg.Dial(ctx)
 }
 
 // attach makes conn the live connection and subscribes to every channel
@@ -199,7 +184,7 @@ func (s *subscriber) attach(conn redis.Conn) bool {
 	// where PING is answered in pub/sub form: without it the watchdog's PING
 	// on an idle connection would get a plain +PONG, which a pub/sub reader
 	// takes for a broken connection, and reconnect every period.
-	if err := conn.Send("SUBSCRIBE", s.c.opts.prefix+"heartbeat"); err != nil {
+	if err := conn.Send("SUBSCRIBE", s.cfg.Heartbeat); err != nil {
 		return true // the reader sees the broken connection and reconnects
 	}
 	for ch := range s.refs {
@@ -226,24 +211,24 @@ func (s *subscriber) detach(conn redis.Conn) {
 		delete(s.unconfirmed, ch)
 	}
 	s.mu.Unlock()
-	s.c.reconnected(s.i, chans)
+	s.cfg.Hooks.Reconnected(chans)
 }
 
 // read hands every message on conn to the waiters until conn fails.
 func (s *subscriber) read(conn redis.Conn) {
 	psc := redis.PubSubConn{Conn: conn}
-	silence := 3 * s.c.wd.period
+	silence := s.cfg.Silence
 	for {
 		switch v := psc.ReceiveWithTimeout(silence).(type) {
 		case redis.Message:
-			s.c.heard(s.i, v.Channel, v.Data)
+			s.cfg.Hooks.Heard(v.Channel, v.Data)
 		case redis.Subscription:
 			if v.Kind == "subscribe" {
 				s.confirm(v.Channel)
 			}
 		case error:
-			if s.c.ctx.Err() == nil {
-				s.c.opts.logger.Debug("redlock: pub/sub connection lost", "node", s.n.name, "err", v)
+			if s.cfg.Hooks.Ctx.Err() == nil {
+				s.cfg.Logger.Debug("redlock: pub/sub connection lost", "node", s.cfg.Name, "err", v)
 			}
 			return
 		}
@@ -267,4 +252,157 @@ func (s *subscriber) confirm(channel string) {
 		ok <- true
 	}
 	delete(s.pending, channel)
+}
+
+// foreignListener is the pub/sub connection of a node over a Transport:
+// one PubSub, opened with the first waiter, whose subscriptions follow the
+// waiters' reference counts. One goroutine makes the changes, so that
+// Subscribe and Unsubscribe calls of one channel never race.
+type foreignListener struct {
+	cfg  *Config
+	loop worker
+	wake chan struct{} // capacity 1: the waiters changed
+
+	mu      sync.Mutex               // protects the fields below
+	refs    map[string]int           // waiters per channel
+	active  map[string]bool          // subscribed on the node
+	pending map[string][]chan<- bool // told when the channel is active
+}
+
+func newForeignListener(cfg *Config) *foreignListener {
+	return &foreignListener{
+		cfg:     cfg,
+		wake:    make(chan struct{}, 1),
+		refs:    make(map[string]int),
+		active:  make(map[string]bool),
+		pending: make(map[string][]chan<- bool),
+	}
+}
+
+func (l *foreignListener) add(channel string, ok chan<- bool) {
+	l.mu.Lock()
+	l.refs[channel]++
+	if l.active[channel] {
+		ok <- true
+	} else {
+		l.pending[channel] = append(l.pending[channel], ok)
+	}
+	l.mu.Unlock()
+	l.signal()
+	l.loop.start(&l.cfg.Hooks, l.run)
+}
+
+func (l *foreignListener) remove(channel string) {
+	l.mu.Lock()
+	if l.refs[channel] == 0 {
+		l.mu.Unlock()
+		return
+	}
+	l.refs[channel]--
+	if l.refs[channel] == 0 {
+		delete(l.refs, channel)
+		delete(l.pending, channel)
+	}
+	l.mu.Unlock()
+	l.signal()
+}
+
+// ping does nothing: the client library behind the Transport checks its
+// own pub/sub connection.
+func (l *foreignListener) ping() {}
+
+// stop waits for the loop, which ends at Close and closes the PubSub.
+func (l *foreignListener) stop() { l.loop.wait() }
+
+func (l *foreignListener) signal() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run opens the PubSub and keeps its subscriptions in step with the
+// waiters until Close; a change that fails is tried again after a backoff.
+func (l *foreignListener) run() {
+	ps := l.cfg.Transport.Listen(l.cfg.Hooks.Heard, l.reset)
+	defer ps.Close()
+	backoff := minBackoff
+	var retry <-chan time.Time
+	for {
+		select {
+		case <-l.cfg.Hooks.Ctx.Done():
+			return
+		case <-l.wake:
+		case <-retry:
+		}
+		retry = nil
+		if err := l.sync(ps); err != nil {
+			if l.cfg.Hooks.Ctx.Err() != nil {
+				return
+			}
+			l.cfg.Logger.Debug("redlock: pub/sub change failed", "node", l.cfg.Name, "err", err)
+			retry = time.After(backoff + jitter(backoff/2))
+			backoff = min(2*backoff, maxBackoff)
+			continue
+		}
+		backoff = minBackoff
+	}
+}
+
+// sync subscribes to the channels that have waiters and are not active,
+// and unsubscribes from the active ones that have none.
+func (l *foreignListener) sync(ps PubSub) error {
+	l.mu.Lock()
+	var sub, unsub []string
+	for ch := range l.refs {
+		if !l.active[ch] {
+			sub = append(sub, ch)
+		}
+	}
+	for ch := range l.active {
+		if l.refs[ch] == 0 {
+			unsub = append(unsub, ch)
+		}
+	}
+	l.mu.Unlock()
+	ctx, cancel := context.WithTimeout(l.cfg.Hooks.Ctx, l.cfg.Setup)
+	defer cancel()
+	if len(unsub) > 0 {
+		if err := ps.Unsubscribe(ctx, unsub...); err != nil {
+			return err
+		}
+		l.mu.Lock()
+		for _, ch := range unsub {
+			delete(l.active, ch)
+		}
+		l.mu.Unlock()
+	}
+	if len(sub) > 0 {
+		if err := ps.Subscribe(ctx, sub...); err != nil {
+			return err
+		}
+		l.mu.Lock()
+		for _, ch := range sub {
+			l.active[ch] = true
+			for _, ok := range l.pending[ch] {
+				ok <- true
+			}
+			delete(l.pending, ch)
+		}
+		l.mu.Unlock()
+		l.signal() // a waiter may have left meanwhile
+	}
+	return nil
+}
+
+// reset tells the waiters of every subscribed channel that messages may
+// have been missed while the connection was replaced.
+func (l *foreignListener) reset() {
+	l.mu.Lock()
+	chans := make([]string, 0, len(l.refs))
+	for ch := range l.refs {
+		chans = append(chans, ch)
+	}
+	l.mu.Unlock()
+	l.cfg.Hooks.Reconnected(chans)
 }

@@ -1,4 +1,4 @@
-package redlock
+package node
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"github.com/redlock-go/redlock/internal/script"
 	"io"
-	"log/slog"
 	"net"
 	"strconv"
 	"strings"
@@ -31,63 +30,11 @@ import (
 // one reconnect with backoff follows. A node none of whose pipes can
 // connect fails new requests at once with the reason.
 
-// errNotSent matches (errors.Is) the error of a request that never left
-// this process: it cannot have changed anything on the node.
-var errNotSent = ErrNotSent
-
-// notSentError is the error of a request that was not sent: the cause's
-// message, and errors.Is errNotSent.
-type notSentError struct{ cause error }
-
-func (e notSentError) Error() string        { return e.cause.Error() }
-func (e notSentError) Unwrap() error        { return e.cause }
-func (e notSentError) Is(target error) bool { return target == errNotSent }
-
-// notSent wraps err as the error of a request that was not sent.
-func notSent(err error) error { return notSentError{err} }
-
-// serverError is a node's error reply to one command (a script error,
-// WRONGTYPE, NOSCRIPT): the node refused that command.
-type serverError string
-
-func (e serverError) Error() string { return string(e) }
-
-// receiver gets the outcome of a request exactly once: its reply, or an
-// error (a serverError when the node refused it, one wrapping errNotSent
-// when it never left this process). It is called from a connection's
-// goroutines, or from the sender's on a request refused at once, and must
-// not block.
-type receiver interface {
-	receive(i int, reply interface{}, err error)
-}
-
-// request is one command on its way to a node and back.
-type request struct {
-	c        *call // the script call, shared read-only; EVAL replaces EVALSHA on NOSCRIPT
-	eval     bool  // sent as EVAL
-	deadline time.Time
-	to       receiver
-	i        int // handed back to to
-}
-
-// Backoff between attempts to connect a pipe whose last attempt failed.
-const (
-	minBackoff = 10 * time.Millisecond
-	maxBackoff = 500 * time.Millisecond
-)
-
-// native is the connection layer of one node: its pipes and how to set one
-// up.
+// native is the connection layer of one node: its pipes, how to set one
+// up, and what is known of the server process behind it.
 type native struct {
-	name    string
-	dial    func(context.Context) (redis.Conn, error) // one new connection, AUTH and SELECT done
-	setup   time.Duration                             // bound of a dial and its set-up
-	grace   time.Duration                             // how overdue a written request may be before its pipe counts as stalled
-	observe func(info string, at time.Time)           // told what INFO server said, before the pipe serves
-	refused func(err error)                           // told that the node refused INFO server, before the pipe serves
-	reached func(err error)                           // told after each round of connecting: nil, every pipe serves; else why not
-	logger  *slog.Logger
-	ctx     context.Context // ends at Close
+	cfg     *Config
+	process Process // the one server behind the node
 	pipes   []*pipe
 	next    atomic.Uint32 // round-robin over the pipes
 
@@ -96,15 +43,36 @@ type native struct {
 	serving sync.WaitGroup // the goroutines of the pipes serving a connection
 }
 
-// start makes conns pipes and starts connecting them in the background,
-// owned by c.
-func (t *native) start(c *Client, conns int) {
-	t.pipes = make([]*pipe, conns)
+// newNative makes cfg.Conns pipes; start connects them.
+func newNative(cfg *Config) *native {
+	t := &native{cfg: cfg, process: Process{addr: cfg.Addr}, broken: make(chan struct{}, 1)}
+	t.pipes = make([]*pipe, cfg.Conns)
 	for i := range t.pipes {
 		t.pipes[i] = &pipe{t: t, wake: make(chan struct{}, 1)}
 	}
-	t.broken = make(chan struct{}, 1)
-	t.loop.start(c, t.run)
+	return t
+}
+
+// start starts connecting the pipes in the background.
+func (t *native) start() { t.loop.start(&t.cfg.Hooks, t.run) }
+
+// identified records what INFO server said of the process, read at at,
+// before the pipe serves: a run_id that changed is a restart seen.
+func (t *native) identified(info string, at time.Time) {
+	h := &t.cfg.Hooks
+	if replaced, _ := t.process.observe(info, at); replaced {
+		t.process.succeed(at, runIDChanged)
+		h.Replaced()
+	}
+	h.Identified()
+	h.Learned("")
+}
+
+// refused records that the node refused INFO server, before the pipe
+// serves.
+func (t *native) refused(err error) {
+	t.cfg.infoRefused(&t.process, err)
+	t.cfg.Hooks.Learned("")
 }
 
 // run keeps the node's pipes connected until Close. It connects every idle
@@ -114,22 +82,22 @@ func (t *native) start(c *Client, conns int) {
 func (t *native) run() {
 	defer t.shutdown()
 	var backoff time.Duration
-	for t.ctx.Err() == nil {
+	for t.cfg.Hooks.Ctx.Err() == nil {
 		err := t.connectIdle()
 		if err == nil {
 			backoff = 0
-			t.reached(nil)
+			t.cfg.Hooks.Reached(nil)
 			select {
 			case <-t.broken:
-			case <-t.ctx.Done():
+			case <-t.cfg.Hooks.Ctx.Done():
 			}
 			continue
 		}
-		if t.ctx.Err() != nil {
+		if t.cfg.Hooks.Ctx.Err() != nil {
 			return
 		}
-		t.reached(err)
-		t.logger.Debug("redlock: connecting failed", "node", t.name, "err", err)
+		t.cfg.Hooks.Reached(err)
+		t.cfg.Logger.Debug("redlock: connecting failed", "node", t.cfg.Name, "err", err)
 		backoff = min(max(2*backoff, minBackoff), maxBackoff)
 		wait := backoff + jitter(backoff/2)
 		for _, p := range t.pipes {
@@ -138,7 +106,7 @@ func (t *native) run() {
 		timer := time.NewTimer(wait)
 		select {
 		case <-timer.C:
-		case <-t.ctx.Done():
+		case <-t.cfg.Hooks.Ctx.Done():
 			timer.Stop()
 			return
 		}
@@ -159,17 +127,17 @@ func (t *native) connectIdle() error {
 		if err != nil {
 			return err
 		}
-		if t.ctx.Err() != nil {
+		if t.cfg.Hooks.Ctx.Err() != nil {
 			conn.Close()
-			return t.ctx.Err()
+			return t.cfg.Hooks.Ctx.Err()
 		}
 		p.setReady(conn)
 		t.serving.Add(1)
 		go func() {
 			defer t.serving.Done()
 			err := p.serve(conn)
-			if t.ctx.Err() == nil {
-				t.logger.Debug("redlock: connection lost", "node", t.name, "err", err)
+			if t.cfg.Hooks.Ctx.Err() == nil {
+				t.cfg.Logger.Debug("redlock: connection lost", "node", t.cfg.Name, "err", err)
 			}
 			select {
 			case t.broken <- struct{}{}:
@@ -190,24 +158,24 @@ func (t *native) shutdown() {
 
 // send queues one script call due by deadline on the pipe of its lane: the
 // calls of one lane keep their order.
-func (t *native) send(c *call, deadline time.Time, to receiver, i int) {
+func (t *native) send(c *script.Call, deadline time.Time, to Receiver, i int) {
 	p := t.pipes[c.Lane%uint32(len(t.pipes))]
 	if err := p.submit(request{c: c, deadline: deadline, to: to, i: i}); err != nil {
-		to.receive(i, nil, notSent(err))
+		to.Receive(i, nil, t.cfg.Errors.Unsent(err))
 	}
 }
 
 // sendBatch queues calls due by deadline on one pipe, the one that will
 // send them soonest, to go in one write; to receives call j's outcome as
 // j. A batch keeps no lane.
-func (t *native) sendBatch(calls []call, deadline time.Time, to receiver) {
+func (t *native) sendBatch(calls []script.Call, deadline time.Time, to Receiver) {
 	p, err := t.soonest()
 	if err == nil {
 		err = p.submitBatch(calls, deadline, to)
 	}
 	if err != nil {
 		for j := range calls {
-			to.receive(j, nil, notSent(err))
+			to.Receive(j, nil, t.cfg.Errors.Unsent(err))
 		}
 	}
 }
@@ -261,29 +229,29 @@ func (t *native) unreachable() error {
 // detection) and SCRIPT LOAD of every script, pipelined in one round trip,
 // bounded by the set-up timeout.
 func (t *native) connect() (redis.Conn, error) {
-	ctx, cancel := context.WithTimeout(t.ctx, t.setup)
+	ctx, cancel := context.WithTimeout(t.cfg.Hooks.Ctx, t.cfg.Setup)
 	defer cancel()
-	conn, err := t.dial(ctx)
+	conn, err := t.cfg.Dial(ctx)
 	if err != nil {
-		return nil, authFailure(err)
+		return nil, t.cfg.Errors.Auth(err)
 	}
 	// Close ends a set-up that waits on a node that does not answer.
-	stop := context.AfterFunc(t.ctx, func() { conn.Close() })
+	stop := context.AfterFunc(t.cfg.Hooks.Ctx, func() { conn.Close() })
 	defer stop()
 	deadline, _ := ctx.Deadline()
 	if err := t.prepare(conn, deadline); err != nil {
 		conn.Close()
-		return nil, authFailure(err)
+		return nil, t.cfg.Errors.Auth(err)
 	}
 	return conn, nil
 }
 
-// dialTLS returns, for redis.DialContextFunc, a dial function that opens a
+// DialTLS returns, for redis.DialContextFunc, a dial function that opens a
 // TLS connection with cfg: the TCP dial and the handshake are both bounded
 // by the dial's ctx, so that connect's set-up timeout and Close end them
 // (redigo's own TLS handshake ignores ctx and waits 10s). An empty
 // cfg.ServerName is the address's host, for SNI.
-func dialTLS(cfg *tls.Config) func(ctx context.Context, network, addr string) (net.Conn, error) {
+func DialTLS(cfg *tls.Config) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		var d net.Dialer
 		raw, err := d.DialContext(ctx, network, addr)
@@ -319,7 +287,7 @@ func handshakeError(addr string, err error) error {
 
 // prepare is connect's set-up of a new connection.
 func (t *native) prepare(conn redis.Conn, deadline time.Time) error {
-	at := now()
+	at := t.cfg.Hooks.Now()
 	if err := conn.Send("INFO", "server"); err != nil {
 		return err
 	}
@@ -334,16 +302,16 @@ func (t *native) prepare(conn redis.Conn, deadline time.Time) error {
 	info, err := redis.String(receiveBefore(conn, deadline))
 	switch err.(type) {
 	case nil:
-		if err := supported(info); err != nil {
+		if err := supported(info, t.cfg.Errors.Invalid); err != nil {
 			return err
 		}
-		t.observe(info, at)
+		t.identified(info, at)
 	case redis.Error:
-		if aerr := authFailure(err); aerr != err {
+		if aerr := t.cfg.Errors.Auth(err); aerr != err {
 			return aerr
 		}
 		// INFO denied to the user or renamed: neither the server's
-		// version nor its restarts can be seen (see quarantined).
+		// version nor its restarts can be seen (the root package's Client.quarantined).
 		t.refused(err)
 	default:
 		return fmt.Errorf("reading INFO server: %w", err)
@@ -357,9 +325,9 @@ func (t *native) prepare(conn redis.Conn, deadline time.Time) error {
 }
 
 // supported returns why a server whose INFO server is info cannot serve
-// redlock: its scripts need Redis 7.0 or later (PEXPIRE's GT option).
+// redlock, wrapping invalid: its scripts need Redis 7.0 or later (PEXPIRE's GT option).
 // Valkey reports a redis_version of 7.2.4 or later.
-func supported(info string) error {
+func supported(info string, invalid error) error {
 	for _, line := range strings.Split(info, "\n") {
 		v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:")
 		if !ok {
@@ -367,7 +335,7 @@ func supported(info string) error {
 		}
 		major, _, _ := strings.Cut(v, ".")
 		if n, err := strconv.Atoi(major); err == nil && n < 7 {
-			return fmt.Errorf("%w: the node runs Redis %s; redlock needs Redis 7.0 or later (or Valkey)", ErrInvalid, v)
+			return fmt.Errorf("%w: the node runs Redis %s; redlock needs Redis 7.0 or later (or Valkey)", invalid, v)
 		}
 	}
 	return nil
@@ -429,7 +397,7 @@ func (p *pipe) rank() (int, error) {
 	case p.state == ready || p.state == connecting:
 		return rankSoon, nil
 	case p.state == shut:
-		return rankNever, ErrClosed
+		return rankNever, p.t.cfg.Errors.Closed
 	}
 	return rankNever, p.err
 }
@@ -449,7 +417,7 @@ func (p *pipe) submit(r request) error {
 }
 
 // submitBatch queues calls, due by deadline, to go in one write.
-func (p *pipe) submitBatch(calls []call, deadline time.Time, to receiver) error {
+func (p *pipe) submitBatch(calls []script.Call, deadline time.Time, to Receiver) error {
 	p.mu.Lock()
 	if err := p.refuseLocked(); err != nil {
 		p.mu.Unlock()
@@ -468,7 +436,7 @@ func (p *pipe) submitBatch(calls []call, deadline time.Time, to receiver) error 
 func (p *pipe) refuseLocked() error {
 	switch p.state {
 	case shut:
-		return ErrClosed
+		return p.t.cfg.Errors.Closed
 	case down:
 		return p.err
 	}
@@ -499,7 +467,7 @@ func (p *pipe) goDown(err error) {
 	p.queue = nil
 	p.mu.Unlock()
 	for _, r := range failed {
-		r.to.receive(r.i, nil, notSent(err))
+		r.to.Receive(r.i, nil, p.t.cfg.Errors.Unsent(err))
 	}
 }
 
@@ -527,10 +495,10 @@ func (p *pipe) setReady(conn redis.Conn) {
 }
 
 // close ends the pipe at Close: every request still queued or written
-// fails with ErrClosed.
+// fails with p.t.cfg.Errors.Closed.
 func (p *pipe) close() {
 	p.mu.Lock()
-	p.state, p.err = shut, ErrClosed
+	p.state, p.err = shut, p.t.cfg.Errors.Closed
 	queued, written := p.queue, p.sent[p.head:]
 	p.queue, p.sent, p.head = nil, nil, 0
 	if p.stall != nil {
@@ -538,10 +506,10 @@ func (p *pipe) close() {
 	}
 	p.mu.Unlock()
 	for _, r := range queued {
-		r.to.receive(r.i, nil, notSent(ErrClosed))
+		r.to.Receive(r.i, nil, p.t.cfg.Errors.Unsent(p.t.cfg.Errors.Closed))
 	}
 	for _, r := range written {
-		r.to.receive(r.i, nil, ErrClosed)
+		r.to.Receive(r.i, nil, p.t.cfg.Errors.Closed)
 	}
 }
 
@@ -569,7 +537,7 @@ func (p *pipe) detach(err error) {
 	p.state, p.err = connecting, err
 	p.mu.Unlock()
 	for _, r := range written {
-		r.to.receive(r.i, nil, err)
+		r.to.Receive(r.i, nil, err)
 	}
 }
 
@@ -583,12 +551,12 @@ func (p *pipe) write(conn redis.Conn, readErr <-chan error) (err error, readerDo
 		case <-p.wake:
 		case err := <-readErr:
 			return err, true
-		case <-p.t.ctx.Done():
-			return ErrClosed, false
+		case <-p.t.cfg.Hooks.Ctx.Done():
+			return p.t.cfg.Errors.Closed, false
 		}
 		batch, expired = p.take(batch[:0], expired[:0])
 		for _, r := range expired {
-			r.to.receive(r.i, nil, notSent(fmt.Errorf("%w: queued past its deadline", context.DeadlineExceeded)))
+			r.to.Receive(r.i, nil, p.t.cfg.Errors.Unsent(fmt.Errorf("%w: queued past its deadline", context.DeadlineExceeded)))
 		}
 		for _, r := range batch {
 			cmd, args := "EVALSHA", r.c.Args
@@ -642,7 +610,7 @@ func (p *pipe) take(batch, expired []request) ([]request, []request) {
 // armStallLocked sets the stall timer for the oldest written request.
 // Under p.mu.
 func (p *pipe) armStallLocked(at time.Time) {
-	d := p.sent[p.head].deadline.Add(p.t.grace).Sub(at)
+	d := p.sent[p.head].deadline.Add(p.t.cfg.NodeTimeout).Sub(at)
 	p.stalled = true
 	if p.stall == nil {
 		p.stall = time.AfterFunc(d, p.checkStall)
@@ -663,7 +631,7 @@ func (p *pipe) checkStall() {
 	}
 	at := time.Now()
 	oldest := p.sent[p.head]
-	if due := oldest.deadline.Add(p.t.grace); at.Before(due) {
+	if due := oldest.deadline.Add(p.t.cfg.NodeTimeout); at.Before(due) {
 		p.stall.Reset(due.Sub(at))
 		p.mu.Unlock()
 		return
@@ -671,7 +639,7 @@ func (p *pipe) checkStall() {
 	p.stalled = false
 	conn := p.conn
 	p.mu.Unlock()
-	p.t.logger.Debug("redlock: connection stalled: no reply past the deadline", "node", p.t.name, "overdue", at.Sub(oldest.deadline).Round(time.Millisecond))
+	p.t.cfg.Logger.Debug("redlock: connection stalled: no reply past the deadline", "node", p.t.cfg.Name, "overdue", at.Sub(oldest.deadline).Round(time.Millisecond))
 	conn.Close()
 }
 
@@ -693,12 +661,12 @@ func (p *pipe) read(conn redis.Conn) error {
 		case refused && strings.HasPrefix(string(re), "NOSCRIPT ") && !r.eval && time.Now().Before(r.deadline):
 			r.eval = true
 			if err := p.submit(r); err != nil {
-				r.to.receive(r.i, nil, notSent(err))
+				r.to.Receive(r.i, nil, p.t.cfg.Errors.Unsent(err))
 			}
 		case refused:
-			r.to.receive(r.i, nil, serverError(re))
+			r.to.Receive(r.i, nil, ServerError(re))
 		default:
-			r.to.receive(r.i, reply, nil)
+			r.to.Receive(r.i, reply, nil)
 		}
 	}
 }
@@ -739,4 +707,15 @@ func (p *pipe) pop() (request, bool) {
 		p.signal() // the overdue reply came: the writer may go on
 	}
 	return r, true
+}
+
+// connections reports how many of the pipes serve now, and which one a
+// batch sent now tries first (see soonest).
+func (t *native) connections() (serving, batchFirst int) {
+	for _, p := range t.pipes {
+		if p.serving() {
+			serving++
+		}
+	}
+	return serving, int(t.next.Load()+1) % len(t.pipes)
 }

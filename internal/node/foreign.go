@@ -1,4 +1,4 @@
-package redlock
+package node
 
 import (
 	"context"
@@ -22,27 +22,26 @@ import (
 // served them is confirmed (see confirm): a reply counts toward a quorum
 // only once the client knows which server process gave it.
 
-// foreignLanes is how many lanes a foreign node has: calls of different
-// locks mostly go in parallel, calls of one lock in order.
-const foreignLanes = 64
+// TransportLanes is how many lanes a node over a Transport has: calls of
+// different locks mostly go in parallel, calls of one lock in order.
+const TransportLanes = 64
 
 // foreign is the connection layer of one node over a Transport.
 type foreign struct {
-	p     *peer
-	t     Transport
-	c     *Client
-	lanes [foreignLanes]foreignLane
+	cfg   *Config
+	t     Transport // cfg.Transport
+	lanes [TransportLanes]foreignLane
 
 	failure   atomic.Pointer[error] // the last Eval's transport error; nil once one succeeds
 	surveying atomic.Bool           // a survey is under way
-	surveyAt  atomic.Int64          // when the latest survey began, by now(), in Unix nanoseconds
+	surveyAt  atomic.Int64          // when the latest survey began, by the Client's clock, in Unix nanoseconds
 
-	mu       sync.Mutex                // protects the fields below
-	procs    map[string]*serverProcess // by Route.Addr: what INFO server said
-	known    map[string]uint64         // by Route.Addr: Route.Dials before the latest INFO read
-	slots    map[int]slotSeen          // by Route.Slot: which server last answered for it
-	surveyed bool                      // the member's servers were identified at first contact (survey)
-	moving   map[int]bool              // by Route.Slot: a move was logged, and no call of the slot went through since
+	mu       sync.Mutex          // protects the fields below
+	procs    map[string]*Process // by Route.Addr: what INFO server said
+	known    map[string]uint64   // by Route.Addr: Route.Dials before the latest INFO read
+	slots    map[int]slotSeen    // by Route.Slot: which server last answered for it
+	surveyed bool                // the member's servers were identified at first contact (survey)
+	moving   map[int]bool        // by Route.Slot: a move was logged, and no call of the slot went through since
 }
 
 // slotSeen is the server that last answered for a hash slot, and a key of
@@ -56,32 +55,32 @@ type foreignLane struct {
 	busy  bool // a goroutine is sending the lane's calls
 }
 
-// newForeign makes the connection layer of p over t, owned by c; warm
-// starts it.
-func newForeign(c *Client, p *peer, t Transport) *foreign {
-	return &foreign{p: p, t: t, c: c, procs: make(map[string]*serverProcess), known: make(map[string]uint64), slots: make(map[int]slotSeen)}
+// newForeign makes the connection layer over cfg.Transport; start warms
+// it.
+func newForeign(cfg *Config) *foreign {
+	return &foreign{cfg: cfg, t: cfg.Transport, procs: make(map[string]*Process), known: make(map[string]uint64), slots: make(map[int]slotSeen)}
 }
 
+// start reads the member's identity in the background (warm).
+func (f *foreign) start() { f.warm() }
+
 // warm reads the member's identity in the background (survey), so that
-// the first calls need not. The peer must be complete: the reading uses
-// it.
+// the first calls need not. The Client must be ready for the hooks: the
+// reading reports through them.
 func (f *foreign) warm() {
 	if !f.surveying.CompareAndSwap(false, true) {
 		return
 	}
-	f.surveyAt.Store(now().UnixNano())
-	c := f.c
-	if !c.goAdd(1) {
-		f.surveying.Store(false)
-		return
-	}
-	go func() {
-		defer c.bg.Done()
+	h := &f.cfg.Hooks
+	f.surveyAt.Store(h.Now().UnixNano())
+	if !h.Go(func() {
 		defer f.surveying.Store(false)
-		ctx, cancel := context.WithTimeout(c.ctx, c.setupTimeout())
+		ctx, cancel := context.WithTimeout(h.Ctx, f.cfg.Setup)
 		defer cancel()
 		_ = f.survey(ctx)
-	}()
+	}) {
+		f.surveying.Store(false)
+	}
 }
 
 // surveyRetry is how often a member that answers calls, but whose
@@ -102,7 +101,7 @@ func (f *foreign) survey(ctx context.Context) error {
 		return nil
 	}
 	keys := []string{""}
-	if st, ok := f.t.(ShardedTransport); ok {
+	if st, ok := f.t.(Sharded); ok {
 		var err error
 		if keys, err = st.ShardKeys(ctx); err != nil {
 			return err
@@ -148,8 +147,8 @@ func (f *foreign) isSurveyed() bool {
 }
 
 // send queues one script call on its lane.
-func (f *foreign) send(cl *call, deadline time.Time, to receiver, i int) {
-	l := &f.lanes[cl.Lane%foreignLanes]
+func (f *foreign) send(cl *script.Call, deadline time.Time, to Receiver, i int) {
+	l := &f.lanes[cl.Lane%TransportLanes]
 	l.mu.Lock()
 	l.queue = append(l.queue, request{c: cl, deadline: deadline, to: to, i: i})
 	start := !l.busy
@@ -158,14 +157,9 @@ func (f *foreign) send(cl *call, deadline time.Time, to receiver, i int) {
 	if !start {
 		return
 	}
-	if !f.c.goAdd(1) {
-		f.drain(l, notSent(ErrClosed))
-		return
+	if !f.cfg.Hooks.Go(func() { f.serve(l) }) {
+		f.drain(l, f.cfg.Errors.Unsent(f.cfg.Errors.Closed))
 	}
-	go func() {
-		defer f.c.bg.Done()
-		f.serve(l)
-	}()
 }
 
 // serve sends the lane's calls, those queued together in one Eval, until
@@ -193,38 +187,33 @@ func (f *foreign) drain(l *foreignLane, err error) {
 	l.queue, l.busy = nil, false
 	l.mu.Unlock()
 	for _, r := range batch {
-		r.to.receive(r.i, nil, err)
+		r.to.Receive(r.i, nil, err)
 	}
 }
 
 // sendBatch sends calls in one Eval, off any lane.
-func (f *foreign) sendBatch(calls []call, deadline time.Time, to receiver) {
+func (f *foreign) sendBatch(calls []script.Call, deadline time.Time, to Receiver) {
 	batch := make([]request, len(calls))
 	for j := range calls {
 		batch[j] = request{c: &calls[j], deadline: deadline, to: to, i: j}
 	}
-	if !f.c.goAdd(1) {
+	if !f.cfg.Hooks.Go(func() { f.run(batch) }) {
 		for _, r := range batch {
-			r.to.receive(r.i, nil, notSent(ErrClosed))
+			r.to.Receive(r.i, nil, f.cfg.Errors.Unsent(f.cfg.Errors.Closed))
 		}
-		return
 	}
-	go func() {
-		defer f.c.bg.Done()
-		f.run(batch)
-	}()
 }
 
 // run sends the requests that are not past their deadline in one Eval,
 // bounded by the latest deadline, confirms the identity of the servers
 // that answered, and hands every outcome back.
 func (f *foreign) run(batch []request) {
-	at := now()
+	at := f.cfg.Hooks.Now()
 	live := batch[:0:0]
 	var deadline time.Time
 	for _, r := range batch {
 		if at.After(r.deadline) {
-			r.to.receive(r.i, nil, notSent(fmt.Errorf("%w: queued past its deadline", context.DeadlineExceeded)))
+			r.to.Receive(r.i, nil, f.cfg.Errors.Unsent(fmt.Errorf("%w: queued past its deadline", context.DeadlineExceeded)))
 			continue
 		}
 		live = append(live, r)
@@ -235,7 +224,7 @@ func (f *foreign) run(batch []request) {
 	if len(live) == 0 {
 		return
 	}
-	ctx, cancel := context.WithDeadline(f.c.ctx, deadline)
+	ctx, cancel := context.WithDeadline(f.cfg.Hooks.Ctx, deadline)
 	defer cancel()
 	var calls []Call
 	parts := make([]int, len(live)+1) // request j's calls are calls[parts[j]:parts[j+1]]
@@ -286,7 +275,7 @@ func (f *foreign) eval(ctx context.Context, calls []Call, replies []Reply) {
 	}
 	if deadline, ok := ctx.Deadline(); ok {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, deadline.Add(-f.c.opts.nodeTimeout/8))
+		ctx, cancel = context.WithDeadline(ctx, deadline.Add(-f.cfg.NodeTimeout/8))
 		defer cancel()
 	}
 	var wg sync.WaitGroup
@@ -312,7 +301,7 @@ func (f *foreign) eval(ctx context.Context, calls []Call, replies []Reply) {
 // (succession).
 func (f *foreign) deliver(live []request, parts []int, splits [][][]int, replies []Reply) {
 	for j, r := range live {
-		if slices.ContainsFunc(replies[parts[j]:parts[j+1]], answered) {
+		if slices.ContainsFunc(replies[parts[j]:parts[j+1]], f.answered) {
 			f.succession(r.c)
 		}
 	}
@@ -324,13 +313,20 @@ func (f *foreign) deliver(live []request, parts []int, splits [][][]int, replies
 		} else {
 			reply, err = f.merged(replies[parts[j]:parts[j+1]], splits[j])
 		}
-		r.to.receive(r.i, reply, err)
+		r.to.Receive(r.i, reply, err)
 	}
 }
 
 // answered reports whether a server answered rep's call: a value, or its
 // refusal.
-func answered(rep Reply) bool { return rep.Err == nil || isReplyError(rep.Err) }
+func (f *foreign) answered(rep Reply) bool { return rep.Err == nil || f.refusal(rep.Err) }
+
+// refusal reports whether err is the server's error reply (the
+// Transport's ReplyError).
+func (f *foreign) refusal(err error) bool {
+	_, ok := f.cfg.Errors.Refusal(err)
+	return ok
+}
 
 // outcome is rep as the connection layer hands it back: a value of the
 // native layer's types, or the error in its terms.
@@ -338,12 +334,12 @@ func (f *foreign) outcome(rep Reply) (any, error) {
 	if rep.Err == nil {
 		return normalize(rep.Value), nil
 	}
-	var re ReplyError
-	switch {
-	case errors.As(rep.Err, &re):
-		return nil, serverError(re)
-	case f.c.ctx.Err() != nil && !errors.Is(rep.Err, errNotSent):
-		return nil, fmt.Errorf("%w: %w", ErrClosed, rep.Err)
+	e := &f.cfg.Errors
+	if msg, ok := e.Refusal(rep.Err); ok {
+		return nil, ServerError(msg)
+	}
+	if f.cfg.Hooks.Ctx.Err() != nil && !errors.Is(rep.Err, e.NotSent) {
+		return nil, fmt.Errorf("%w: %w", e.Closed, rep.Err)
 	}
 	return nil, rep.Err
 }
@@ -401,7 +397,7 @@ func (f *foreign) split(cl Call, l script.PerHold) ([]Call, [][]int) {
 // merge puts the replies of a split call's parts back together: one value
 // per hold, in the order of the holds. A part that failed (its shard did
 // not answer, refused the call, or answered something else than one value
-// per hold) fails only its own holds: each has a partFailed in its place,
+// per hold) fails only its own holds: each has a PartFailed in its place,
 // and the other holds keep their values. When every part failed, the
 // first part's error is the call's: the node failed as a whole.
 func merge(parts []Reply, groups [][]int) Reply {
@@ -424,7 +420,7 @@ func merge(parts []Reply, groups [][]int) Reply {
 			}
 			failed++
 			for _, k := range ks {
-				out[k] = partFailed{err}
+				out[k] = PartFailed{err}
 			}
 			continue
 		}
@@ -438,20 +434,20 @@ func merge(parts []Reply, groups [][]int) Reply {
 	return Reply{Value: out}
 }
 
-// partFailed stands for the part of a node's answer that failed while the
+// PartFailed stands for the part of a node's answer that failed while the
 // rest came: in the merged reply of a split call, the value of each hold
 // whose part failed (the server that serves its slot did not answer, or
 // refused the call); in a broadcast's replies, a call of the batch that
-// failed (see batchTo). It is no value a script answers: a consumer counts
-// it as that node's failure for the hold or the call, never as held,
-// absent or another owner's.
-type partFailed struct{ err error }
+// failed (the root package's batchTo). It is no value a script answers: a
+// consumer counts it as that node's failure for the hold or the call,
+// never as held, absent or another owner's.
+type PartFailed struct{ Err error }
 
-// partFailure returns the error of a hold's value v in a split call's
+// PartFailure returns the error of a hold's value v in a split call's
 // merged reply, nil when v is an answer of the script.
-func partFailure(v any) error {
-	if s, ok := v.(partFailed); ok {
-		return s.err
+func PartFailure(v any) error {
+	if s, ok := v.(PartFailed); ok {
+		return s.Err
 	}
 	return nil
 }
@@ -460,16 +456,15 @@ func partFailure(v any) error {
 // gave replies: the first transport error, or none.
 func (f *foreign) noteFailure(replies []Reply) {
 	for _, r := range replies {
-		var re ReplyError
-		if r.Err != nil && !errors.As(r.Err, &re) {
+		if r.Err != nil && !f.refusal(r.Err) {
 			err := r.Err
 			f.failure.Store(&err)
-			f.c.nodeReached(f.p, err)
+			f.cfg.Hooks.Reached(err)
 			return
 		}
 	}
 	f.failure.Store(nil)
-	f.c.nodeReached(f.p, nil)
+	f.cfg.Hooks.Reached(nil)
 }
 
 // unreachable says why the last Eval failed, nil when it went through.
@@ -486,19 +481,19 @@ func (f *foreign) unreachable() error {
 // its identity was last read, it reads INFO server again (the reply may
 // come from a process that restarted and forgot its locks). A server whose
 // identity cannot be read in time stays unconfirmed, and does not count
-// while restart quarantine is on (see Client.quarantined).
+// while restart quarantine is on (the root package's Client.quarantined).
 func (f *foreign) confirm(ctx context.Context, calls []Call, replies []Reply) {
 	f.noteMoves(calls, replies)
-	if f.c.opts.quarantine == 0 {
+	if !f.cfg.Quarantine {
 		return
 	}
-	if !f.isSurveyed() && now().UnixNano()-f.surveyAt.Load() > int64(surveyRetry) &&
-		slices.ContainsFunc(replies, func(r Reply) bool { return r.Err == nil || isReplyError(r.Err) }) {
+	if !f.isSurveyed() && f.cfg.Hooks.Now().UnixNano()-f.surveyAt.Load() > int64(surveyRetry) &&
+		slices.ContainsFunc(replies, f.answered) {
 		f.warm() // the member answers, and no survey could identify it yet
 	}
 	var seen []string
 	for j, cl := range calls {
-		if replies[j].Err != nil && !isReplyError(replies[j].Err) {
+		if !f.answered(replies[j]) {
 			continue
 		}
 		key := firstKey(cl)
@@ -528,7 +523,7 @@ func (f *foreign) confirm(ctx context.Context, calls []Call, replies []Reply) {
 func (f *foreign) noteMoves(calls []Call, replies []Reply) {
 	for j, cl := range calls {
 		err := replies[j].Err
-		moved := isMove(err)
+		moved := f.isMove(err)
 		if !moved && err != nil {
 			continue
 		}
@@ -546,31 +541,31 @@ func (f *foreign) noteMoves(calls []Call, replies []Reply) {
 		}
 		f.mu.Unlock()
 		if moved && !logged {
-			f.c.opts.logger.Warn("redlock: a lock's hash slot is moving between the servers of a node (a Redis Cluster): its calls count as the node's failures until the node's slot map names the new server",
-				"node", f.p.name, "slot", slot, "err", err)
+			f.cfg.Logger.Warn("redlock: a lock's hash slot is moving between the servers of a node (a Redis Cluster): its calls count as the node's failures until the node's slot map names the new server",
+				"node", f.cfg.Name, "slot", slot, "err", err)
 		}
 	}
 }
 
 // isMove reports whether a call failed with err because its key's hash
 // slot is moving.
-func isMove(err error) bool {
-	var re ReplyError
-	switch {
-	case errors.Is(err, ErrRedirected):
-		return true
-	case errors.As(err, &re):
-		return strings.HasPrefix(string(re), "MOVED ") || strings.HasPrefix(string(re), "ASK ") || strings.HasPrefix(string(re), "TRYAGAIN")
+func (f *foreign) isMove(err error) bool {
+	if err == nil {
+		return false
 	}
-	return false
+	if errors.Is(err, f.cfg.Errors.Redirected) {
+		return true
+	}
+	re, ok := f.cfg.Errors.Refusal(err)
+	return ok && (strings.HasPrefix(re, "MOVED ") || strings.HasPrefix(re, "ASK ") || strings.HasPrefix(re, "TRYAGAIN"))
 }
 
 // succession records, for every key of cl, which server answered for its
 // hash slot; a slot now answered by another server than before makes that
-// server a successor (serverProcess.succeed), kept out of quorums for the
+// server a successor (Process.succeed), kept out of quorums for the
 // quarantine period, before the answer is counted.
-func (f *foreign) succession(cl *call) {
-	if f.c.opts.quarantine == 0 {
+func (f *foreign) succession(cl *script.Call) {
+	if !f.cfg.Quarantine {
 		return
 	}
 	// The keys of one lock share a slot: one key per lock is enough.
@@ -580,7 +575,7 @@ func (f *foreign) succession(cl *call) {
 	} else if len(keys) > 1 {
 		keys = keys[:1]
 	}
-	at := now()
+	at := f.cfg.Hooks.Now()
 	var successors []slotSeen // a successor's address, and a key it serves
 	f.mu.Lock()
 	for k := 0; k < len(keys); k += stride {
@@ -595,8 +590,8 @@ func (f *foreign) succession(cl *call) {
 	f.mu.Unlock()
 	for _, s := range successors {
 		f.process(s.addr).succeed(at, tookOverSlots)
-		f.c.rereadLeases()
-		f.c.recheckQuarantine(f.p, s.key)
+		f.cfg.Hooks.Replaced()
+		f.cfg.Hooks.Learned(s.key)
 	}
 }
 
@@ -623,7 +618,7 @@ func (f *foreign) rerouted(addr string, at time.Time) {
 	f.mu.Unlock()
 	if moved {
 		f.process(addr).succeed(at, tookOverSlots)
-		f.c.rereadLeases()
+		f.cfg.Hooks.Replaced()
 	}
 }
 
@@ -631,13 +626,14 @@ func (f *foreign) rerouted(addr string, at time.Time) {
 // what it says.
 func (f *foreign) identify(ctx context.Context, key string) error {
 	route := f.t.Route(key)
-	at := now()
+	h, e := &f.cfg.Hooks, &f.cfg.Errors
+	at := h.Now()
 	info, err := f.t.Info(ctx, key)
 	p := f.process(route.Addr)
-	var re ReplyError
+	_, refused := e.Refusal(err)
 	switch {
 	case err == nil:
-		if err := supported(info); err != nil {
+		if err := supported(info, e.Invalid); err != nil {
 			p.doubt(err)
 			return err
 		}
@@ -650,19 +646,19 @@ func (f *foreign) identify(ctx context.Context, key string) error {
 		switch {
 		case replaced:
 			p.succeed(at, runIDChanged)
-			f.c.rereadLeases()
+			h.Replaced()
 		case first && f.isSurveyed():
 			p.succeed(at, joinedLater)
-			f.c.rereadLeases()
+			h.Replaced()
 		case first:
 			f.rerouted(route.Addr, at)
 		}
-		f.c.recheckVotes()
-	case errors.As(err, &re):
-		if aerr := authFailure(err); aerr != err {
+		h.Identified()
+	case refused:
+		if aerr := e.Auth(err); aerr != err {
 			return aerr
 		}
-		f.p.infoRefused(f.c, p, err)
+		f.cfg.infoRefused(p, err)
 	default:
 		return err
 	}
@@ -671,36 +667,36 @@ func (f *foreign) identify(ctx context.Context, key string) error {
 		f.known[route.Addr] = route.Dials
 	}
 	f.mu.Unlock()
-	f.c.recheckQuarantine(f.p, key)
+	h.Learned(key)
 	return nil
 }
 
 // process returns the record of the server at addr, made on first use.
-func (f *foreign) process(addr string) *serverProcess {
+func (f *foreign) process(addr string) *Process {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	p := f.procs[addr]
 	if p == nil {
-		p = &serverProcess{}
+		p = &Process{addr: addr}
 		f.procs[addr] = p
 	}
 	return p
 }
 
 // processes returns the records of every server reached, by address.
-func (f *foreign) processes() map[string]*serverProcess {
+func (f *foreign) processes() map[string]*Process {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return maps.Clone(f.procs)
 }
 
 // processOf returns the record of the server that serves key.
-func (f *foreign) processOf(key string) *serverProcess {
+func (f *foreign) processOf(key string) *Process {
 	return f.process(f.t.Route(key).Addr)
 }
 
-// export is c as a Call of the seam.
-func exportCall(c *call) Call {
+// exportCall is c as a Call of the seam.
+func exportCall(c *script.Call) Call {
 	args := c.Args[1:] // key count, keys, arguments
 	n, _ := args[0].(int)
 	keys := make([]string, n)
@@ -734,166 +730,4 @@ func normalize(v any) any {
 		return v
 	}
 	return v
-}
-
-func isReplyError(err error) bool {
-	var re ReplyError
-	return errors.As(err, &re)
-}
-
-// foreignListener is the pub/sub connection of a node over a Transport:
-// one PubSub, opened with the first waiter, whose subscriptions follow the
-// waiters' reference counts. One goroutine makes the changes, so that
-// Subscribe and Unsubscribe calls of one channel never race.
-type foreignListener struct {
-	c    *Client
-	p    *peer
-	i    int // the node's index in c.peers
-	loop worker
-	wake chan struct{} // capacity 1: the waiters changed
-
-	mu      sync.Mutex               // protects the fields below
-	refs    map[string]int           // waiters per channel
-	active  map[string]bool          // subscribed on the node
-	pending map[string][]chan<- bool // told when the channel is active
-}
-
-func newForeignListener(c *Client, p *peer, i int) *foreignListener {
-	return &foreignListener{
-		c: c, p: p, i: i,
-		wake:    make(chan struct{}, 1),
-		refs:    make(map[string]int),
-		active:  make(map[string]bool),
-		pending: make(map[string][]chan<- bool),
-	}
-}
-
-func (l *foreignListener) add(channel string, ok chan<- bool) {
-	l.mu.Lock()
-	l.refs[channel]++
-	if l.active[channel] {
-		ok <- true
-	} else {
-		l.pending[channel] = append(l.pending[channel], ok)
-	}
-	l.mu.Unlock()
-	l.signal()
-	l.loop.start(l.c, l.run)
-}
-
-func (l *foreignListener) remove(channel string) {
-	l.mu.Lock()
-	if l.refs[channel] == 0 {
-		l.mu.Unlock()
-		return
-	}
-	l.refs[channel]--
-	if l.refs[channel] == 0 {
-		delete(l.refs, channel)
-		delete(l.pending, channel)
-	}
-	l.mu.Unlock()
-	l.signal()
-}
-
-// ping does nothing: the client library behind the Transport checks its
-// own pub/sub connection.
-func (l *foreignListener) ping() {}
-
-// stop waits for the loop, which ends at Close and closes the PubSub.
-func (l *foreignListener) stop() { l.loop.wait() }
-
-func (l *foreignListener) signal() {
-	select {
-	case l.wake <- struct{}{}:
-	default:
-	}
-}
-
-// run opens the PubSub and keeps its subscriptions in step with the
-// waiters until Close; a change that fails is tried again after a backoff.
-func (l *foreignListener) run() {
-	ps := l.p.tr.Listen(func(channel string, payload []byte) {
-		l.c.heard(l.i, channel, payload)
-	}, l.reset)
-	defer ps.Close()
-	backoff := minBackoff
-	var retry <-chan time.Time
-	for {
-		select {
-		case <-l.c.ctx.Done():
-			return
-		case <-l.wake:
-		case <-retry:
-		}
-		retry = nil
-		if err := l.sync(ps); err != nil {
-			if l.c.ctx.Err() != nil {
-				return
-			}
-			l.c.opts.logger.Debug("redlock: pub/sub change failed", "node", l.p.name, "err", err)
-			retry = time.After(backoff + jitter(backoff/2))
-			backoff = min(2*backoff, maxBackoff)
-			continue
-		}
-		backoff = minBackoff
-	}
-}
-
-// sync subscribes to the channels that have waiters and are not active,
-// and unsubscribes from the active ones that have none.
-func (l *foreignListener) sync(ps PubSub) error {
-	l.mu.Lock()
-	var sub, unsub []string
-	for ch := range l.refs {
-		if !l.active[ch] {
-			sub = append(sub, ch)
-		}
-	}
-	for ch := range l.active {
-		if l.refs[ch] == 0 {
-			unsub = append(unsub, ch)
-		}
-	}
-	l.mu.Unlock()
-	ctx, cancel := context.WithTimeout(l.c.ctx, l.c.setupTimeout())
-	defer cancel()
-	if len(unsub) > 0 {
-		if err := ps.Unsubscribe(ctx, unsub...); err != nil {
-			return err
-		}
-		l.mu.Lock()
-		for _, ch := range unsub {
-			delete(l.active, ch)
-		}
-		l.mu.Unlock()
-	}
-	if len(sub) > 0 {
-		if err := ps.Subscribe(ctx, sub...); err != nil {
-			return err
-		}
-		l.mu.Lock()
-		for _, ch := range sub {
-			l.active[ch] = true
-			for _, ok := range l.pending[ch] {
-				ok <- true
-			}
-			delete(l.pending, ch)
-		}
-		l.mu.Unlock()
-		l.signal() // a waiter may have left meanwhile
-	}
-	return nil
-}
-
-// reset tells the waiters of every subscribed channel that messages may
-// have been missed while the connection was replaced.
-func (l *foreignListener) reset() {
-	l.mu.Lock()
-	chans := make([]string, 0, len(l.refs))
-	for ch := range l.refs {
-		chans = append(chans, ch)
-	}
-	l.mu.Unlock()
-	l.c.reconnected(l.i, chans)
 }

@@ -1,0 +1,311 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redlock-go/redlock/internal/script"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestUnitCallExport(t *testing.T) {
+	cl := script.Acquire.Call(3, "k", "m", "f", "owner", 2, int64(30000), int64(7), int64(0))
+	got := exportCall(&cl)
+	assert.Equal(t, script.Acquire.Hash, got.SHA1)
+	assert.Equal(t, []string{"k", "m", "f"}, got.Keys)
+	assert.Equal(t, []any{"owner", 2, int64(30000), int64(7), int64(0)}, got.Args)
+	assert.Equal(t, "k", cl.Key())
+
+	ping := script.Ping.Call()
+	assert.Empty(t, exportCall(&ping).Keys)
+	assert.Equal(t, "", ping.Key())
+
+	renew := script.Renew.Call(2, "a1", "b1", int64(3000), "fa", "fb")
+	got = exportCall(&renew)
+	assert.Equal(t, []string{"a1", "b1"}, got.Keys)
+	assert.Equal(t, []any{int64(3000), "fa", "fb"}, got.Args)
+}
+
+func TestUnitSplitRenewByShard(t *testing.T) {
+	f := &foreign{t: shardedRoutes{}}
+	rc := script.Renew.Call(5, "a1", "b1", "a2", "c1", "b2", int64(3000), "fa1", "fb1", "fa2", "fc1", "fb2")
+	cl := exportCall(&rc)
+	l, ok := script.Renew.Layout()
+	require.True(t, ok)
+	calls, groups := f.split(cl, l)
+	require.Len(t, calls, 3)
+	assert.Equal(t, [][]int{{0, 2}, {1, 4}, {3}}, groups)
+	for _, c := range calls {
+		assert.Equal(t, script.RenewCrossSlot.Hash, c.SHA1)
+		assert.True(t, strings.HasPrefix(c.Source, "#!lua flags=allow-cross-slot-keys\n"))
+	}
+	// One declared key routes each call; ARGV: how many keys, the keys,
+	// then the lease and the holds' fields.
+	assert.Equal(t, []string{"a1"}, calls[0].Keys)
+	assert.Equal(t, []any{2, "a1", "a2", int64(3000), "fa1", "fa2"}, calls[0].Args)
+	assert.Equal(t, []any{2, "b1", "b2", int64(3000), "fb1", "fb2"}, calls[1].Args)
+	assert.Equal(t, []any{1, "c1", int64(3000), "fc1"}, calls[2].Args)
+
+	merged := merge([]Reply{
+		{Value: []any{int64(1), int64(0)}},
+		{Value: []any{int64(-1), int64(1)}},
+		{Value: []any{int64(1)}},
+	}, groups)
+	require.NoError(t, merged.Err)
+	assert.Equal(t, []any{int64(1), int64(-1), int64(0), int64(1), int64(1)}, merged.Value)
+
+}
+
+func TestUnitSplitRepairByShard(t *testing.T) {
+	f := &foreign{t: shardedRoutes{}}
+	rc := script.Repair.Call(6, "a1", "am", "a1", "b1", "bm", "bw", int64(3000), "fa", 2, int64(5), "x", "", "", "fb", 1, int64(9), "r", "fw", "")
+	cl := exportCall(&rc)
+	l, ok := script.Repair.Layout()
+	require.True(t, ok)
+	calls, groups := f.split(cl, l)
+	require.Len(t, calls, 2)
+	assert.Equal(t, [][]int{{0}, {1}}, groups)
+	assert.Equal(t, []string{"a1"}, calls[0].Keys)
+	assert.Equal(t, []any{3, "a1", "am", "a1", int64(3000), "fa", 2, int64(5), "x", "", ""}, calls[0].Args)
+	assert.Equal(t, []any{3, "b1", "bm", "bw", int64(3000), "fb", 1, int64(9), "r", "fw", ""}, calls[1].Args)
+}
+
+func TestUnitNormalizeReplies(t *testing.T) {
+	assert.Equal(t, []byte("x"), normalize("x"))
+	assert.Equal(t, int64(3), normalize(3))
+	assert.Equal(t, []any{int64(1), []byte("a"), nil, []any{[]byte("b")}}, normalize([]any{int64(1), "a", nil, []any{"b"}}))
+}
+
+// foreignOver returns the layer of a node over rt, restart quarantine on.
+func foreignOver(rt Transport) *foreign {
+	return newForeign(testConfig(rt))
+}
+
+// restartedOrSuccessor reports whether proc counts as restarted: a
+// process up for a day, as routeTable's are, is kept out of quorums only
+// then.
+func restartedOrSuccessor(proc *Process) bool {
+	_, restarted, _, _ := proc.State()
+	return restarted
+}
+
+// TestUnitSlotServedByAnotherServerIsQuarantined: a server seen answering
+// for a slot another server served is a successor (kept out by the
+// Client's restart quarantine); a server first seen serving slots is not,
+// unless a slot seen elsewhere now routes to it.
+func TestUnitSlotServedByAnotherServerIsQuarantined(t *testing.T) {
+	rt := &routeTable{routes: map[string]Route{}, runIDs: map[string]string{"A": "a", "B": "b", "C": "c"}}
+	f := foreignOver(rt)
+	rt.set("{x}", Route{Addr: "A", Slot: 7})
+	rt.set("{y}", Route{Addr: "C", Slot: 9})
+	for _, key := range []string{"{x}", "{y}"} {
+		require.NoError(t, f.identify(context.Background(), key))
+		cl := script.Acquire.Call(3, key, key+"m", key+"f", "owner", 1, int64(1000), int64(1), int64(0))
+		f.succession(&cl)
+	}
+	// First sight of each slot's server: a process up for a day counts.
+	assert.False(t, restartedOrSuccessor(f.processOf("{x}")))
+	assert.False(t, restartedOrSuccessor(f.processOf("{y}")))
+
+	// Slot 7 fails over to B, a process up for a day that never served
+	// it, which the client sees answering for slot 7 (before it read B's
+	// INFO, else identification would tell: see {w} below).
+	rt.set("{x}", Route{Addr: "B", Slot: 7})
+	assert.False(t, restartedOrSuccessor(f.processOf("{x}")), "B not yet seen serving slot 7")
+	rel := script.Release.Call(2, "{x}", "{x}m", "owner", int64(2))
+	f.succession(&rel)
+	assert.True(t, restartedOrSuccessor(f.processOf("{x}")))
+	assert.Contains(t, f.processOf("{x}").Successor(), "took over")
+	assert.False(t, restartedOrSuccessor(f.processOf("{y}")), "the other shard is not concerned")
+
+	// Slot 11, seen at A, fails over to D, whose first answer is for slot
+	// 12, never seen: D is a successor from its identification on.
+	rt.set("{w}", Route{Addr: "A", Slot: 11})
+	w := script.Inspect.Call(1, "{w}", "owner")
+	f.succession(&w)
+	rt.set("{w}", Route{Addr: "D", Slot: 11})
+	rt.set("{v}", Route{Addr: "D", Slot: 12})
+	rt.runIDs["D"] = "d"
+	require.NoError(t, f.identify(context.Background(), "{v}"))
+	assert.True(t, restartedOrSuccessor(f.processOf("{v}")), "D took slot 11 over")
+
+	// The watchdog's calls name many holds: each hold's slot is looked at.
+	rt.set("{z}", Route{Addr: "A", Slot: 9})
+	renew := script.Renew.Call(2, "{y}", "{z}", int64(3000), "fy", "fz")
+	f.succession(&renew)
+	assert.True(t, restartedOrSuccessor(f.processOf("{z}")), "slot 9 moved from C to A")
+}
+
+// TestUnitNewRunIDBehindOneAddressCountsFromDetection: a failover client
+// keeps one address while the master behind it changes: the new
+// process's uptime (a day) must not move its quarantine's start back.
+func TestUnitNewRunIDBehindOneAddressCountsFromDetection(t *testing.T) {
+	rt := &routeTable{routes: map[string]Route{"": {Addr: "sentinel"}}, runIDs: map[string]string{"sentinel": "old"}}
+	f := foreignOver(rt)
+	require.NoError(t, f.identify(context.Background(), ""))
+	assert.False(t, restartedOrSuccessor(f.processOf("")))
+	rt.runIDs["sentinel"] = "new"
+	detected := time.Now()
+	require.NoError(t, f.identify(context.Background(), ""))
+	proc := f.processOf("")
+	assert.True(t, restartedOrSuccessor(proc))
+	assert.Equal(t, runIDChanged, proc.Successor())
+	assert.False(t, proc.Since().Before(detected), "the quarantine counts from the detection, not from the start a day ago")
+}
+
+// TestUnitForeignSurveyMakesLaterServersSuccessors: a client that reached
+// a member of two primaries, A (slot 1) and B (slot 2), and used slot 1
+// only, takes C, which serves slot 2 after a failover, for a successor
+// when it first identifies it; a client that first reaches the member
+// after the failover cannot tell, and counts C.
+func TestUnitForeignSurveyMakesLaterServersSuccessors(t *testing.T) {
+	rt := &routeTable{
+		routes: map[string]Route{"{a}": {Addr: "A", Slot: 1}, "{b}": {Addr: "B", Slot: 2}},
+		runIDs: map[string]string{"A": "a", "B": "b", "C": "c"},
+	}
+	f := foreignOver(shardedTable{routeTable: rt, keys: []string{"{a}", "{b}"}})
+	require.NoError(t, f.survey(context.Background()))
+	assert.False(t, restartedOrSuccessor(f.processOf("{a}")))
+	assert.False(t, restartedOrSuccessor(f.processOf("{b}")))
+
+	// Slot 2 fails over to C; the client's first call there is for a key
+	// of slot 2 it never used.
+	rt.set("{b}", Route{Addr: "C", Slot: 2})
+	rt.set("{q}", Route{Addr: "C", Slot: 2})
+	require.NoError(t, f.identify(context.Background(), "{q}"))
+	assert.True(t, restartedOrSuccessor(f.processOf("{q}")))
+	assert.Contains(t, f.processOf("{q}").Successor(), "not among the member's servers")
+	assert.False(t, restartedOrSuccessor(f.processOf("{a}")), "A still serves slot 1")
+
+	// A fresh client's survey finds C serving slot 2: it counts.
+	fresh := foreignOver(shardedTable{routeTable: rt, keys: []string{"{a}", "{b}"}})
+	require.NoError(t, fresh.survey(context.Background()))
+	assert.False(t, restartedOrSuccessor(fresh.processOf("{q}")))
+}
+
+// The outcomes of a call split over a cluster member's shards are per
+// shard: a part that failed fails only the holds its shard serves.
+
+// TestUnitMergeFailsOnlyTheFailedPartsHolds: holds 0 and 2 on shard a, 1
+// and 4 on shard b, 3 on shard c; shard b's part fails, or answers
+// something else than one value per hold: holds 1 and 4 carry its failure,
+// the others their values.
+func TestUnitMergeFailsOnlyTheFailedPartsHolds(t *testing.T) {
+	groups := [][]int{{0, 2}, {1, 4}, {3}}
+	dead := errors.New("dial tcp: connection refused")
+	for name, b := range map[string]Reply{
+		"transport error": {Err: dead},
+		"refused":         {Err: replyError("ERR boom")},
+		"short reply":     {Value: []any{int64(1)}},
+		"not an array":    {Value: int64(1)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			merged := merge([]Reply{{Value: []any{int64(1), int64(0)}}, b, {Value: []any{int64(-1)}}}, groups)
+			require.NoError(t, merged.Err, "one part failed: not the whole call")
+			vs := merged.Value.([]any)
+			require.Len(t, vs, 5)
+			assert.Equal(t, int64(1), vs[0])
+			assert.Equal(t, int64(0), vs[2])
+			assert.Equal(t, int64(-1), vs[3])
+			for _, k := range []int{1, 4} {
+				err := PartFailure(vs[k])
+				require.Error(t, err, "hold %d", k)
+				if b.Err != nil {
+					assert.ErrorIs(t, err, b.Err)
+				}
+			}
+			for _, k := range []int{0, 2, 3} {
+				assert.NoError(t, PartFailure(vs[k]))
+			}
+		})
+	}
+
+	// Every part failed: the node failed as a whole, with the first
+	// part's error.
+	all := merge([]Reply{{Err: dead}, {Err: replyError("ERR boom")}, {Value: "x"}}, groups)
+	require.ErrorIs(t, all.Err, dead)
+	assert.Nil(t, all.Value)
+	// One part, failed: the call's error, as before splitting.
+	one := merge([]Reply{{Err: dead}}, [][]int{{0, 1}})
+	require.ErrorIs(t, one.Err, dead)
+}
+
+// TestUnitSplitCallDeliveredPerShard: a foreign node's delivery of a
+// split renewal whose second shard failed hands back one value per hold,
+// the failed shard's holds as failures in the layer's terms (a refusal
+// as a ServerError, a call never sent as one that matches NotSent), no
+// error for the call.
+func TestUnitSplitCallDeliveredPerShard(t *testing.T) {
+	f := &foreign{cfg: testConfig(nil), t: shardedRoutes{}}
+	rc := script.Renew.Call(3, "a1", "b1", "a2", int64(3000), "fa1", "fb1", "fa2")
+	l, _ := script.Renew.Layout()
+	calls, groups := f.split(exportCall(&rc), l)
+	require.Len(t, calls, 2)
+	reply, err := f.merged([]Reply{{Value: []any{int64(1), int64(1)}}, {Err: replyError("NOPERM no")}}, groups)
+	require.NoError(t, err)
+	vs := reply.([]any)
+	assert.Equal(t, int64(1), vs[0])
+	assert.Equal(t, int64(1), vs[2])
+	var se ServerError
+	require.ErrorAs(t, PartFailure(vs[1]), &se)
+	assert.Equal(t, ServerError("NOPERM no"), se)
+
+	reply, err = f.merged([]Reply{{Value: []any{int64(1), int64(1)}}, {Err: context.DeadlineExceeded}}, groups)
+	require.NoError(t, err)
+	assert.ErrorIs(t, PartFailure(reply.([]any)[1]), context.DeadlineExceeded)
+	unsent := f.cfg.Errors.Unsent(errors.New("no connection"))
+	reply, err = f.merged([]Reply{{Value: []any{int64(1), int64(1)}}, {Err: unsent}}, groups)
+	require.NoError(t, err)
+	assert.ErrorIs(t, PartFailure(reply.([]any)[1]), errNotSent)
+}
+
+// stalledShard is a Transport whose keys are served by the server named
+// after the key's first letter; an Eval that includes a call to server
+// "b" waits for ctx to end (b is dead or paused, and the client library
+// waits for its slowest shard), and fails all its calls then.
+type stalledShard struct{ shardedRoutes }
+
+func (stalledShard) Eval(ctx context.Context, calls []Call, replies []Reply) {
+	for _, cl := range calls {
+		if cl.Keys[0][:1] == "b" {
+			<-ctx.Done()
+			for j := range replies {
+				replies[j] = Reply{Err: ctx.Err()}
+			}
+			return
+		}
+	}
+	for j := range replies {
+		replies[j] = Reply{Value: []any{int64(1)}}
+	}
+}
+
+// TestUnitEvalPerServer: the calls of one batch to a cluster member go in
+// one Eval per server, so that a stalled shard fails only its calls, and
+// the others' replies are in well before the batch's deadline.
+func TestUnitEvalPerServer(t *testing.T) {
+	f := newForeign(testConfig(stalledShard{}))
+	calls := []Call{{Keys: []string{"a1"}}, {Keys: []string{"b1"}}, {Keys: []string{"c1"}}, {Keys: []string{"a2"}}}
+	replies := make([]Reply, len(calls))
+	timeout := f.cfg.NodeTimeout
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	start := time.Now()
+	f.eval(ctx, calls, replies)
+	took := time.Since(start)
+	assert.Less(t, took, timeout-timeout/16, "the replies are in before the caller stops waiting")
+	for _, j := range []int{0, 2, 3} {
+		assert.NoError(t, replies[j].Err, "call %d", j)
+	}
+	assert.ErrorIs(t, replies[1].Err, context.DeadlineExceeded)
+
+	// One server: one Eval, bounded by ctx alone.
+	one := []Call{{Keys: []string{"a1"}}, {Keys: []string{"a2"}}}
+	replies = make([]Reply, len(one))
+	f.eval(context.Background(), one, replies)
+	assert.Equal(t, []Reply{{Value: []any{int64(1)}}, {Value: []any{int64(1)}}}, replies)
+}

@@ -25,11 +25,12 @@ func AcquireCall(l Locks, a Acquisition) Call {
 		k := l.Keys(i)
 		sha = append(sha, k.Key, k.Marks, k.Fence, k.Intent)
 	}
-	intent := a.Intent
-	if intent == "" {
-		intent = "0"
+	sha = append(sha, a.Field, a.Count, a.LeaseMs, a.Seq, a.FenceTTL)
+	if a.Intent == "" {
+		sha = append(sha, "0", 0) // constants: boxed without an allocation; no intent, no margin read
+	} else {
+		sha = append(sha, a.Intent, a.MarginMs)
 	}
-	sha = append(sha, a.Field, a.Count, a.LeaseMs, a.Seq, a.FenceTTL, intent, a.MarginMs)
 	if a.Tell && l.N == 1 {
 		sub := 0
 		if a.Subscribed {

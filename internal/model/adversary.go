@@ -79,7 +79,7 @@ func (s *State) ownerActions(c *Config, o int, as []Action) []Action {
 	h := &ow.H
 	if ow.Op.Kind == Idle {
 		as = s.lockActions(c, o, as)
-		if c.rw() && s.mayWithdraw(c, o) {
+		if c.rw() && s.mayWithdraw(c, o) || ow.Wait != 0 {
 			as = append(as, Action{Kind: AWithdraw, Owner: int8(o)})
 		}
 		if h.State != None && h.State != Over && !c.NoUnlock {
@@ -103,9 +103,16 @@ func (s *State) ownerActions(c *Config, o int, as []Action) []Action {
 // lockActions appends owner o's Lock and LockLease: a new hold, or a
 // re-entry of the same kind below the depth.
 func (s *State) lockActions(c *Config, o int, as []Action) []Action {
-	h := &s.Owners[o].H
+	ow := &s.Owners[o]
+	h := &ow.H
 	if s.lockRefused(c, o) {
 		return as
+	}
+	if ow.Wait != 0 { // a waiter's next attempt, of the same kind
+		if ow.WaitRenew {
+			return append(as, Action{Kind: ALock, Owner: int8(o)})
+		}
+		return append(as, Action{Kind: ALockLease, Owner: int8(o)})
 	}
 	if h.State == Holding {
 		if h.Count >= int64(c.Depth) {
@@ -267,6 +274,9 @@ func (s *State) restart(c *Config, n int) {
 	nd := &s.Nodes[n]
 	*nd = NodeState{Store: Store{NoMarks: !c.Mech.Marks}, Restarted: s.T}
 	nd.RW.W.NoMarks = !c.Mech.Marks
+	for j := range nd.Locks {
+		nd.Locks[j].NoMarks = !c.Mech.Marks
+	}
 	for i := 0; i < s.NMsgs; {
 		m := &s.Msgs[i]
 		if int(m.Node) != n || m.Landed || m.Failed {
@@ -333,12 +343,16 @@ func (s *State) nextTime(c *Config) (int64, bool) {
 			at(st.Marks.Exp + 1)
 		}
 		s.quarantineEnds(c, n, at)
+		keys := func(k Key) {
+			if k.Exists {
+				at(k.Exp + 1)
+			}
+		}
 		if c.rw() {
-			s.rwKeys(c, n, func(k Key) {
-				if k.Exists {
-					at(k.Exp + 1)
-				}
-			})
+			s.rwKeys(c, n, keys)
+		}
+		if c.family() {
+			s.familyKeys(c, n, keys)
 		}
 	}
 	for o := 0; o < c.Owners; o++ {
@@ -369,7 +383,12 @@ func (s *State) quarantineEnds(c *Config, n int, at func(int64)) {
 func (s *State) advance(t int64) {
 	s.T = t
 	for n := range s.Nodes {
-		s.Nodes[n].Store.expire(t)
-		s.Nodes[n].RW.expire(t)
+		nd := &s.Nodes[n]
+		nd.Store.expire(t)
+		nd.RW.expire(t)
+		for j := range nd.Locks {
+			nd.Locks[j].expire(t)
+		}
+		nd.SemIntent.expire(t)
 	}
 }

@@ -29,6 +29,9 @@ func (s *State) fanout(c *Config, m Msg) bool {
 
 // lock is Mutex.try: one acquisition round with count+1 (reentrant.go).
 func (s *State) lock(c *Config, o int, renew bool) bool {
+	if c.sem() {
+		return s.scan(c, o, renew)
+	}
 	ow := &s.Owners[o]
 	prev := int64(0)
 	if ow.H.State == Holding {
@@ -43,7 +46,11 @@ func (s *State) lock(c *Config, o int, renew bool) bool {
 	r.Acq, r.Seq, r.Count, r.Renew = k, ow.Seq, prev+1, renew
 	ow.Acq[k].Seq, ow.Acq[k].Prev, ow.Acq[k].Inflight = ow.Seq, prev, int8(c.Nodes)
 	ow.Op = r
-	return s.fanout(c, Msg{Owner: int8(o), Kind: KAcquire, Lane: LockLane, Acq: k, Gen: r.Gen, Seq: r.Seq, Count: r.Count})
+	stamp := int64(0)
+	if prev == 0 {
+		stamp = ow.Wait // a MultiMutex's waiter leaves its intent (0: none)
+	}
+	return s.fanout(c, Msg{Owner: int8(o), Kind: KAcquire, Lane: LockLane, Acq: k, Gen: r.Gen, Seq: r.Seq, Count: r.Count, Stamp: stamp})
 }
 
 // fenced reports whether the acquisition writes the fencing counter: with
@@ -55,6 +62,9 @@ func (r *Round) fenced(c *Config) bool { return c.Fencing && r.Count == 1 }
 func (s *State) land(c *Config, i int) AcquireReply {
 	if c.rw() {
 		return s.landRW(c, i)
+	}
+	if c.family() {
+		return s.landFamily(c, i)
 	}
 	m := &s.Msgs[i]
 	nd := &s.Nodes[m.Node]
@@ -143,12 +153,12 @@ func (s *State) vote(c *Config, m Msg, err bool) (Vote, int64) {
 	ow := &s.Owners[m.Owner]
 	rep, v := m.Reply, No
 	switch {
-	case m.Kind == KAcquire && rep.Yes, m.Kind == KFence && rep.N < m.Count, m.Kind == KRenew, m.Kind == KRepair:
+	case m.Kind == KAcquire && rep.Yes, m.Kind == KFence && rep.N < m.Count, m.Kind == KRenew, m.Kind == KRepair, m.Kind == KScan:
 		v = Yes
 	case m.Kind == KRelease && (rep.N == 1 || ow.Op.Confirm):
 		v = Yes
 	}
-	if (m.Kind == KAcquire || m.Kind == KRenew || m.Kind == KRepair) && s.quarantined(c, int(m.Owner), int(m.Node)) {
+	if (m.Kind == KAcquire || m.Kind == KRenew || m.Kind == KRepair || m.Kind == KScan) && s.quarantined(c, int(m.Owner), int(m.Node)) {
 		v = Failed
 	}
 	return v, rep.N
@@ -177,6 +187,6 @@ func (s *State) straggler(c *Config, m Msg, err bool) {
 	}
 	if m.Kind == KAcquire && a.Failed && !a.Rolled[m.Node] && (err || m.Reply.Yes) {
 		a.Rolled[m.Node] = true
-		s.send(c, Msg{Owner: m.Owner, Node: m.Node, Kind: KRollback, Lane: LockLane, Acq: -1, Seq: a.Seq, Count: a.Prev})
+		s.send(c, Msg{Owner: m.Owner, Node: m.Node, Kind: KRollback, Lane: LockLane, Acq: -1, Seq: a.Seq, Count: a.Prev, Slot: a.Slot})
 	}
 }

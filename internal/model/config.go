@@ -47,6 +47,13 @@ type Mechanisms struct {
 	// read-write lock where the other side holds the name (a reader where
 	// another writer holds it, a writer where another live reader does).
 	RepairSides bool
+	// Intents makes a MultiMutex's or a Semaphore's waiter leave its
+	// intent on the nodes that refused it (intent.go; acquire.lua's
+	// ARGV[6], slots.lua's ARGV[1]), so that no newer owner takes its
+	// names meanwhile. Off, every attempt is a new acquisition (stamp 0)
+	// and no waiter is ever in front: the code before issue 27's point 2.
+	// Intents only refuse: off, no safety property may change.
+	Intents bool
 }
 
 // Faults bound what the adversary may do in one run.
@@ -89,10 +96,13 @@ type Config struct {
 	// holds a writer beside another live reader): for a search with the
 	// quarantine off, where two owners may believe they hold.
 	NodesOnly bool
+	// Permits is a semaphore's number of slots, when the owners are its
+	// holders (Roles of kind AsSem; family.go).
+	Permits int
 }
 
 // All is every mechanism on: the library as it is.
-var All = Mechanisms{Quarantine: true, Drift: true, Marks: true, QuarantineDrift: true, KeepEnded: true, ReentryNeedsHold: true, SharedKeys: true, RepairSides: true}
+var All = Mechanisms{Quarantine: true, Drift: true, Marks: true, QuarantineDrift: true, KeepEnded: true, ReentryNeedsHold: true, SharedKeys: true, RepairSides: true, Intents: true}
 
 // Small is the exhaustive configuration: 3 nodes, 2 owners (one with a
 // slow clock, one with a fast one), re-entry depth 2.
@@ -151,5 +161,8 @@ func (c *Config) check() error {
 	if c.Depth < 1 || !c.Watchdog && !c.Fixed {
 		return fmt.Errorf("model: depth %d, watchdog %v, fixed %v", c.Depth, c.Watchdog, c.Fixed)
 	}
-	return c.checkRoles()
+	if err := c.checkRoles(); err != nil {
+		return err
+	}
+	return c.checkFamily()
 }

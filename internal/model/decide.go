@@ -6,6 +6,8 @@ package model
 func (s *State) progress(c *Config, o int) {
 	ow := &s.Owners[o]
 	switch {
+	case ow.Op.Kind == Scanning && ow.Op.scanCertain(c):
+		s.decideScan(c, o)
 	case ow.Op.Kind == Acquiring && ow.Op.certain(c):
 		s.decideAcquire(c, o)
 	case ow.Op.Kind == Fencing && ow.Op.certain(c):
@@ -58,9 +60,9 @@ func (s *State) writeBack(c *Config, o int, token int64, try int8) {
 	ow := &s.Owners[o]
 	acq := ow.Op
 	r := s.newRound(c, o, Fencing)
-	r.Start, r.Acq, r.Seq, r.Count, r.Renew, r.Token, r.Tries = acq.Start, acq.Acq, acq.Seq, acq.Count, acq.Renew, token, try
+	r.Start, r.Acq, r.Seq, r.Count, r.Renew, r.Token, r.Tries, r.Slot = acq.Start, acq.Acq, acq.Seq, acq.Count, acq.Renew, token, try, acq.Slot
 	ow.Op = r
-	s.fanout(c, Msg{Owner: int8(o), Kind: KFence, Lane: FenceLane, Acq: -1, Gen: r.Gen, Count: token})
+	s.fanout(c, Msg{Owner: int8(o), Kind: KFence, Lane: FenceLane, Acq: -1, Gen: r.Gen, Count: token, Slot: r.Slot})
 }
 
 // FenceRounds is Mutex.fenceToken's bound on write-back rounds.
@@ -109,8 +111,9 @@ func (s *State) grant(c *Config, o int, token int64) {
 		s.Ghost.NextHold++
 		*h = Hold{Token: token, ID: s.Ghost.NextHold}
 	}
-	h.Count, h.Seq, h.Unsettled = r.Count, r.Seq, false
+	h.Count, h.Seq, h.Unsettled, h.Slot = r.Count, r.Seq, false, r.Slot
 	ow.addLate(r.Acq)
+	s.endWait(c, o) // a waiter that won withdraws its intent
 	if until := r.Start + c.Lease - c.drift(); fresh || until > h.Until {
 		h.Until = until
 	}
@@ -137,9 +140,10 @@ func (s *State) settle(c *Config, o int) {
 			a.Rolled[n] = true
 		case r.Heard[n]:
 			a.Rolled[n] = true
-			s.send(c, Msg{Owner: int8(o), Node: int8(n), Kind: KRollback, Lane: LockLane, Acq: -1, Seq: a.Seq, Count: a.Prev})
+			s.send(c, Msg{Owner: int8(o), Node: int8(n), Kind: KRollback, Lane: LockLane, Acq: -1, Seq: a.Seq, Count: a.Prev, Slot: a.Slot})
 		}
 	}
+	s.startWait(c, o, r)
 }
 
 // unlock is Mutex.release: one release round, or the retry of a final
@@ -164,7 +168,7 @@ func (s *State) unlock(c *Config, o int) bool {
 		r.Seq = ow.Seq
 	}
 	ow.Op = r
-	return s.fanout(c, Msg{Owner: int8(o), Kind: KRelease, Lane: LockLane, Acq: -1, Gen: r.Gen, Seq: r.Seq, Count: r.Count, Mark: ow.mayLand(true)})
+	return s.fanout(c, Msg{Owner: int8(o), Kind: KRelease, Lane: LockLane, Acq: -1, Gen: r.Gen, Seq: r.Seq, Count: r.Count, Mark: ow.mayLand(true), Slot: h.Slot})
 }
 
 // decideRelease is the end of Mutex.release (and confirmRelease).

@@ -71,6 +71,9 @@ func (s *State) hashNode(c *Config, h *hasher, n int) {
 	if c.rw() {
 		s.hashRW(c, h, n)
 	}
+	if c.family() {
+		s.hashFamily(c, h, n)
+	}
 }
 
 func (s *State) hashOwner(c *Config, h *hasher, o int) {
@@ -78,13 +81,16 @@ func (s *State) hashOwner(c *Config, h *hasher, o int) {
 	clock, hd := s.clockOf(c, o), &ow.H
 	h.w(ow.Seq, b(ow.Paused), int64(hd.State), hd.Count, hd.Seq, s.relToken(hd.Token), max(hd.Until-clock, -1),
 		b(hd.Renew), b(hd.Watch), max(hd.Due-clock, -1), hd.Final, int64(hd.Late), b(hd.Closed), b(hd.Unsettled),
-		b(s.Ghost.Believing[o]), b(s.Ghost.Periods[o] == hd.ID), b(s.Ghost.LastHold == hd.ID))
+		b(s.Ghost.Believing[o]), b(s.Ghost.Periods[o] == hd.ID), b(s.Ghost.LastHold == hd.ID), int64(hd.Slot), b(ow.WaitRenew))
+	if ow.Wait != 0 {
+		h.w(ow.Wait - clock)
+	}
 	for _, r := range []*Round{&ow.Op, &ow.WD} {
 		h.w(int64(r.Kind))
 		if r.Kind == Idle {
 			continue
 		}
-		h.w(min(clock-r.Start, c.Lease+1), int64(r.Acq), r.Seq, r.Count, b(r.Renew), s.relToken(r.Token), b(r.Owed), b(r.Confirm), int64(r.Other), int64(r.Base))
+		h.w(min(clock-r.Start, c.Lease+1), int64(r.Acq), r.Seq, r.Count, b(r.Renew), s.relToken(r.Token), b(r.Owed), b(r.Confirm), int64(r.Other), int64(r.Base), int64(r.Slot))
 		for n := 0; n < c.Nodes; n++ {
 			h.w(int64(r.Vote[n]), b(r.Heard[n]), s.relValue(r.Value[n]), b(r.Absent[n]))
 		}
@@ -95,7 +101,7 @@ func (s *State) hashOwner(c *Config, h *hasher, o int) {
 			h.w(0)
 			continue
 		}
-		h.w(b(a.Used), int64(a.Inflight), b(a.Astray), b(a.OffLane), b(a.Failed), a.Seq, a.Prev)
+		h.w(b(a.Used), int64(a.Inflight), b(a.Astray), b(a.OffLane), b(a.Failed), a.Seq, a.Prev, int64(a.Slot))
 		for n := 0; n < c.Nodes; n++ {
 			h.w(b(a.Rolled[n]))
 		}
@@ -112,5 +118,8 @@ func (s *State) hashMsg(h *hasher, m *Msg) {
 		gen = 2
 	}
 	h.w(int64(m.Owner), int64(m.Node), int64(m.Kind), int64(m.Lane), b(m.Astray), b(m.Landed), b(m.Failed), int64(m.Acq), gen,
-		m.Seq, s.relValue(m.Count), b(m.Mark), m.Deadline-s.T, b(m.Reply.Yes), s.relValue(m.Reply.N))
+		m.Seq, s.relValue(m.Count), b(m.Mark), m.Deadline-s.T, b(m.Reply.Yes), s.relValue(m.Reply.N), int64(m.Slot))
+	if m.Stamp != 0 {
+		h.w(m.Stamp - s.T)
+	}
 }

@@ -13,6 +13,12 @@ type Owner struct {
 	WD     Round
 	Acq    [maxAcq]Acquisition
 	Paused bool
+	// Wait is the stamp of a MultiMutex's or Semaphore's wait under way
+	// (its first attempt's start by the owner's clock, 1 at least), 0
+	// when it waits for nothing; WaitRenew is whether it waits for a
+	// watchdog hold (family.go).
+	Wait      int64
+	WaitRenew bool
 }
 
 // HoldState is where a hold is in its life (hold.go, holdState).
@@ -47,6 +53,7 @@ type Hold struct {
 	// count may be on the nodes or not), until a later round of the hold
 	// reaches one (ghost).
 	Unsettled bool
+	Slot      int8 // a semaphore's permit: its slot
 }
 
 // RoundKind is what a round does.
@@ -60,6 +67,7 @@ const (
 	Releasing
 	Renewing
 	Repairing
+	Scanning // a semaphore's scan (family.go)
 )
 
 // Round is one fan-out to every node and the votes counted so far
@@ -82,6 +90,7 @@ type Round struct {
 	Absent  [MaxNodes]bool  // renewing: the key was absent there
 	Other   int8            // renewing: nodes where another owner holds it
 	Base    int8            // repairing: the renewal's counted yes votes
+	Slot    int8            // a semaphore's claim: the slot
 }
 
 // Acquisition is what may still come of one acquisition's (or repair's)
@@ -95,6 +104,7 @@ type Acquisition struct {
 	Seq      int64
 	Prev     int64
 	Rolled   [MaxNodes]bool // the node's rollback was sent, or is not needed
+	Slot     int8           // a semaphore's claim: the slot
 }
 
 // tally counts a round's votes.

@@ -48,8 +48,11 @@ func (s *State) Check(c *Config) string {
 		return v
 	}
 	exclusion := s.exclusion
-	if c.rw() {
+	switch {
+	case c.rw():
 		exclusion = s.rwExclusion
+	case c.family():
+		exclusion = s.familyExclusion
 	}
 	if v := exclusion(c); v != "" {
 		return v
@@ -81,6 +84,9 @@ func (s *State) exclusion(c *Config) string {
 // before it.
 func (s *State) periods(c *Config) string {
 	g := &s.Ghost
+	if c.sem() || c.multi() && !c.overlapping() {
+		return "" // holds of different slots, or names, do not follow each other
+	}
 	for o := 0; o < c.Owners; o++ {
 		if c.rw() && !c.writer(o) {
 			continue // readers exclude writers only: mutual exclusion (rwExclusion) checks them
@@ -151,6 +157,9 @@ func (s *State) cleanup(c *Config) string {
 			for o := range st.Own {
 				keys = append(keys, st.Own[o].Key)
 			}
+		}
+		for j := 0; c.family() && j < c.names(); j++ {
+			keys = append(keys, s.Nodes[n].Locks[j].Lock)
 		}
 		for _, k := range keys {
 			if k.Exists && (k.Exp == 0 || k.Exp-s.T > c.Lease) {

@@ -9,7 +9,7 @@ func (s *State) renew(c *Config, o int) bool {
 	ow := &s.Owners[o]
 	ow.WD = s.newRound(c, o, Renewing)
 	ow.H.Due = s.clockOf(c, o) + c.period()
-	return s.fanout(c, Msg{Owner: int8(o), Kind: KRenew, Lane: Batch, Acq: -1, Gen: ow.WD.Gen})
+	return s.fanout(c, Msg{Owner: int8(o), Kind: KRenew, Lane: Batch, Acq: -1, Gen: ow.WD.Gen, Slot: ow.H.Slot})
 }
 
 // noteRenew records what a renewal's answer says of the key, counted or
@@ -78,7 +78,7 @@ func (s *State) repair(c *Config, o int) {
 		if r.Absent[n] {
 			rp.Vote[n] = Pending
 			ow.Acq[k].Inflight++
-			s.send(c, Msg{Owner: int8(o), Node: int8(n), Kind: KRepair, Lane: Batch, Acq: k, Gen: rp.Gen, Seq: ow.H.Seq, Count: ow.H.Count})
+			s.send(c, Msg{Owner: int8(o), Node: int8(n), Kind: KRepair, Lane: Batch, Acq: k, Gen: rp.Gen, Seq: ow.H.Seq, Count: ow.H.Count, Slot: ow.H.Slot})
 		}
 	}
 	ow.H.Late |= 1 << k // repairing: recorded before it is sent

@@ -23,6 +23,8 @@ const (
 	AsMutex  RoleKind = iota // a Mutex (a configuration without Roles)
 	AsReader                 // an RWMutex's reader side: RLock, RUnlock
 	AsWriter                 // an RWMutex's writer side: Lock, Unlock
+	AsMulti                  // a MultiMutex of the names in Role.Names (family.go)
+	AsSem                    // a holder of a Semaphore's permits (family.go)
 )
 
 // Role is an owner's side, and its peer: the owner that is the same
@@ -31,10 +33,15 @@ const (
 type Role struct {
 	Kind RoleKind
 	Peer int8
+	// Names is a MultiMutex's names (AsMulti): bit j for name j, below
+	// MaxNames.
+	Names uint8
 }
 
 // rw reports whether the owners are sides of read-write locks.
-func (c *Config) rw() bool { return c.Roles != nil }
+func (c *Config) rw() bool {
+	return c.Roles != nil && (c.Roles[0].Kind == AsReader || c.Roles[0].Kind == AsWriter)
+}
 
 // role is owner o's role.
 func (c *Config) role(o int) Role {
@@ -61,7 +68,7 @@ func (c *Config) margin() int64 { return 4 * c.NodeTimeout }
 func (c *Config) Recovery() int64 { return c.quarantine() + c.Lease }
 
 func (c *Config) checkRoles() error {
-	if c.Roles == nil {
+	if c.Roles == nil || c.family() {
 		return nil
 	}
 	if len(c.Roles) < c.Owners {
@@ -148,19 +155,21 @@ func (s *State) landRW(c *Config, i int) AcquireReply {
 // fieldsAt is owner o's fields on node n: its field in the lock hash (a
 // Mutex's, or a writer's), or a reader's in the readers' hash and in its
 // own hash.
-func (s *State) fieldsAt(c *Config, n, o int) [2]Field {
+func (s *State) fieldsAt(c *Config, n, o int) [MaxNames]Field {
 	nd := &s.Nodes[n]
 	switch c.role(o).Kind {
 	case AsReader:
-		return [2]Field{nd.RW.R.Owners[o], nd.RW.Own[o].F}
+		return [MaxNames]Field{nd.RW.R.Owners[o], nd.RW.Own[o].F}
 	case AsWriter:
-		return [2]Field{nd.RW.W.Owners[o]}
+		return [MaxNames]Field{nd.RW.W.Owners[o]}
+	case AsMulti, AsSem:
+		return s.familyFields(c, n, o)
 	}
-	return [2]Field{nd.Store.Owners[o]}
+	return [MaxNames]Field{nd.Store.Owners[o]}
 }
 
 // checkZombies is checkZombie for each of owner o's fields on node n.
-func (s *State) checkZombies(c *Config, nd *NodeState, n, o int, seq int64, before [2]Field) {
+func (s *State) checkZombies(c *Config, nd *NodeState, n, o int, seq int64, before [MaxNames]Field) {
 	after := s.fieldsAt(c, n, o)
 	for j := range before {
 		s.checkZombie(nd, o, seq, before[j], after[j])
@@ -170,6 +179,10 @@ func (s *State) checkZombies(c *Config, nd *NodeState, n, o int, seq int64, befo
 // withdraw is RWMutex.withdraw: a writer that stopped waiting takes its
 // intent back from every node (a broadcast whose answers nobody counts).
 func (s *State) withdraw(c *Config, o int) bool {
+	if c.family() {
+		s.endWait(c, o)
+		return true
+	}
 	return s.fanout(c, Msg{Owner: int8(o), Kind: KWithdraw, Lane: Batch, Acq: -1})
 }
 

@@ -45,6 +45,12 @@ type NodeState struct {
 	// RW is the node's read-write lock, when the owners are its sides
 	// (Config.Roles); Store is then unused.
 	RW RWStore
+	// Locks are the names of MultiMutexes (Locks[j] is name j, with its
+	// own intent), or a semaphore's slots (Locks[i] is slot i) and
+	// SemIntent the semaphore's one intent, when the owners are the
+	// family's (family.go); Store is then unused.
+	Locks     [MaxNames]Store
+	SemIntent Intent
 }
 
 // Ghost holds what the properties need beyond the state itself.
@@ -88,6 +94,8 @@ type Msg struct {
 	Mark        bool  // release: mark
 	Deadline    int64 // real time by which it lands or is lost
 	Reply       AcquireReply
+	Stamp       int64 // acquire, scan, withdraw of a MultiMutex's or Semaphore's waiter: its intent's stamp (0: none)
+	Slot        int8  // a semaphore's calls: the slot
 }
 
 // Kind is which script a call runs.
@@ -101,10 +109,11 @@ const (
 	KFence
 	KRenew
 	KRepair
-	KWithdraw // rw_withdraw.lua: a writer that stopped waiting takes its intent back
+	KWithdraw // rw_withdraw.lua: a writer that stopped waiting takes its intent back; withdraw.lua: a MultiMutex's or Semaphore's waiter
+	KScan     // slots.lua: a semaphore's scan
 )
 
-var kindNames = [...]string{KAcquire: "acquire", KRollback: "rollback", KRelease: "release", KFence: "fence", KRenew: "renew", KRepair: "repair", KWithdraw: "withdraw"}
+var kindNames = [...]string{KAcquire: "acquire", KRollback: "rollback", KRelease: "release", KFence: "fence", KRenew: "renew", KRepair: "repair", KWithdraw: "withdraw", KScan: "scan"}
 
 func (k Kind) String() string { return kindNames[k] }
 
@@ -143,6 +152,9 @@ func Initial(c *Config) State {
 		s.Nodes[n].Restarted = never
 		s.Nodes[n].Store.NoMarks = !c.Mech.Marks
 		s.Nodes[n].RW.W.NoMarks = !c.Mech.Marks
+		for j := range s.Nodes[n].Locks {
+			s.Nodes[n].Locks[j].NoMarks = !c.Mech.Marks
+		}
 	}
 	for o := range s.Owners {
 		for k := range s.Owners[o].Acq {

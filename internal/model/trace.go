@@ -71,6 +71,8 @@ func (s *State) summary(c *Config) string {
 		switch {
 		case c.rw():
 			b.WriteString(s.rwSummary(c, n))
+		case c.family():
+			b.WriteString(s.familySummary(c, n))
 		case o < 0:
 			fmt.Fprintf(&b, "n%d[-] ", n)
 		default:

@@ -4,11 +4,13 @@
 // nodes, 3 owners); and the same of a read-write lock (RWSmall: a
 // writer and a reader; RWLarge: an RWMutex's two sides and another
 // reader), and walks of RWServed (two readers through restarts the
-// recovery time apart: no hold lost). It prints the states explored, the
+// recovery time apart: no hold lost); and of MultiMutexes (MultiSmall,
+// MultiWaits, MultiLarge, MultiServed) and a semaphore (SemSmall,
+// SemWaits, SemLarge). It prints the states explored, the
 // depth reached and the time taken, and, for a violation, its trace; it
 // exits 1 on a violation. make modelcheck runs it.
 //
-//	go run ./internal/model/cmd/modelcheck [-steps 12] [-walks 2000] [-rw-steps 8] [-rw-walks 20000] [-served-walks 20000] [-seed N] [-off quarantine,drift,marks,...]
+//	go run ./internal/model/cmd/modelcheck [-steps 12] [-walks 2000] [-rw-steps 8] [-rw-walks 20000] [-served-walks 20000] [-multi-steps 7] [-multi-waits-steps 10] [-multi-walks 20000] [-sem-steps 7] [-sem-waits-steps 10] [-sem-walks 20000] [-seed N] [-off quarantine,drift,marks,...]
 package main
 
 import (
@@ -32,6 +34,12 @@ func main() {
 	rwWalks := flag.Int("rw-walks", 0, "random walks through RWLarge (an RWMutex's writer and reader sides, another reader; 0: none)")
 	servedWalks := flag.Int("served-walks", 0, "random walks through RWServed (two readers, restarts the recovery time apart; 0: none)")
 	servedSteps := flag.Int("served-steps", 300, "steps of each walk through RWServed")
+	multiSteps := flag.Int("multi-steps", 0, "steps of the exhaustive search of MultiSmall ({a,b} and {b,c}; 0: none)")
+	multiWaits := flag.Int("multi-waits-steps", 0, "steps of the exhaustive search of MultiWaits ({a,b} and {b,c}, cut down to their waits; 0: none)")
+	multiWalks := flag.Int("multi-walks", 0, "random walks through MultiLarge ({a,b}, {b,c}, {c,a}) and MultiServed ({a,b} and {c}, restarts the recovery time apart; 0: none)")
+	semSteps := flag.Int("sem-steps", 0, "steps of the exhaustive search of SemSmall (1 permit, 2 holders; 0: none)")
+	semWaits := flag.Int("sem-waits-steps", 0, "steps of the exhaustive search of SemWaits (1 permit, 2 holders, cut down to their waits; 0: none)")
+	semWalks := flag.Int("sem-walks", 0, "random walks through SemLarge (2 permits, 3 holders; 0: none)")
 	flag.Parse()
 	mech, err := mechanisms(*off)
 	if err != nil {
@@ -63,6 +71,33 @@ func main() {
 		c := model.RWServed()
 		c.Mech = mech
 		failed = report(fmt.Sprintf("random walks, read-write served (3 nodes, 2 readers, restarts %d ms apart), seeds %d..%d", c.Recovery(), *seed, *seed+uint64(*servedWalks)-1), c, run(model.Walk(c, *seed, *servedWalks, *servedSteps))) || failed
+	}
+	family := []struct {
+		what  string
+		c     model.Config
+		n     int
+		walks bool
+		steps int
+	}{
+		{"exhaustive, MultiMutexes small (3 nodes, {a,b} and {b,c}, depth 2)", model.MultiSmall(), *multiSteps, false, 0},
+		{"exhaustive, MultiMutexes waits (3 nodes, {a,b} and {b,c}, no fault)", model.MultiWaits(), *multiWaits, false, 0},
+		{"random walks, MultiMutexes large (5 nodes, {a,b}, {b,c}, {c,a})", model.MultiLarge(), *multiWalks, true, *walkSteps},
+		{"random walks, MultiMutexes served (3 nodes, {a,b} and {c}, restarts 2012 ms apart)", model.MultiServed(), *multiWalks, true, *servedSteps},
+		{"exhaustive, semaphore small (3 nodes, 1 permit, 2 holders)", model.SemSmall(), *semSteps, false, 0},
+		{"exhaustive, semaphore waits (3 nodes, 1 permit, 2 holders, no fault)", model.SemWaits(), *semWaits, false, 0},
+		{"random walks, semaphore large (5 nodes, 2 permits, 3 holders)", model.SemLarge(), *semWalks, true, *walkSteps},
+	}
+	for _, f := range family {
+		if f.n <= 0 {
+			continue
+		}
+		c := f.c
+		c.Mech, c.QueuedSurvives = mech, *queued
+		if f.walks {
+			failed = report(fmt.Sprintf("%s, seeds %d..%d", f.what, *seed, *seed+uint64(f.n)-1), c, run(model.Walk(c, *seed, f.n, f.steps))) || failed
+		} else {
+			failed = report(f.what, c, run(model.Explore(c, f.n))) || failed
+		}
 	}
 	if failed {
 		os.Exit(1)
@@ -101,6 +136,7 @@ var mechs = map[string]func(*model.Mechanisms){
 	"reentry-hold":     func(m *model.Mechanisms) { m.ReentryNeedsHold = false },
 	"shared-keys":      func(m *model.Mechanisms) { m.SharedKeys = false },
 	"repair-sides":     func(m *model.Mechanisms) { m.RepairSides = false },
+	"intents":          func(m *model.Mechanisms) { m.Intents = false },
 }
 
 func mechNames() []string {

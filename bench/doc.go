@@ -61,7 +61,6 @@ func (s *seqScenario) p50(k kind) time.Duration {
 // kinded is a result of one contender.
 type kinded interface{ kindOf() kind }
 
-func (r *seqResult) kindOf() kind     { return r.Kind }
 func (r *tputResult) kindOf() kind    { return r.Kind }
 func (r *contResult) kindOf() kind    { return r.Kind }
 func (r *deadMajResult) kindOf() kind { return r.Kind }

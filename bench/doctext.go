@@ -226,21 +226,6 @@ func missedNotes(res *results) string {
 	return "Notes on the missed targets:\n\n- " + strings.Join(notes, "\n- ") + "\n"
 }
 
-// sumSites adds the objects per op of the allocation sites whose function
-// contains any of subs.
-func sumSites(sites []allocSite, subs ...string) float64 {
-	t := 0.0
-	for _, s := range sites {
-		for _, sub := range subs {
-			if strings.Contains(s.Fn, sub) {
-				t += s.PerOp
-				break
-			}
-		}
-	}
-	return t
-}
-
 // scaleParagraph states the holds that fit per lease.
 func scaleParagraph(res *results) string {
 	s := res.Scale

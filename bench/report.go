@@ -154,31 +154,6 @@ func errCell(n int, first string) string {
 	return fmt.Sprintf("%d: `%s`", n, first)
 }
 
-func ints(xs []int64) string {
-	s := make([]string, len(xs))
-	for i, x := range xs {
-		s[i] = fmt.Sprint(x)
-		if x < 0 {
-			s[i] = "?"
-		}
-	}
-	return strings.Join(s, " / ")
-}
-
-// avg is the mean of the known (non-negative) values.
-func avg(xs []int64) float64 {
-	var s, n int64
-	for _, x := range xs {
-		if x >= 0 {
-			s, n = s+x, n+1
-		}
-	}
-	if n == 0 {
-		return 0
-	}
-	return float64(s) / float64(n)
-}
-
 // summaryTable is the one-screen result: medians and ratios of every scenario.
 func summaryTable(res *results) string {
 	var b strings.Builder

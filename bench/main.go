@@ -203,7 +203,11 @@ func main() {
 		os.Exit(1)
 	}
 
-	summary := summaryTable(res)
+	summary, err := execReport(res, nil, "summary")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench: the summary:", err)
+		os.Exit(1)
+	}
 	fmt.Println(summary)
 	if *write && *merge {
 		cmd := strings.TrimSpace("cd bench && go run . " + strings.Join(os.Args[1:], " "))

@@ -41,14 +41,11 @@ func runAdapters(cfg config, logf func(string, ...any)) (*adaptersResult, error)
 	out := &adaptersResult{PoolSize: goredisPoolSize()}
 	err := withCluster(func(cl *redlocktest.Cluster) error {
 		out.Nodes = cl.N()
-		cs, closeAll, err := buildAll(adapterKinds, cl, buildOpts{prefix: "a:"})
+		cs, closeAll, err := buildAll(adapterKinds, cl, buildOpts{prefix: "a:"}, 20)
 		if err != nil {
 			return err
 		}
 		defer closeAll()
-		if err := warmUp(cs, "a", 20); err != nil {
-			return err
-		}
 		ac := cfg.Adapters
 		srv := func() time.Duration { return serverCPU(cl) }
 		logf("adapters: uncontended")

@@ -173,25 +173,23 @@ func runContendedScenario(mode string, clients map[kind][]*contender, order []ki
 		out = append(out, acc[k])
 	}
 	perG := map[kind][][]int{}
-	for round := 0; round < rounds; round++ {
-		for j := range order {
-			k := order[(j+round)%len(order)]
-			time.Sleep(50 * time.Millisecond)
-			r := runContended(clients[k], goroutines, fmt.Sprintf("%s:%d", mode, round), crit, warm, window, handoff, nil)
-			a := acc[k]
-			a.AcqPerSec = append(a.AcqPerSec, r.acqPerSec)
-			a.Gaps = append(a.Gaps, r.gaps...)
-			a.Self += r.self
-			a.Acq += r.acq
-			a.Overlaps += r.overlaps
-			a.Errs += r.errs
-			if a.FirstErr == "" {
-				a.FirstErr = r.firstErr
-			}
-			perG[k] = append(perG[k], r.per)
-			logf("  %s round %d %-20s %7.1f acq/s, %d gaps, self %d", mode, round, k, r.acqPerSec, len(r.gaps), r.self)
+	rotate(0, rounds, len(order), func(round, i int) {
+		k := order[i]
+		time.Sleep(50 * time.Millisecond)
+		r := runContended(clients[k], goroutines, fmt.Sprintf("%s:%d", mode, round), crit, warm, window, handoff, nil)
+		a := acc[k]
+		a.AcqPerSec = append(a.AcqPerSec, r.acqPerSec)
+		a.Gaps = append(a.Gaps, r.gaps...)
+		a.Self += r.self
+		a.Acq += r.acq
+		a.Overlaps += r.overlaps
+		a.Errs += r.errs
+		if a.FirstErr == "" {
+			a.FirstErr = r.firstErr
 		}
-	}
+		perG[k] = append(perG[k], r.per)
+		logf("  %s round %d %-20s %7.1f acq/s, %d gaps, self %d", mode, round, k, r.acqPerSec, len(r.gaps), r.self)
+	})
 	for _, a := range out {
 		a.Gaps = sortDur(a.Gaps)
 		// Fairness: per-goroutine acquisitions summed over rounds.

@@ -215,30 +215,15 @@ func missedNotes(res *results) string {
 	if h := res.Handoff; h != nil && find(h, kRedlock) != nil && find(h, kRedsync) != nil {
 		hl, hs := find(h, kRedlock), find(h, kRedsync)
 		g := pct(hl.Gaps, 50)
-		if x := hl.median() / hs.median(); g > before.gap || x < before.handoffRedsync || hl.Ratio < before.handoffF {
+		if x := hl.median() / hs.median(); g > before.Gap || x < before.HandoffRedsync || hl.Ratio < before.HandoffF {
 			notes = append(notes, fmt.Sprintf("**Handoff** (gap p50 %s, p99 %s; %.0f acquisitions/s, %s redsync's and %s the floor's; before: %s, %s and %s): a cycle is at least the %v critical section plus the gap, so the rate follows the mean gap, which the tail weighs on: the mean cycle was %s. The gap is the release reaching the nodes, the unlock message reaching the head waiter and the waiter's acquire round trip, each of which needs the CPUs the five servers and the client share. redsync's rate is set by its random sleeps between tries (50–250 ms), so the ratio to it also varies with those.",
-				fmtDur(g), fmtDur(pct(hl.Gaps, 99)), hl.median(), fmtRatio(x), fmtRatio(hl.Ratio), fmtDur(before.gap), fmtRatio(before.handoffRedsync), fmtRatio(before.handoffF), res.Cfg.Crit, fmtDur(time.Duration(float64(time.Second)/hl.median()))))
+				fmtDur(g), fmtDur(pct(hl.Gaps, 99)), hl.median(), fmtRatio(x), fmtRatio(hl.Ratio), fmtDur(before.Gap), fmtRatio(before.HandoffRedsync), fmtRatio(before.HandoffF), res.Cfg.Crit, fmtDur(time.Duration(float64(time.Second)/hl.median()))))
 		}
 	}
 	if len(notes) == 0 {
 		return "Every target was met in this run.\n"
 	}
 	return "Notes on the missed targets:\n\n- " + strings.Join(notes, "\n- ") + "\n"
-}
-
-// sumSites adds the objects per op of the allocation sites whose function
-// contains any of subs.
-func sumSites(sites []allocSite, subs ...string) float64 {
-	t := 0.0
-	for _, s := range sites {
-		for _, sub := range subs {
-			if strings.Contains(s.Fn, sub) {
-				t += s.PerOp
-				break
-			}
-		}
-	}
-	return t
 }
 
 // scaleParagraph states the holds that fit per lease.

@@ -298,49 +298,42 @@ func runFamilyWindows(rows []*famRow, rounds int, window, opTimeout time.Duratio
 			out[i].Groups = append(out[i].Groups, &famGroupResult{What: g.what, N: g.n})
 		}
 	}
-	for round := -1; round < rounds; round++ {
-		for j := range rows {
-			i := (j + max(round, 0)) % len(rows)
-			r, res := rows[i], out[i]
-			if res.TimedOut {
-				continue
-			}
-			time.Sleep(20 * time.Millisecond)
-			w := window
-			if round < 0 {
-				w /= 3
-			}
-			m0 := readMachineTicks()
-			fw := famWindow(r, round, w, opTimeout, servers)
-			if fw.timedOut {
-				res.TimedOut = true
-				logf("  family %s: round %d timed out", r.id, round)
-				continue
-			}
-			if res.FirstErr == "" {
-				res.FirstErr = fw.firstErr
-			}
-			if round < 0 {
-				continue
-			}
-			busy[i].add(m0, readMachineTicks())
-			res.Elapsed += fw.elapsed
-			res.Cpu += fw.cpu
-			res.Srv += fw.srv.cpu
-			res.Calls += fw.srv.calls
-			for k, g := range res.Groups {
-				gw := fw.groups[k]
-				g.Ops += int(gw.ops)
-				g.Errs += int(gw.errs)
-				g.PerWindow = append(g.PerWindow, gw.ops)
-				g.OpsSec = append(g.OpsSec, float64(gw.ops)/fw.elapsed.Seconds())
-				g.Waits = append(g.Waits, gw.waits...)
-			}
+	rotate(-1, rounds, len(rows), func(round, i int) {
+		r, res := rows[i], out[i]
+		if res.TimedOut {
+			return
 		}
-		if round >= 0 {
+		time.Sleep(20 * time.Millisecond)
+		m0 := readMachineTicks()
+		fw := famWindow(r, round, warmWindow(round, window), opTimeout, servers)
+		if fw.timedOut {
+			res.TimedOut = true
+			logf("  family %s: round %d timed out", r.id, round)
+			return
+		}
+		if res.FirstErr == "" {
+			res.FirstErr = fw.firstErr
+		}
+		if round < 0 {
+			return
+		}
+		busy[i].add(m0, readMachineTicks())
+		res.Elapsed += fw.elapsed
+		res.Cpu += fw.cpu
+		res.Srv += fw.srv.cpu
+		res.Calls += fw.srv.calls
+		for k, g := range res.Groups {
+			gw := fw.groups[k]
+			g.Ops += int(gw.ops)
+			g.Errs += int(gw.errs)
+			g.PerWindow = append(g.PerWindow, gw.ops)
+			g.OpsSec = append(g.OpsSec, float64(gw.ops)/fw.elapsed.Seconds())
+			g.Waits = append(g.Waits, gw.waits...)
+		}
+		if i == (len(rows)-1+round)%len(rows) {
 			logf("  family: round %d of %d done", round+1, rounds)
 		}
-	}
+	})
 	for i, res := range out {
 		res.Busy = busy[i].share()
 		for _, g := range res.Groups {

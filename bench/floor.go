@@ -126,20 +126,7 @@ func (l *floorLock) TryLock(ctx context.Context) (bool, error) {
 			dels <- floorAns{err == nil && v == 1, err}
 		}(i)
 	}
-	var yes, no, failed int
-	var errs []error
-	for yes < f.quorum && no+failed <= n-f.quorum {
-		a := <-sets
-		switch {
-		case a.yes:
-			yes++
-		case a.err != nil:
-			failed++
-			errs = append(errs, a.err)
-		default:
-			no++
-		}
-	}
+	yes, failed, errs, _ := tally(sets, n, f.quorum, nil)
 	if yes >= f.quorum {
 		return true, nil
 	}
@@ -189,22 +176,34 @@ func (l *floorLock) Unlock(ctx context.Context) error {
 	}
 	close(l.release)
 	l.release = nil
-	n := len(l.f.pools)
-	var yes, other int
-	var errs []error
-	for yes < l.f.quorum && other <= n-l.f.quorum {
-		a := <-l.dels
-		if a.yes {
-			yes++
-			continue
-		}
-		other++
-		if a.err != nil {
-			errs = append(errs, a.err)
-		}
-	}
+	yes, _, errs, _ := tally(l.dels, len(l.f.pools), l.f.quorum, nil)
 	if yes >= l.f.quorum {
 		return nil
 	}
 	return fmt.Errorf("floor: unlock reached %d nodes: %w", yes, errors.Join(errs...))
+}
+
+// tally counts the answers of n nodes until quorum said yes or can no
+// longer, or timeout fires (nil: never); at the timeout every node that
+// has not answered counts as failed. errs are the failures' errors.
+func tally(answers <-chan floorAns, n, quorum int, timeout <-chan time.Time) (yes, failed int, errs []error, timedOut bool) {
+	no := 0
+	for yes < quorum && no+failed <= n-quorum {
+		select {
+		case a := <-answers:
+			switch {
+			case a.yes:
+				yes++
+			case a.err != nil:
+				failed++
+				errs = append(errs, a.err)
+			default:
+				no++
+			}
+		case <-timeout:
+			failed = n - yes - no
+			return yes, failed, errs, true
+		}
+	}
+	return yes, failed, errs, false
 }

@@ -373,26 +373,9 @@ func (l *pipeLock) TryLock(ctx context.Context) (bool, error) {
 	}
 	t := time.NewTimer(nodeTimeout)
 	defer t.Stop()
-	var yes, no, failed int
-	var errs []error
-	for yes < f.quorum && no+failed <= n-f.quorum {
-		select {
-		case a := <-h.sets:
-			switch {
-			case a.yes:
-				yes++
-			case a.err != nil:
-				failed++
-				errs = append(errs, a.err)
-			default:
-				no++
-			}
-			continue
-		case <-t.C:
-			failed = n - yes - no
-			errs = append(errs, fmt.Errorf("%d node(s) did not answer within %v", failed, nodeTimeout))
-		}
-		break
+	yes, failed, errs, timedOut := tally(h.sets, n, f.quorum, t.C)
+	if timedOut {
+		errs = append(errs, fmt.Errorf("%d node(s) did not answer within %v", failed, nodeTimeout))
 	}
 	if yes >= f.quorum {
 		l.h = h
@@ -417,28 +400,14 @@ func (l *pipeLock) Unlock(ctx context.Context) error {
 	}
 	l.h = nil
 	h.release()
-	n := len(l.f.nodes)
 	t := time.NewTimer(nodeTimeout)
 	defer t.Stop()
-	var yes, other int
-	var errs []error
-	for yes < l.f.quorum && other <= n-l.f.quorum {
-		select {
-		case a := <-h.dels:
-			if a.yes {
-				yes++
-				continue
-			}
-			other++
-			if a.err != nil {
-				errs = append(errs, a.err)
-			}
-		case <-t.C:
-			return fmt.Errorf("floor: unlock reached %d nodes within %v: %w", yes, nodeTimeout, errors.Join(errs...))
-		}
-	}
-	if yes >= l.f.quorum {
+	yes, _, errs, timedOut := tally(h.dels, len(l.f.nodes), l.f.quorum, t.C)
+	switch {
+	case yes >= l.f.quorum:
 		return nil
+	case timedOut:
+		return fmt.Errorf("floor: unlock reached %d nodes within %v: %w", yes, nodeTimeout, errors.Join(errs...))
 	}
 	return fmt.Errorf("floor: unlock reached %d nodes: %w", yes, errors.Join(errs...))
 }

@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -202,7 +203,11 @@ func main() {
 		os.Exit(1)
 	}
 
-	summary := summaryTable(res)
+	summary, err := execReport(res, nil, "summary")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench: the summary:", err)
+		os.Exit(1)
+	}
 	fmt.Println(summary)
 	if *write && *merge {
 		cmd := strings.TrimSpace("cd bench && go run . " + strings.Join(os.Args[1:], " "))
@@ -330,14 +335,11 @@ func withCluster(f func(*redlocktest.Cluster) error, opts ...redlocktest.Option)
 func runMain(res *results, cfg config, want func(string) bool, scripts map[string]string, logf func(string, ...any)) error {
 	return withCluster(func(cl *redlocktest.Cluster) error {
 		if want("unc") || want("tput") {
-			cs, closeAll, err := buildAll(allKinds, cl, buildOpts{prefix: "u:"})
+			cs, closeAll, err := buildAll(allKinds, cl, buildOpts{prefix: "u:"}, 20)
 			if err != nil {
 				return err
 			}
 			defer closeAll()
-			if err := warmUp(cs, "u", 20); err != nil {
-				return err
-			}
 			if want("unc") {
 				logf("uncontended")
 				res.Unc = runSeqScenario("unc", cs, cfg.UncRounds, cfg.UncOps, cfg.UncBudget, cfg.OpTimeout, func() time.Duration { return serverCPU(cl) }, logf)
@@ -360,24 +362,13 @@ func runMain(res *results, cfg config, want func(string) bool, scripts map[strin
 		}
 		if want("cont") {
 			clients := map[kind][]*contender{}
-			defer func() {
-				for _, cs := range clients {
-					for _, c := range cs {
-						c.close()
-					}
-				}
-			}()
 			for _, k := range pollers() {
-				for i := 0; i < cfg.ContClients; i++ {
-					c, err := build(k, cl.Addrs(), buildOpts{prefix: "c:"})
-					if err != nil {
-						return err
-					}
-					clients[k] = append(clients[k], c)
-				}
-				if err := warmUp(clients[k], "c", 3); err != nil {
+				cs, closeK, err := buildAll(slices.Repeat([]kind{k}, cfg.ContClients), cl, buildOpts{prefix: "c:"}, 3)
+				if err != nil {
 					return err
 				}
+				defer closeK()
+				clients[k] = cs
 			}
 			logf("contended: barge")
 			res.Barge = runContendedScenario("barge", clients, pollers(), cfg.ContGoroutines, cfg.ContRounds, cfg.Crit, cfg.ContWarm, cfg.ContWindow, false, logf)
@@ -387,7 +378,7 @@ func runMain(res *results, cfg config, want func(string) bool, scripts map[strin
 		if want("herd") {
 			logf("herd")
 			var err error
-			if res.Herd, err = runHerd(cl, pollers(), cfg.HerdRounds, cfg.HerdWarm, cfg.HerdWindow, cfg.Crit, scripts, logf); err != nil {
+			if res.Herd, err = runHerd(cl, pollers(), cfg, scripts, logf); err != nil {
 				res.Failures = append(res.Failures, "herd: "+err.Error())
 			}
 		}
@@ -421,35 +412,14 @@ func runFaults(res *results, cfg config, logf func(string, ...any), fail func(st
 	type fault struct {
 		name   string
 		proxy  bool
-		apply  func(*redlocktest.Cluster) error
-		lift   func(*redlocktest.Cluster)
+		apply  func(*redlocktest.Cluster, int) error // breaks a node
+		lift   func(*redlocktest.Cluster, int) error // mends it at the end; nil: nothing to do
 		target **seqScenario
 	}
 	faults := []fault{
-		{"slow minority", true, func(cl *redlocktest.Cluster) error {
-			for _, i := range []int{3, 4} {
-				if err := cl.SetLatency(i, cfg.SlowLatency); err != nil {
-					return err
-				}
-			}
-			return nil
-		}, func(*redlocktest.Cluster) {}, &res.Slow},
-		{"paused minority", false, func(cl *redlocktest.Cluster) error {
-			for _, i := range []int{3, 4} {
-				if err := cl.Pause(i); err != nil {
-					return err
-				}
-			}
-			return nil
-		}, func(cl *redlocktest.Cluster) { cl.Resume(3); cl.Resume(4) }, &res.Paused},
-		{"dead minority", false, func(cl *redlocktest.Cluster) error {
-			for _, i := range []int{3, 4} {
-				if err := cl.Kill(i); err != nil {
-					return err
-				}
-			}
-			return nil
-		}, func(*redlocktest.Cluster) {}, &res.Dead},
+		{"slow minority", true, func(cl *redlocktest.Cluster, i int) error { return cl.SetLatency(i, cfg.SlowLatency) }, nil, &res.Slow},
+		{"paused minority", false, (*redlocktest.Cluster).Pause, (*redlocktest.Cluster).Resume, &res.Paused},
+		{"dead minority", false, (*redlocktest.Cluster).Kill, nil, &res.Dead},
 	}
 	for _, f := range faults {
 		logf("%s", f.name)
@@ -462,23 +432,25 @@ func runFaults(res *results, cfg config, logf func(string, ...any), fail func(st
 			for _, k := range allKinds {
 				dials[k] = newDialCounter(cl.N())
 			}
-			cs, closeAll, err := buildAll(allKinds, cl, buildOpts{prefix: "f:", dials: dials})
+			cs, closeAll, err := buildAll(allKinds, cl, buildOpts{prefix: "f:", dials: dials}, 10)
 			if err != nil {
 				return err
 			}
 			defer closeAll()
-			if err := warmUp(cs, "f", 10); err != nil {
-				return err
-			}
 			d0 := map[kind][]int64{}
 			for k, d := range dials {
 				d0[k] = d.snapshot()
 			}
 			start := time.Now()
-			if err := f.apply(cl); err != nil {
+			on := func(f func(*redlocktest.Cluster, int) error) func(int) error {
+				return func(i int) error { return f(cl, i) }
+			}
+			if err := each([]int{3, 4}, on(f.apply)); err != nil {
 				return err
 			}
-			defer f.lift(cl)
+			if f.lift != nil {
+				defer each([]int{3, 4}, on(f.lift))
+			}
 			sc := runSeqScenario(strings.ReplaceAll(f.name, " ", "-"), cs, cfg.FaultRounds, cfg.FaultOps, cfg.FaultBudget, cfg.OpTimeout, func() time.Duration { return serverCPU(cl) }, logf)
 			sc.Window = time.Since(start)
 			sc.Dials = map[kind][]int64{}

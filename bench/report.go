@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"strings"
-	"time"
 )
 
 // table renders a markdown table.
@@ -152,61 +151,6 @@ func errCell(n int, first string) string {
 		return "0"
 	}
 	return fmt.Sprintf("%d: `%s`", n, first)
-}
-
-func ints(xs []int64) string {
-	s := make([]string, len(xs))
-	for i, x := range xs {
-		s[i] = fmt.Sprint(x)
-		if x < 0 {
-			s[i] = "?"
-		}
-	}
-	return strings.Join(s, " / ")
-}
-
-// avg is the mean of the known (non-negative) values.
-func avg(xs []int64) float64 {
-	var s, n int64
-	for _, x := range xs {
-		if x >= 0 {
-			s, n = s+x, n+1
-		}
-	}
-	if n == 0 {
-		return 0
-	}
-	return float64(s) / float64(n)
-}
-
-// summaryTable is the one-screen result: medians and ratios of every scenario.
-func summaryTable(res *results) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "## %s mode, %v, %d CPUs (%s), %s, redis %s\n\n", res.Mode, res.Elapsed.Round(time.Second), res.Machine.Nproc, res.Machine.Cpu, res.Machine.GoVer, res.Machine.Redis)
-	b.WriteString("### uncontended\n" + uncTable(res.Unc, true))
-	b.WriteString("\n### throughput (32 goroutines)\n" + tputTable(res.Tput))
-	b.WriteString("\n### contended: barge\n" + contTable(res.Barge))
-	b.WriteString("\n### contended: handoff\n" + contTable(res.Handoff))
-	b.WriteString("\n### script costs (server µs per call)\n" + scriptTable(res.Scripts))
-	b.WriteString("\n### slow minority\n" + uncTable(res.Slow, true))
-	b.WriteString("\n### paused minority\n" + uncTable(res.Paused, true))
-	b.WriteString("\n### dead minority\n" + uncTable(res.Dead, true))
-	b.WriteString("\n### dead majority\n" + deadMajTable(res.DeadMaj))
-	b.WriteString("\n### herd\n" + herdTable(res.Herd))
-	b.WriteString("\n### waiters\n" + waitersMemTable(res.Waiters) + "\n" + waitersTable(res.Waiters))
-	b.WriteString("\n### restart\n" + restartTable(res.RestartNow, res.RestartR))
-	b.WriteString("\n### watchdog holds at scale\n" + scaleTable(res.Scale) + "\n" + curveTable(res.Scale) + scaleWarnings(res.Scale))
-	b.WriteString("\n### adapters: uncontended\n" + adaptersUncTable(res.Adapters))
-	b.WriteString("\n### adapters: throughput (32 goroutines)\n" + layersTputTable(tputOf(res.Adapters), adapterLabels, nil))
-	b.WriteString("\n### shards: locks/s (32 goroutines)\n" + shardsTable(res.Shards))
-	b.WriteString("\n### family: RWMutex, Semaphore, MultiMutex, Do\n" + familyTable(res.Family) + "\n" + familyRatioTable(res.Family))
-	if len(res.Failures) > 0 {
-		b.WriteString("\n### failures\n")
-		for _, f := range res.Failures {
-			b.WriteString("- " + f + "\n")
-		}
-	}
-	return b.String()
 }
 
 // waitersMemTable is the memory of waiters blocked in Lock.

@@ -315,84 +315,83 @@ func heapAfterGC() uint64 {
 // sc.goroutines goroutines, key i into ms[i] (nil when its Lock failed) and
 // its latency into lat[i].
 func scaleAcquire(c *redlock.Client, ms []*redlock.Mutex, lat []time.Duration, from int, sc scaleConfig) (errs int, first string) {
+	var mu sync.Mutex // protects errs and first
+	deadline := time.Now().Add(sc.AcqBudget)
+	next := forEach(from, len(ms), sc.Goroutines, func(i int) bool {
+		if time.Now().After(deadline) {
+			return false
+		}
+		m := c.NewMutex(fmt.Sprintf("h:%d", i))
+		ctx, cancel := context.WithTimeout(context.Background(), sc.OpTimeout)
+		s := time.Now()
+		err := m.Lock(ctx)
+		lat[i] = time.Since(s)
+		cancel()
+		if err == nil {
+			ms[i] = m
+			return true
+		}
+		mu.Lock()
+		if errs++; first == "" {
+			first = oneLine(err, 200)
+		}
+		mu.Unlock()
+		return true
+	})
+	if rest := len(ms) - next; rest > 0 {
+		first = fmt.Sprintf("%d not tried within %v; %s", rest, sc.AcqBudget, first)
+	}
+	return errs, first
+}
+
+// forEach calls f(i) for every i from from to n-1 on g goroutines, each
+// taking the next i in turn until f returns false or none is left; it
+// returns the next i that was not handed out.
+func forEach(from, n, g int, f func(i int) bool) int {
 	var next atomic.Int64
 	next.Store(int64(from))
-	var nerr atomic.Int64
-	var firstErr atomic.Value
-	deadline := time.Now().Add(sc.AcqBudget)
 	var wg sync.WaitGroup
-	for g := 0; g < sc.Goroutines; g++ {
+	for range g {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for {
-				i := next.Add(1) - 1
-				if i >= int64(len(ms)) || time.Now().After(deadline) {
+				if i := int(next.Add(1) - 1); i >= n || !f(i) {
 					return
 				}
-				m := c.NewMutex(fmt.Sprintf("h:%d", i))
-				ctx, cancel := context.WithTimeout(context.Background(), sc.OpTimeout)
-				s := time.Now()
-				err := m.Lock(ctx)
-				lat[i] = time.Since(s)
-				cancel()
-				if err != nil {
-					nerr.Add(1)
-					firstErr.CompareAndSwap(nil, oneLine(err, 200))
-					continue
-				}
-				ms[i] = m
 			}
 		}()
 	}
 	wg.Wait()
-	if s, ok := firstErr.Load().(string); ok {
-		first = s
-	}
-	if rest := len(ms) - int(next.Load()); rest > 0 {
-		first = fmt.Sprintf("%d not tried within %v; %s", rest, sc.AcqBudget, first)
-	}
-	return int(nerr.Load()), first
+	return int(next.Load())
 }
 
 // scaleRelease unlocks every hold with sc.goroutines goroutines.
 func scaleRelease(r *scaleRun, ms []*redlock.Mutex, sc scaleConfig) {
-	var next atomic.Int64
 	lat := make([]time.Duration, len(ms))
 	done := make([]bool, len(ms))
 	var mu sync.Mutex // protects r's error counts
-	var wg sync.WaitGroup
-	for g := 0; g < sc.Goroutines; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := next.Add(1) - 1
-				if i >= int64(len(ms)) {
-					return
-				}
-				if ms[i] == nil {
-					continue
-				}
-				ctx, cancel := context.WithTimeout(context.Background(), sc.OpTimeout)
-				s := time.Now()
-				err := ms[i].Unlock(ctx)
-				lat[i], done[i] = time.Since(s), true
-				cancel()
-				if err == nil {
-					continue
-				}
-				mu.Lock()
-				if errors.Is(err, redlock.ErrNotHeld) {
-					r.UnlockNotHeld++
-				} else if r.UnlockErrs++; r.UnlockFirst == "" {
-					r.UnlockFirst = oneLine(err, 200)
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
+	forEach(0, len(ms), sc.Goroutines, func(i int) bool {
+		if ms[i] == nil {
+			return true
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), sc.OpTimeout)
+		s := time.Now()
+		err := ms[i].Unlock(ctx)
+		lat[i], done[i] = time.Since(s), true
+		cancel()
+		if err == nil {
+			return true
+		}
+		mu.Lock()
+		if errors.Is(err, redlock.ErrNotHeld) {
+			r.UnlockNotHeld++
+		} else if r.UnlockErrs++; r.UnlockFirst == "" {
+			r.UnlockFirst = oneLine(err, 200)
+		}
+		mu.Unlock()
+		return true
+	})
 	var ok []time.Duration
 	for i, d := range done {
 		if d {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -125,65 +126,62 @@ func (s *seqScenario) get(k kind) *seqResult {
 	return nil
 }
 
+// rotate calls f(round, i) for every round from first to rounds-1 and
+// every i below n, in an order that rotates from round to round (a round
+// below 0, unmeasured, in round 0's order).
+func rotate(first, rounds, n int, f func(round, i int)) {
+	for round := first; round < rounds; round++ {
+		for j := 0; j < n; j++ {
+			f(round, (j+max(round, 0))%n)
+		}
+	}
+}
+
 // runSeqScenario runs rounds; in each, every contender (in an order that
 // rotates from round to round) runs one batch.
 func runSeqScenario(name string, cs []*contender, rounds, opsPerBatch int, budget, opTimeout time.Duration, srvCPU func() time.Duration, logf func(string, ...any)) *seqScenario {
-	sc := &seqScenario{Name: name}
-	acc := map[kind]*seqResult{}
-	var totalOps = map[kind]int{}
-	var mallocs, bytes = map[kind]uint64{}, map[kind]uint64{}
-	var cpus, srvs = map[kind]time.Duration{}, map[kind]time.Duration{}
+	sc := &seqScenario{Name: name, RoundP50: make([]map[kind]time.Duration, rounds)}
+	for round := range sc.RoundP50 {
+		sc.RoundP50[round] = map[kind]time.Duration{}
+	}
+	sums := make([]batch, len(cs)) // each contender's batches added up
 	for _, c := range cs {
-		r := &seqResult{Kind: c.kind}
-		acc[c.kind] = r
-		sc.Results = append(sc.Results, r)
+		sc.Results = append(sc.Results, &seqResult{Kind: c.kind})
 	}
-	roundP50 := make([]map[kind]time.Duration, rounds)
-	sc.RoundP50 = roundP50
-	for round := 0; round < rounds; round++ {
-		roundP50[round] = map[kind]time.Duration{}
-		for j := range cs {
-			c := cs[(j+round)%len(cs)]
-			r := acc[c.kind]
-			if r.TimedOut {
-				continue
-			}
-			names := make([]string, opsPerBatch)
-			for i := range names {
-				names[i] = name + ":" + strconv.Itoa(round) + ":" + strconv.Itoa(i)
-			}
-			time.Sleep(10 * time.Millisecond) // let the previous batch's stragglers land
-			b := runSeq(c, names, budget, opTimeout, srvCPU)
-			if b.timedOut {
-				r.TimedOut = true
-				logf("  %s: %s timed out (an op took more than %v)", name, c.kind, opTimeout)
-				continue
-			}
-			r.Lat = append(r.Lat, b.lat...)
-			r.Ops += b.ops
-			r.Errs += b.errs
-			if r.FirstErr == "" {
-				r.FirstErr = b.firstErr
-			}
-			totalOps[c.kind] += b.ops
-			mallocs[c.kind] += b.mallocs
-			bytes[c.kind] += b.bytes
-			cpus[c.kind] += b.cpu
-			srvs[c.kind] += b.srv
-			if len(b.lat) > 0 {
-				p := pct(sortDur(b.lat), 50)
-				roundP50[round][c.kind] = p
-				r.Rounds = append(r.Rounds, p)
-			}
+	rotate(0, rounds, len(cs), func(round, i int) {
+		c, r, s := cs[i], sc.Results[i], &sums[i]
+		if r.TimedOut {
+			return
 		}
-	}
-	for _, r := range sc.Results {
-		r.Lat = sortDur(r.Lat)
-		if n := totalOps[r.Kind]; n > 0 {
-			r.Mallocs = float64(mallocs[r.Kind]) / float64(n)
-			r.Bytes = float64(bytes[r.Kind]) / float64(n)
-			r.Cpu = cpus[r.Kind] / time.Duration(n)
-			r.Srv = srvs[r.Kind] / time.Duration(n)
+		names := make([]string, opsPerBatch)
+		for k := range names {
+			names[k] = name + ":" + strconv.Itoa(round) + ":" + strconv.Itoa(k)
+		}
+		time.Sleep(10 * time.Millisecond) // let the previous batch's stragglers land
+		b := runSeq(c, names, budget, opTimeout, srvCPU)
+		if b.timedOut {
+			r.TimedOut = true
+			logf("  %s: %s timed out (an op took more than %v)", name, c.kind, opTimeout)
+			return
+		}
+		r.Lat = append(r.Lat, b.lat...)
+		r.Errs += b.errs
+		if r.FirstErr == "" {
+			r.FirstErr = b.firstErr
+		}
+		s.ops, s.mallocs, s.bytes, s.cpu, s.srv = s.ops+b.ops, s.mallocs+b.mallocs, s.bytes+b.bytes, s.cpu+b.cpu, s.srv+b.srv
+		if len(b.lat) > 0 {
+			p := pct(sortDur(b.lat), 50)
+			sc.RoundP50[round][c.kind] = p
+			r.Rounds = append(r.Rounds, p)
+		}
+	})
+	for i, r := range sc.Results {
+		s := sums[i]
+		r.Lat, r.Ops = sortDur(r.Lat), s.ops
+		if n := s.ops; n > 0 {
+			r.Mallocs, r.Bytes = float64(s.mallocs)/float64(n), float64(s.bytes)/float64(n)
+			r.Cpu, r.Srv = s.cpu/time.Duration(n), s.srv/time.Duration(n)
 		}
 		r.Paired = sc.pairedTo(r.Kind, kFloor)
 	}
@@ -262,25 +260,19 @@ func runThroughput(cs []*contender, g, rounds int, window, opTimeout time.Durati
 	}
 	// One unmeasured round first, so every pool holds its g connections
 	// (and every client has connected).
-	for round := -1; round < rounds; round++ {
-		for j := range cs {
-			c := cs[(j+max(round, 0))%len(cs)]
-			if acc[c.kind].TimedOut {
-				continue
-			}
-			time.Sleep(20 * time.Millisecond)
-			w := window
-			if round < 0 {
-				w /= 3
-			}
-			m0 := readMachineTicks()
-			tw := tputWindow(c, g, round, w, opTimeout, func() serverSnap { return servers(c.kind) })
-			if round >= 0 || tw.timedOut {
-				acc[c.kind].add(tw)
-				busy[c.kind].add(m0, readMachineTicks())
-			}
+	rotate(-1, rounds, len(cs), func(round, i int) {
+		c := cs[i]
+		if acc[c.kind].TimedOut {
+			return
 		}
-	}
+		time.Sleep(20 * time.Millisecond)
+		m0 := readMachineTicks()
+		tw := tputWindow(c, g, round, warmWindow(round, window), opTimeout, func() serverSnap { return servers(c.kind) })
+		if round >= 0 || tw.timedOut {
+			acc[c.kind].add(tw)
+			busy[c.kind].add(m0, readMachineTicks())
+		}
+	})
 	for _, r := range out {
 		r.Busy = busy[r.Kind].share()
 		r.Ratio, r.Pipe = math.NaN(), math.NaN()
@@ -292,6 +284,15 @@ func runThroughput(cs []*contender, g, rounds int, window, opTimeout time.Durati
 		}
 	}
 	return out
+}
+
+// warmWindow is the window of a round: a third of window for the
+// unmeasured round (-1).
+func warmWindow(round int, window time.Duration) time.Duration {
+	if round < 0 {
+		return window / 3
+	}
+	return window
 }
 
 // windowResult is one contender's window of the throughput scenario.
@@ -371,8 +372,9 @@ func waitUntil(wg *sync.WaitGroup, t time.Time) bool {
 	}
 }
 
-// buildAll builds one client of every kind over the cluster.
-func buildAll(kinds []kind, cl *redlocktest.Cluster, o buildOpts) ([]*contender, func(), error) {
+// buildAll builds one client of each of kinds over the cluster (a kind
+// named twice, two clients), and warms each up with warm Lock+Unlock.
+func buildAll(kinds []kind, cl *redlocktest.Cluster, o buildOpts, warm int) ([]*contender, func(), error) {
 	var cs []*contender
 	closeAll := func() {
 		for _, c := range cs {
@@ -386,6 +388,10 @@ func buildAll(kinds []kind, cl *redlocktest.Cluster, o buildOpts) ([]*contender,
 			return nil, nil, fmt.Errorf("%s: %w", k, err)
 		}
 		cs = append(cs, c)
+	}
+	if err := warmUp(cs, strings.TrimSuffix(o.prefix, ":"), warm); err != nil {
+		closeAll()
+		return nil, nil, err
 	}
 	return cs, closeAll, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,84 +30,81 @@ type deadMajResult struct {
 // runDeadMajority kills nodes 0..2 and times TryLock (one attempt) until it
 // reports the error, trials times per contender, contenders interleaved.
 func runDeadMajority(cl *redlocktest.Cluster, kinds []kind, trials int, opTimeout time.Duration, logf func(string, ...any)) ([]*deadMajResult, error) {
-	cs, closeAll, err := buildAll(kinds, cl, buildOpts{prefix: "dm:"})
+	cs, closeAll, err := buildAll(kinds, cl, buildOpts{prefix: "dm:"}, 3)
 	if err != nil {
 		return nil, err
 	}
 	defer closeAll()
-	if err := warmUp(cs, "dm", 3); err != nil {
+	killed := []int{0, 1, 2}
+	if err := each(killed, cl.Kill); err != nil {
 		return nil, err
 	}
-	addrs := cl.Addrs()
-	killed := []int{0, 1, 2}
-	for _, i := range killed {
-		if err := cl.Kill(i); err != nil {
-			return nil, err
+	out := make([]*deadMajResult, len(cs))
+	for i, c := range cs {
+		out[i] = &deadMajResult{Kind: c.kind}
+	}
+	rotate(0, trials, len(cs), func(t, i int) {
+		c, r := cs[i], out[i]
+		if r.TimedOut {
+			return
 		}
-	}
-	var out []*deadMajResult
-	acc := map[kind]*deadMajResult{}
-	for _, c := range cs {
-		acc[c.kind] = &deadMajResult{Kind: c.kind}
-		out = append(out, acc[c.kind])
-	}
-	for t := 0; t < trials; t++ {
-		for j := range cs {
-			c := cs[(j+t)%len(cs)]
-			r := acc[c.kind]
-			if r.TimedOut {
-				continue
-			}
-			l := c.newLocker(fmt.Sprintf("dm:%d", t))
-			type ans struct {
-				ok  bool
-				err error
-				d   time.Duration
-			}
-			ch := make(chan ans, 1)
-			go func() {
-				ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-				defer cancel()
-				s := time.Now()
-				ok, err := l.TryLock(ctx)
-				ch <- ans{ok, err, time.Since(s)}
-			}()
-			select {
-			case a := <-ch:
-				r.Trials++
-				r.Times = append(r.Times, a.d)
-				if a.err == nil {
-					r.NoErr++
-					if a.ok {
-						l.Unlock(context.Background())
-					}
-					break
-				}
-				if r.ErrText == "" {
-					r.ErrText = oneLine(a.err, 600)
-				}
-				all := true
-				for _, i := range killed {
-					if c.kind == kRedislock && i != 0 {
-						continue // its one node is node 0
-					}
-					if !strings.Contains(a.err.Error(), addrs[i]) {
-						all = false
-					}
-				}
-				if all {
-					r.Named++
-				}
-			case <-time.After(opTimeout + time.Second):
-				r.TimedOut = true
-				logf("  dead majority: %s timed out", c.kind)
-			}
+		l := c.newLocker(fmt.Sprintf("dm:%d", t))
+		type ans struct {
+			ok  bool
+			err error
+			d   time.Duration
 		}
-	}
+		ch := make(chan ans, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+			defer cancel()
+			s := time.Now()
+			ok, err := l.TryLock(ctx)
+			ch <- ans{ok, err, time.Since(s)}
+		}()
+		var a ans
+		select {
+		case a = <-ch:
+		case <-time.After(opTimeout + time.Second):
+			r.TimedOut = true
+			logf("  dead majority: %s timed out", c.kind)
+			return
+		}
+		r.Trials++
+		r.Times = append(r.Times, a.d)
+		if a.err == nil {
+			r.NoErr++
+			if a.ok {
+				l.Unlock(context.Background())
+			}
+			return
+		}
+		if r.ErrText == "" {
+			r.ErrText = oneLine(a.err, 600)
+		}
+		named := true
+		for _, i := range killed {
+			// redislock's one node is node 0
+			named = named && (c.kind == kRedislock && i != 0 || strings.Contains(a.err.Error(), cl.Addrs()[i]))
+		}
+		if named {
+			r.Named++
+		}
+	})
 	for _, r := range out {
 		r.Times = sortDur(r.Times)
 	}
 	return out, nil
+}
+
+// each calls f for every node of nodes, until one fails.
+func each(nodes []int, f func(int) error) error {
+	for _, i := range nodes {
+		if err := f(i); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ---- watchdog at scale ----
@@ -124,105 +122,90 @@ type herdResult struct {
 	MaxPer      int
 }
 
-// runHerd puts 64 goroutines in 4 clients on one key, for every contender in
-// turn, counting what the nodes served.
-func runHerd(cl *redlocktest.Cluster, kinds []kind, rounds int, warm, window, crit time.Duration, scripts map[string]string, logf func(string, ...any)) ([]*herdResult, error) {
-	clients := map[kind][]*contender{}
-	cnts := map[kind]*counters{}
-	defer func() {
-		for _, cs := range clients {
-			for _, c := range cs {
-				c.close()
-			}
-		}
-	}()
-	for _, k := range kinds {
-		cnts[k] = newCounters(cl.N(), scripts)
-		for i := 0; i < 4; i++ {
-			c, err := build(k, cl.Addrs(), buildOpts{prefix: "herd:", count: cnts[k]})
-			if err != nil {
-				return nil, err
-			}
-			clients[k] = append(clients[k], c)
-		}
-		if err := warmUp(clients[k], "herd", 2); err != nil {
+// herdAttempts are the commands (counters' names) that make an
+// acquisition attempt of each contender; redislock's are counted apart.
+var herdAttempts = map[kind][]string{
+	kRedlock:   {"EVALSHA acquire", "EVAL"},
+	kFloor:     {"EVALSHA floor-set"},
+	kRedsync:   {"SET"},
+	kRedsyncFF: {"SET"},
+}
+
+// runHerd puts cfg.HerdGoroutines goroutines in cfg.HerdClients clients on
+// one key, for every contender in turn, counting what the nodes served.
+func runHerd(cl *redlocktest.Cluster, kinds []kind, cfg config, scripts map[string]string, logf func(string, ...any)) ([]*herdResult, error) {
+	clients := make([][]*contender, len(kinds))
+	cnts := make([]*counters, len(kinds))
+	for i, k := range kinds {
+		cnts[i] = newCounters(cl.N(), scripts)
+		cs, closeK, err := buildAll(slices.Repeat([]kind{k}, cfg.HerdClients), cl, buildOpts{prefix: "herd:", count: cnts[i]}, 2)
+		if err != nil {
 			return nil, err
 		}
+		defer closeK()
+		clients[i] = cs
 	}
-	acc := map[kind]*herdResult{}
-	var out []*herdResult
-	sums := map[kind]*struct {
+	// Each contender's rounds added up; per node, averaged over the nodes.
+	type sums struct {
 		acq                               int
 		attempts, cmds, evalsha, secs, rt float64
 		per                               []int
-	}{}
-	for _, k := range kinds {
-		acc[k] = &herdResult{Kind: k}
-		out = append(out, acc[k])
-		sums[k] = &struct {
-			acq                               int
-			attempts, cmds, evalsha, secs, rt float64
-			per                               []int
-		}{per: make([]int, 64)}
 	}
-	for round := 0; round < rounds; round++ {
-		for j := range kinds {
-			k := kinds[(j+round)%len(kinds)]
-			time.Sleep(100 * time.Millisecond)
-			var rt0, rt1 []int64
-			var cmd0, cmd1 []map[string]int64
-			var cs0, cs1 []map[string]cmdStat
-			r := runContended(clients[k], 64, fmt.Sprintf("herd:%d", round), crit, warm, window, false, func(start bool) {
-				if start {
-					rt0, cmd0 = cnts[k].snapshot()
-					cs0 = allCommandStats(cl)
-					return
-				}
-				rt1, cmd1 = cnts[k].snapshot()
-				cs1 = allCommandStats(cl)
-			})
-			s := sums[k]
-			s.acq += r.acq
-			s.secs += float64(r.acq) / r.acqPerSec
-			for g, v := range r.per {
-				s.per[g] += v
+	all := make([]sums, len(kinds))
+	for i := range all {
+		all[i].per = make([]int, cfg.HerdGoroutines)
+	}
+	errs := make([]int, len(kinds))
+	rotate(0, cfg.HerdRounds, len(kinds), func(round, i int) {
+		k, s := kinds[i], &all[i]
+		time.Sleep(100 * time.Millisecond)
+		var rt0, rt1 []int64
+		var cmd0, cmd1 []map[string]int64
+		var cs0, cs1 []map[string]cmdStat
+		r := runContended(clients[i], cfg.HerdGoroutines, fmt.Sprintf("herd:%d", round), cfg.Crit, cfg.HerdWarm, cfg.HerdWindow, false, func(start bool) {
+			if start {
+				rt0, cmd0 = cnts[i].snapshot()
+				cs0 = allCommandStats(cl)
+				return
 			}
-			acc[k].Errs += r.errs
-			nodes := cl.N()
-			if k == kRedislock {
-				nodes = 1
-			}
-			var attempts, cmds, evalsha, rts float64
-			for i := 0; i < nodes; i++ {
-				rts += float64(rt1[i] - rt0[i])
-				for cmd, st := range cs1[i] {
-					if cmd != "info" {
-						cmds += float64(st.calls - cs0[i][cmd].calls)
-					}
-				}
-				evalsha += float64(cs1[i]["evalsha"].calls - cs0[i]["evalsha"].calls)
-				switch k {
-				case kRedlock:
-					attempts += float64(cmd1[i]["EVALSHA acquire"] - cmd0[i]["EVALSHA acquire"] + cmd1[i]["EVAL"] - cmd0[i]["EVAL"])
-				case kFloor:
-					attempts += float64(cmd1[i]["EVALSHA floor-set"] - cmd0[i]["EVALSHA floor-set"])
-				case kRedsync, kRedsyncFF:
-					attempts += float64(cmd1[i]["SET"] - cmd0[i]["SET"])
-				case kRedislock:
-					// obtain and release are both EVALSHA; one release per acquisition
-					attempts += float64(cs1[i]["evalsha"].calls-cs0[i]["evalsha"].calls) - float64(r.acq)
-				}
-			}
-			s.attempts += attempts / float64(nodes)
-			s.cmds += cmds / float64(nodes)
-			s.evalsha += evalsha / float64(nodes)
-			s.rt += rts / float64(nodes)
-			logf("  herd round %d %-20s %7.1f acq/s, %.2f attempts/acq", round, k, r.acqPerSec, attempts/float64(nodes)/float64(max(r.acq, 1)))
+			rt1, cmd1 = cnts[i].snapshot()
+			cs1 = allCommandStats(cl)
+		})
+		s.acq += r.acq
+		s.secs += float64(r.acq) / r.acqPerSec
+		for g, v := range r.per {
+			s.per[g] += v
 		}
-	}
-	for _, k := range kinds {
-		s, a := sums[k], acc[k]
-		a.Acq = s.acq
+		errs[i] += r.errs
+		nodes := cl.N()
+		if k == kRedislock {
+			nodes = 1
+		}
+		var attempts, cmds, evalsha, rts float64
+		for n := 0; n < nodes; n++ {
+			rts += float64(rt1[n] - rt0[n])
+			for cmd, st := range cs1[n] {
+				if cmd != "info" {
+					cmds += float64(st.calls - cs0[n][cmd].calls)
+				}
+			}
+			evalsha += float64(cs1[n]["evalsha"].calls - cs0[n]["evalsha"].calls)
+			for _, cmd := range herdAttempts[k] {
+				attempts += float64(cmd1[n][cmd] - cmd0[n][cmd])
+			}
+		}
+		if k == kRedislock { // obtain and release are both EVALSHA; one release per acquisition
+			attempts = evalsha - float64(r.acq)
+		}
+		s.attempts += attempts / float64(nodes)
+		s.cmds += cmds / float64(nodes)
+		s.evalsha += evalsha / float64(nodes)
+		s.rt += rts / float64(nodes)
+		logf("  herd round %d %-20s %7.1f acq/s, %.2f attempts/acq", round, k, r.acqPerSec, attempts/float64(nodes)/float64(max(r.acq, 1)))
+	})
+	out := make([]*herdResult, len(kinds))
+	for i, s := range all {
+		a := &herdResult{Kind: kinds[i], Acq: s.acq, Errs: errs[i], MinPer: slices.Min(s.per), MaxPer: slices.Max(s.per)}
 		if s.secs > 0 {
 			a.AcqPerSec = float64(s.acq) / s.secs
 		}
@@ -232,10 +215,7 @@ func runHerd(cl *redlocktest.Cluster, kinds []kind, rounds int, warm, window, cr
 			a.EvalshaNode = s.evalsha / float64(s.acq)
 			a.RtNode = s.rt / float64(s.acq)
 		}
-		a.MinPer, a.MaxPer = s.per[0], s.per[0]
-		for _, v := range s.per {
-			a.MinPer, a.MaxPer = min(a.MinPer, v), max(a.MaxPer, v)
-		}
+		out[i] = a
 	}
 	return out, nil
 }
@@ -293,118 +273,94 @@ func runRestart(cl *redlocktest.Cluster, kinds []kind, trials int, renewFirst bo
 	if renewFirst {
 		variant = "after one renewal"
 	}
-	acc := map[kind]*restartResult{}
-	var out []*restartResult
-	for _, k := range kinds {
-		acc[k] = &restartResult{Kind: k, Variant: variant}
-		out = append(out, acc[k])
+	out := make([]*restartResult, len(kinds))
+	for i, k := range kinds {
+		out[i] = &restartResult{Kind: k, Variant: variant}
 	}
-	ctx := context.Background()
-	for t := 0; t < trials; t++ {
-		for j := range kinds {
-			k := kinds[(j+t)%len(kinds)]
-			r := acc[k]
-			err := func() error {
-				o := buildOpts{prefix: "rs7:"}
-				if k == kRedlock {
-					o.redlock = []redlock.Option{redlock.WithLease(lease)}
-				}
-				a, err := build(k, cl.Addrs(), o)
-				if err != nil {
-					return err
-				}
-				defer a.close()
-				b, err := build(k, cl.Addrs(), o)
-				if err != nil {
-					return err
-				}
-				defer b.close()
-				key := fmt.Sprintf("restart:%s:%d:%v", k.short(), t, renewFirst)
-				if err := cl.Kill(3); err != nil {
-					return err
-				}
-				if err := cl.Kill(4); err != nil {
-					return err
-				}
-				la := a.newLocker(key)
-				ok, err := la.TryLock(ctx)
-				if !ok || err != nil {
-					return fmt.Errorf("owner A could not lock on nodes 0-2: %v %v", ok, err)
-				}
-				defer la.Unlock(ctx)
-				if err := cl.Restart(3); err != nil {
-					return err
-				}
-				if err := cl.Restart(4); err != nil {
-					return err
-				}
-				lb := b.newLocker(key)
-				if ok, _ := lb.TryLock(ctx); ok {
-					r.FirstOK++
-					lb.Unlock(ctx)
-				}
-				if err := cl.Restart(0); err != nil {
-					return err
-				}
-				extendFailed := false
-				if renewFirst {
-					switch k {
-					case kRedlock:
-						time.Sleep(lease/3 + 300*time.Millisecond) // one renewal period, and a margin
-					default:
-						m := la.(rsLocker).Mutex
-						ok, _ := m.ExtendContext(ctx)
-						extendFailed = !ok
-					}
-				}
-				// B tries as a waiter would: one attempt every 10ms for
-				// 300ms (a pooled connection to the restarted node fails
-				// once with EOF; the next attempt redials).
-				ok = false
-				for end := time.Now().Add(300 * time.Millisecond); !ok && time.Now().Before(end); {
-					if ok, _ = lb.TryLock(ctx); !ok {
-						time.Sleep(10 * time.Millisecond)
-					}
-				}
-				r.Trials++
-				if !ok {
-					return nil
-				}
-				defer lb.Unlock(ctx)
-				r.Acquired++
-				told := extendFailed
-				switch k {
-				case kRedlock:
-					m := la.(rlLocker).Mutex
-					select {
-					case <-m.Lost():
-						told = true
-					default:
-					}
-					if time.Now().After(m.Until()) {
-						told = true
-					}
-				default:
-					m := la.(rsLocker).Mutex
-					if time.Now().After(m.Until()) {
-						told = true
-					}
-				}
-				if told {
-					r.Told++
-				} else {
-					r.Violation++
-				}
-				return nil
-			}()
-			if err != nil {
-				r.Errs++
-				if r.FirstErr == "" {
-					r.FirstErr = oneLine(err, 200)
-				}
-				logf("  restart %s %s trial %d: %v", variant, k, t, err)
+	rotate(0, trials, len(kinds), func(t, i int) {
+		k, r := kinds[i], out[i]
+		if err := restartTrial(cl, k, fmt.Sprintf("restart:%s:%d:%v", k.short(), t, renewFirst), renewFirst, lease, r); err != nil {
+			r.Errs++
+			if r.FirstErr == "" {
+				r.FirstErr = oneLine(err, 200)
 			}
+			logf("  restart %s %s trial %d: %v", variant, k, t, err)
+		}
+	})
+	return out, nil
+}
+
+// restartTrial is one trial of runRestart with fresh clients of kind k on
+// key, counted into r.
+func restartTrial(cl *redlocktest.Cluster, k kind, key string, renewFirst bool, lease time.Duration, r *restartResult) error {
+	ctx := context.Background()
+	o := buildOpts{prefix: "rs7:"}
+	if k == kRedlock {
+		o.redlock = []redlock.Option{redlock.WithLease(lease)}
+	}
+	a, err := build(k, cl.Addrs(), o)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	b, err := build(k, cl.Addrs(), o)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	if err := each([]int{3, 4}, cl.Kill); err != nil {
+		return err
+	}
+	la := a.newLocker(key)
+	ok, err := la.TryLock(ctx)
+	if !ok || err != nil {
+		return fmt.Errorf("owner A could not lock on nodes 0-2: %v %v", ok, err)
+	}
+	defer la.Unlock(ctx)
+	if err := each([]int{3, 4}, cl.Restart); err != nil {
+		return err
+	}
+	lb := b.newLocker(key)
+	if ok, _ := lb.TryLock(ctx); ok {
+		r.FirstOK++
+		lb.Unlock(ctx)
+	}
+	if err := cl.Restart(0); err != nil {
+		return err
+	}
+	told := false // A was told its hold is gone
+	if renewFirst && k == kRedlock {
+		time.Sleep(lease/3 + 300*time.Millisecond) // one renewal period, and a margin
+	} else if renewFirst {
+		ok, _ := la.(rsLocker).ExtendContext(ctx)
+		told = !ok
+	}
+	// B tries as a waiter would: one attempt every 10ms for 300ms (a
+	// pooled connection to the restarted node fails once with EOF; the
+	// next attempt redials).
+	ok = false
+	for end := time.Now().Add(300 * time.Millisecond); !ok && time.Now().Before(end); {
+		if ok, _ = lb.TryLock(ctx); !ok {
+			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	return out, nil
+	r.Trials++
+	if !ok {
+		return nil
+	}
+	defer lb.Unlock(ctx)
+	r.Acquired++
+	if rl, isRedlock := la.(rlLocker); isRedlock {
+		select {
+		case <-rl.Lost():
+			told = true
+		default:
+		}
+	}
+	if told || time.Now().After(la.(interface{ Until() time.Time }).Until()) {
+		r.Told++
+	} else {
+		r.Violation++
+	}
+	return nil
 }

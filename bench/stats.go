@@ -116,15 +116,6 @@ func allCommandStats(c *redlocktest.Cluster) []map[string]cmdStat {
 	return out
 }
 
-// diffStats is after - before for one command on every node.
-func diffStats(before, after []map[string]cmdStat, cmd string) []cmdStat {
-	out := make([]cmdStat, len(before))
-	for i := range before {
-		out[i] = cmdStat{after[i][cmd].calls - before[i][cmd].calls, after[i][cmd].usec - before[i][cmd].usec}
-	}
-	return out
-}
-
 // fmtDur formats a duration compactly for tables: 183µs, 1.21ms, 40.3ms, 2.05s.
 func fmtDur(d time.Duration) string {
 	switch {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -55,22 +56,11 @@ func runWaiters(cl *redlocktest.Cluster, cfg config, logf func(string, ...any)) 
 		logf("  %d waiters: %.0f B heap + %.0f B stack per waiter, %.2f goroutines per waiter", n, m.Heap, m.Stack, m.Goroutines)
 		res.Mem = append(res.Mem, m)
 	}
-	var clients []*contender
-	defer func() {
-		for _, c := range clients {
-			c.close()
-		}
-	}()
-	for i := 0; i < cfg.WaitersClients; i++ {
-		c, err := build(kRedlock, cl.Addrs(), buildOpts{prefix: "wt:"})
-		if err != nil {
-			return nil, err
-		}
-		clients = append(clients, c)
-	}
-	if err := warmUp(clients, "wt", 2); err != nil {
+	clients, closeAll, err := buildAll(slices.Repeat([]kind{kRedlock}, cfg.WaitersClients), cl, buildOpts{prefix: "wt:"}, 2)
+	if err != nil {
 		return nil, err
 	}
+	defer closeAll()
 	res.Runs = []*waitersRun{
 		{Clients: cfg.WaitersClients, PerClient: cfg.WaitersPerClient, Crit: cfg.Crit},
 		{Clients: cfg.WaitersClients, PerClient: cfg.WaitersPerClient},
@@ -78,15 +68,13 @@ func runWaiters(cl *redlocktest.Cluster, cfg config, logf func(string, ...any)) 
 		{Clients: cfg.WaitersClients, PerClient: 1},
 		{Clients: 1, PerClient: cfg.WaitersPerClient * cfg.WaitersClients, Crit: cfg.Crit},
 	}
-	for round := 0; round < cfg.WaitersRounds; round++ {
-		for j := range res.Runs {
-			r := res.Runs[(j+round)%len(res.Runs)]
-			time.Sleep(100 * time.Millisecond)
-			waitersRound(cl, clients[:r.Clients], r, round, cfg)
-			i := len(r.AcqPerSec) - 1
-			logf("  waiters round %d %-18s %7.1f handoffs/s, %.2f script calls per handoff per node, per goroutine %d–%d", round, r.name(), r.AcqPerSec[i], r.Calls[i], r.MinPer[i], r.MaxPer[i])
-		}
-	}
+	rotate(0, cfg.WaitersRounds, len(res.Runs), func(round, i int) {
+		r := res.Runs[i]
+		time.Sleep(100 * time.Millisecond)
+		waitersRound(cl, clients[:r.Clients], r, round, cfg)
+		n := len(r.AcqPerSec) - 1
+		logf("  waiters round %d %-18s %7.1f handoffs/s, %.2f script calls per handoff per node, per goroutine %d–%d", round, r.name(), r.AcqPerSec[n], r.Calls[n], r.MinPer[n], r.MaxPer[n])
+	})
 	return res, nil
 }
 
@@ -126,19 +114,12 @@ func waitersRound(cl *redlocktest.Cluster, clients []*contender, r *waitersRun, 
 // client, and reads the live heap and the goroutine stacks before and
 // after, each after two GCs.
 func measureWaiters(cl *redlocktest.Cluster, n int) (waiterMem, error) {
-	hc, err := build(kRedlock, cl.Addrs(), buildOpts{prefix: "wm:"})
+	cs, closeAll, err := buildAll([]kind{kRedlock, kRedlock}, cl, buildOpts{prefix: "wm:"}, 2)
 	if err != nil {
 		return waiterMem{}, err
 	}
-	defer hc.close()
-	wc, err := build(kRedlock, cl.Addrs(), buildOpts{prefix: "wm:"})
-	if err != nil {
-		return waiterMem{}, err
-	}
-	defer wc.close()
-	if err := warmUp([]*contender{hc, wc}, "wm", 2); err != nil {
-		return waiterMem{}, err
-	}
+	defer closeAll()
+	hc, wc := cs[0], cs[1]
 	key := fmt.Sprintf("mem:%d", n)
 	holder := hc.redlock.NewMutex(key)
 	if err := holder.Lock(context.Background()); err != nil {

@@ -115,7 +115,10 @@ func commandCalls(t *testing.T, cl *redlocktest.Cluster, i int) int {
 // calls per node per period, not one per hold: holds that fall due within
 // a sixteenth of the period of each other share a call (up to 250 per
 // call), so a period costs at most about 16 calls, plus one per 250 holds,
-// per node.
+// per node. On a loaded machine a group that straddles the edge of a
+// sixteenth, or a round that fell behind, makes a few more (22 once, in a
+// make test beside four other test runs): the bound allows 4 for that,
+// and stays 40 times below one call per hold.
 func TestThousandHoldsCostAFewScriptCallsPerPeriod(t *testing.T) {
 	cl := redlocktest.Start(t, 3)
 	const lease = 3 * time.Second
@@ -141,7 +144,7 @@ func TestThousandHoldsCostAFewScriptCallsPerPeriod(t *testing.T) {
 	for i := range before {
 		calls := commandCalls(t, cl, i) - before[i]
 		t.Logf("node %d: %d script calls for one period over 1000 holds", i, calls)
-		assert.LessOrEqual(t, calls, 21, "renewal costs per group of holds due together, not per lock")
+		assert.LessOrEqual(t, calls, 25, "renewal costs per group of holds due together, not per lock")
 		assert.GreaterOrEqual(t, calls, 1)
 	}
 	for _, m := range ms {

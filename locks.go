@@ -38,6 +38,13 @@ func (k *lockKeys) repairEntry(field string, count int, seq int64) script.Repair
 	return e
 }
 
+// base is what the keys of the lock called name begin with:
+// PREFIX{NAME}:, for PREFIX{NAME}:lock, PREFIX{NAME}:rollback,
+// PREFIX{NAME}:fence and the channel PREFIX{NAME}:unlock. The braces make
+// NAME the keys' hash tag, so that on a Redis Cluster member they all live
+// in one slot.
+func (c *Client) base(name string) string { return c.opts.prefix + "{" + name + "}:" }
+
 // keysAt returns the keys base+"lock", base+"rollback", base+"fence",
 // base+"intent" and the channel, cut from one string: one allocation, not
 // five.

@@ -57,13 +57,6 @@ func newMutex(c *Client, name string) *Mutex {
 	return newMutexAt(c, name, c.base(name), "")
 }
 
-// base is what the keys of the lock called name begin with:
-// PREFIX{NAME}:, for PREFIX{NAME}:lock, PREFIX{NAME}:rollback,
-// PREFIX{NAME}:fence and the channel PREFIX{NAME}:unlock. The braces make
-// NAME the keys' hash tag, so that on a Redis Cluster member they all live
-// in one slot.
-func (c *Client) base(name string) string { return c.opts.prefix + "{" + name + "}:" }
-
 // newMutexAt makes an owner of the lock whose keys are base+"lock",
 // base+"rollback" and base+"fence", and whose releases are published on
 // channel (empty: base+"unlock"); name is what errors and logs call it.

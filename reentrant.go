@@ -11,8 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hashicorp/go-multierror"
-
 	"github.com/redlock-go/redlock/internal/script"
 	"github.com/redlock-go/redlock/observe"
 )
@@ -839,56 +837,6 @@ func (m *Mutex) confirmRelease(ctx context.Context, h *hold, note *releaseNote) 
 	}
 	h.finish()
 	return nil
-}
-
-// releaseHolds releases every hold of ms in one pipelined round trip per
-// node (Close), so a thousand holds cost a few round trips, not a thousand
-// fan-outs, together with the releases that Unlock could not confirm (see
-// releaser). It returns an error per release that too few nodes confirmed.
-func (c *Client) releaseHolds(ctx context.Context, ms []*Mutex) *multierror.Error {
-	var hs []*hold
-	var calls []call
-	for _, m := range ms {
-		m.op.Lock()
-		defer m.op.Unlock()
-		h := m.current()
-		if h == nil {
-			continue
-		}
-		c.wd.drop(h)
-		hs = append(hs, h)
-		calls = append(calls, h.releaseCall(0, m.seq.Add(1), false))
-	}
-	// After every m.op: an Unlock that failed meanwhile has handed its
-	// release to the releaser.
-	var owed []*owedRelease
-	for _, e := range c.rel.take(true) {
-		if cl, ok := e.call(); ok {
-			owed = append(owed, e)
-			calls = append(calls, cl)
-		}
-	}
-	if len(calls) == 0 {
-		return nil
-	}
-	results := c.broadcast(ctx, c.closeTimeout(), func(int) []call { return calls })
-	var errs *multierror.Error
-	for j, h := range hs {
-		released, nodeErrs := c.tallyRelease(results, j)
-		h.end(endReleased)
-		if released < c.quorum {
-			errs = appendError(errs, c.releaseError("release "+quoteName(h.m.name)+" on close", released, nodeErrs))
-		}
-	}
-	for k, e := range owed {
-		released, nodeErrs := c.tallyRelease(results, len(hs)+k)
-		if released < c.quorum {
-			errs = appendError(errs, c.releaseError("release "+quoteName(e.h.m.name)+" on close (its Unlock reached no quorum)", released, nodeErrs))
-			continue
-		}
-		e.h.free()
-	}
-	return errs
 }
 
 // ForceUnlock deletes the holds of the lock, whoever holds it, and wakes its

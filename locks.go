@@ -1,7 +1,6 @@
 package redlock
 
 import (
-	"context"
 	"strconv"
 
 	"github.com/redlock-go/redlock/internal/script"
@@ -122,28 +121,6 @@ func (m *Mutex) inspectCall() call { return script.InspectCall(m.keys(), m.field
 // live ttlMs.
 func (m *Mutex) fenceCall(token, ttlMs int64) call {
 	return script.FenceCall(m.keys(), token, ttlMs)
-}
-
-// listen subscribes this Client to every lock's unlock channel, before a
-// waiter's next attempt, and makes the queue of the first lock's channel,
-// where m's waiters queue, hear the others' too; stop undoes it.
-func (m *Mutex) listen(ctx context.Context) (stop func()) {
-	c := m.c
-	chs := m.channels()
-	for _, ch := range chs {
-		c.subscribe(ctx, ch)
-	}
-	for _, ch := range chs[1:] {
-		c.link(ch, m.channel)
-	}
-	return func() {
-		for _, ch := range chs[1:] {
-			c.unlink(ch, m.channel)
-		}
-		for _, ch := range chs {
-			c.unsubscribe(ch)
-		}
-	}
 }
 
 // channels returns the unlock channels of m's locks, the first lock's

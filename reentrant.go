@@ -344,34 +344,17 @@ func (m *Mutex) freeIn(r *round, lease time.Duration) time.Duration {
 }
 
 // await is the waiting part of an acquisition whose first attempt a failed
-// (or that made none: see Client.contention): subscribe to the
-// unlock channel on every node, join this Client's queue for the lock, and,
-// when at its head, try as pacing says: at once, after a release, or when
-// the quorum's PTTL runs out.
+// (or that made none: see Client.contention), as Client.await runs it: in
+// m's queue, hearing the channels of all m's locks; a MultiMutex's waiter
+// leaves its intent where it is refused (intent.go).
 func (m *Mutex) await(ctx context.Context, maxWait, lease time.Duration, renew bool, a attempt) (bool, error) {
 	c := m.c
-	var expired <-chan time.Time
-	if maxWait > 0 {
-		t := time.NewTimer(maxWait)
-		defer t.Stop()
-		expired = t.C
-	}
-	defer m.listen(ctx)()
 	queue := m.queue()
-	if queue != m.channel {
-		c.link(m.channel, queue)
-		defer c.unlink(m.channel, queue)
-	}
-	var intent string
-	var ik intentKeys
+	k := contender{what: "lock", name: m.name, channels: m.channels(), queue: queue, owner: m, exclusive: !m.shared, lease: lease}
 	if m.leavesIntent() {
-		intent, ik = intentOf(now().Add(-a.took), m.field), m.intentKeys()
-		c.intents.add(intent, ik)
+		k.field, k.intentKeys = m.field, m.intentKeys()
 	}
-	w := c.enqueue(queue, m, a.took)
-	won := false
-	defer func() { c.dequeue(queue, w, won && !m.shared, lease) }()
-	won, err := c.waitTurns(ctx, queue, w, expired, a, stall{what: "lock", name: m.name}, func() attempt {
+	k.try = func(intent string) attempt {
 		start := now()
 		next := m.try(ctx, lease, renew, intent, true, true)
 		c.timed(queue, since(start))
@@ -379,11 +362,8 @@ func (m *Mutex) await(ctx context.Context, maxWait, lease time.Duration, renew b
 			c.tookTurn(queue, max(next.subs, 0))
 		}
 		return next
-	}, m.waitEnded)
-	if intent != "" {
-		c.withdraw(ctx, intent, won, ik)
 	}
-	return won, err
+	return c.await(ctx, maxWait, a, &k)
 }
 
 // queue is the name of the Client's queue where m's waiters wait: the
@@ -396,15 +376,6 @@ func (m *Mutex) queue() string {
 		return m.channel + "\x00" + m.field
 	}
 	return m.channel
-}
-
-// waitEnded is the error of a wait that ctx ended: ctx.Err(), and the last
-// attempt's error when it was something else.
-func (m *Mutex) waitEnded(ctx context.Context, a attempt) error {
-	if a.err != nil && !a.ended {
-		return fmt.Errorf("redlock: lock %s: %w; last attempt: %w", quoteName(m.name), ctx.Err(), a.err)
-	}
-	return fmt.Errorf("redlock: lock %s: %w", quoteName(m.name), ctx.Err())
 }
 
 // Unlock releases one hold: with a count above one it lowers the count on

@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/redlock-go/redlock/observe"
@@ -34,37 +35,105 @@ func (c *Client) retryAfterError() time.Duration {
 	return d + jitter(d)
 }
 
-// waitTurns is the loop of a waiter w in the queue of channel in this
-// Client, a is the attempt that decides the wait so far: when at the
-// queue's head, it tries (try) as pacing says: at once, after news of a
+// A contender is one acquisition as it waits, a Mutex's or a
+// Semaphore's: where it waits, what it tries, and what it leaves on the
+// nodes meanwhile. The Client's await and waitTurns run every wait through
+// it.
+type contender struct {
+	what, name string                      // "lock" or "semaphore", and its name: for the stall warning and errors
+	channels   []string                    // the channels its releases come on, its lock's first: the others are linked to it
+	queue      string                      // the Client's queue where it waits: the first channel, or a queue of its own linked to it (see Mutex.queue)
+	owner      *Mutex                      // the waiter's owner (see dequeue); nil for a Semaphore's
+	exclusive  bool                        // a win has the next waiter wait for its release, lease (see dequeue)
+	lease      time.Duration               // the lease of a hold it takes
+	field      string                      // the waiter its intent names; "": it leaves none (see intent.go)
+	intentKeys intentKeys                  // where its intent goes
+	try        func(intent string) attempt // one attempt at the queue's head
+}
+
+// await is the waiting part of an acquisition whose first attempt a failed
+// (or that made none: see contention), for at most maxWait (negative:
+// until ctx ends): subscribe to k's channels on every node, join this
+// Client's queue, and, when at its head, try as pacing says (waitTurns).
+// A waiter that leaves an intent takes it back as it leaves.
+func (c *Client) await(ctx context.Context, maxWait time.Duration, a attempt, k *contender) (bool, error) {
+	var expired <-chan time.Time
+	if maxWait > 0 {
+		t := time.NewTimer(maxWait)
+		defer t.Stop()
+		expired = t.C
+	}
+	defer c.listen(ctx, k.channels)()
+	if k.queue != k.channels[0] {
+		c.link(k.channels[0], k.queue)
+		defer c.unlink(k.channels[0], k.queue)
+	}
+	var intent string
+	if k.field != "" {
+		intent = intentOf(now().Add(-a.took), k.field)
+		c.intents.add(intent, k.intentKeys)
+	}
+	w := c.enqueue(k.queue, k.owner, a.took)
+	won := false
+	defer func() { c.dequeue(k.queue, w, won && k.exclusive, k.lease) }()
+	won, err := c.waitTurns(ctx, k, w, expired, a, intent)
+	if intent != "" {
+		c.withdraw(ctx, intent, won, k.intentKeys)
+	}
+	return won, err
+}
+
+// listen subscribes this Client to every channel of chs, before a
+// waiter's next attempt, and makes the queue of the first, where the
+// waiters queue, hear the others' too; stop undoes it.
+func (c *Client) listen(ctx context.Context, chs []string) (stop func()) {
+	for _, ch := range chs {
+		c.subscribe(ctx, ch)
+	}
+	for _, ch := range chs[1:] {
+		c.link(ch, chs[0])
+	}
+	return func() {
+		for _, ch := range chs[1:] {
+			c.unlink(ch, chs[0])
+		}
+		for _, ch := range chs {
+			c.unsubscribe(ch)
+		}
+	}
+}
+
+// waitTurns is the loop of a waiter w of k in k's queue in this Client, a
+// is the attempt that decides the wait so far: when at the queue's head,
+// it tries (k.try, with intent) as pacing says: at once, after news of a
 // release, or when the timer fires. It returns true once an attempt
-// succeeds; false with ended(a) when ctx ends, a's error when expired
-// fires (nil: others held it for the whole wait), ErrClosed at Close, or
-// the error of an attempt that waiting will not mend. st, which names the
-// lock, watches the attempts for a stall (see stall); a, when it was made,
-// was the call's first.
-func (c *Client) waitTurns(ctx context.Context, channel string, w *waiter, expired <-chan time.Time, a attempt, st stall, try func() attempt, ended func(context.Context, attempt) error) (bool, error) {
+// succeeds; false with waitEnded's error when ctx ends, a's error when
+// expired fires (nil: others held it for the whole wait), ErrClosed at
+// Close, or the error of an attempt that waiting will not mend. A stall
+// watches the attempts (see stall); a, when it was made, was the call's
+// first.
+func (c *Client) waitTurns(ctx context.Context, k *contender, w *waiter, expired <-chan time.Time, a attempt, intent string) (bool, error) {
 	p := pacing{timer: time.NewTimer(time.Hour)}
 	p.timer.Stop()
 	defer p.timer.Stop()
-	st.begin = now().Add(-a.took)
+	st := stall{what: k.what, name: k.name, begin: now().Add(-a.took)}
 	st.saw(ctx, c, a)
 	for {
 		select {
 		case <-w.wake:
-			if n, takeLease := c.look(channel); !p.hear(c, channel, n, takeLease) {
+			if n, takeLease := c.look(k.queue); !p.hear(c, k.queue, n, takeLease) {
 				continue
 			}
 		case <-p.timer.C:
 		case <-ctx.Done():
-			return false, ended(ctx, a)
+			return false, waitEnded(ctx, k.what, k.name, a)
 		case <-expired:
 			return false, a.err
 		case <-c.done:
 			return false, ErrClosed
 		}
-		c.trying(channel) // news that came before this attempt is answered by it
-		next := try()
+		c.trying(k.queue) // news that came before this attempt is answered by it
+		next := k.try(intent)
 		switch {
 		case next.ok:
 			return true, nil
@@ -78,8 +147,18 @@ func (c *Client) waitTurns(ctx context.Context, channel string, w *waiter, expir
 		}
 		st.saw(ctx, c, next)
 		p.failed(c, a, next)
-		c.tried(channel, next.free, next.blocked)
+		c.tried(k.queue, next.free, next.blocked)
 	}
+}
+
+// waitEnded is the error of a wait for what ("lock", "semaphore") called
+// name that ctx ended: ctx.Err(), and the last attempt's error, a's, when
+// it was something else.
+func waitEnded(ctx context.Context, what, name string, a attempt) error {
+	if a.err != nil && !a.ended {
+		return fmt.Errorf("redlock: %s %s: %w; last attempt: %w", what, quoteName(name), ctx.Err(), a.err)
+	}
+	return fmt.Errorf("redlock: %s %s: %w", what, quoteName(name), ctx.Err())
 }
 
 // pacing is when the head of a queue tries: it waits for news or its timer

@@ -141,8 +141,8 @@ func (m *Mutex) acquire(ctx context.Context, maxWait, lease time.Duration) (bool
 	if err := m.ensureUsable(ctx); err != nil {
 		return false, err
 	}
-	if d := drift(lease, m.c.opts.driftFactor); lease != 0 && lease <= d {
-		return false, invalid("lease %v must exceed the clock drift allowance %v", lease, d)
+	if err := checkLease(lease, m.c.opts.driftFactor); err != nil {
+		return false, err
 	}
 	if m.c.obs != nil {
 		return m.acquireObserved(ctx, maxWait, lease)
@@ -172,10 +172,7 @@ func (m *Mutex) acquireWith(ctx context.Context, maxWait, lease time.Duration, w
 			return a.ok, a.err
 		}
 	}
-	if w != nil {
-		w.from = now()
-		m.c.obs.WaitStarted(ctx, observe.Wait{Op: m.opOf(maxWait), Lock: m.name})
-	}
+	w.waits(ctx, m.c, m.opOf(maxWait), m.name)
 	return m.await(ctx, maxWait, lease, renew, a)
 }
 

@@ -211,8 +211,8 @@ func (s *Semaphore) acquire(ctx context.Context, maxWait, lease time.Duration) (
 	if err := s.ensureUsable(ctx); err != nil {
 		return nil, err
 	}
-	if d := drift(lease, s.c.opts.driftFactor); lease != 0 && lease <= d {
-		return nil, invalid("lease %v must exceed the clock drift allowance %v", lease, d)
+	if err := checkLease(lease, s.c.opts.driftFactor); err != nil {
+		return nil, err
 	}
 	if s.c.obs != nil {
 		return s.acquireObserved(ctx, maxWait, lease)
@@ -242,10 +242,7 @@ func (s *Semaphore) acquireWith(ctx context.Context, maxWait, lease time.Duratio
 			return nil, a.err
 		}
 	}
-	if w != nil {
-		w.from = now()
-		s.c.obs.WaitStarted(ctx, observe.Wait{Op: semaphoreOp(maxWait), Lock: s.name})
-	}
+	w.waits(ctx, s.c, semaphoreOp(maxWait), s.name)
 	return s.await(ctx, maxWait, lease, renew, a)
 }
 

@@ -1,7 +1,6 @@
 package redlock
 
 import (
-	"context"
 	"strconv"
 
 	"github.com/redlock-go/redlock/internal/script"
@@ -37,6 +36,13 @@ func (k *lockKeys) repairEntry(field string, count int, seq int64) script.Repair
 	}
 	return e
 }
+
+// base is what the keys of the lock called name begin with:
+// PREFIX{NAME}:, for PREFIX{NAME}:lock, PREFIX{NAME}:rollback,
+// PREFIX{NAME}:fence and the channel PREFIX{NAME}:unlock. The braces make
+// NAME the keys' hash tag, so that on a Redis Cluster member they all live
+// in one slot.
+func (c *Client) base(name string) string { return c.opts.prefix + "{" + name + "}:" }
 
 // keysAt returns the keys base+"lock", base+"rollback", base+"fence",
 // base+"intent" and the channel, cut from one string: one allocation, not
@@ -115,28 +121,6 @@ func (m *Mutex) inspectCall() call { return script.InspectCall(m.keys(), m.field
 // live ttlMs.
 func (m *Mutex) fenceCall(token, ttlMs int64) call {
 	return script.FenceCall(m.keys(), token, ttlMs)
-}
-
-// listen subscribes this Client to every lock's unlock channel, before a
-// waiter's next attempt, and makes the queue of the first lock's channel,
-// where m's waiters queue, hear the others' too; stop undoes it.
-func (m *Mutex) listen(ctx context.Context) (stop func()) {
-	c := m.c
-	chs := m.channels()
-	for _, ch := range chs {
-		c.subscribe(ctx, ch)
-	}
-	for _, ch := range chs[1:] {
-		c.link(ch, m.channel)
-	}
-	return func() {
-		for _, ch := range chs[1:] {
-			c.unlink(ch, m.channel)
-		}
-		for _, ch := range chs {
-			c.unsubscribe(ch)
-		}
-	}
 }
 
 // channels returns the unlock channels of m's locks, the first lock's

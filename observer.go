@@ -74,6 +74,17 @@ type watching struct {
 	from time.Time // when it began to wait; zero when it did not
 }
 
+// waits records that an observed acquisition, op of the lock called name,
+// begins to wait, and tells the Observer; nothing when w is nil (not
+// observed).
+func (w *watching) waits(ctx context.Context, c *Client, op observe.Op, name string) {
+	if w == nil {
+		return
+	}
+	w.from = now()
+	c.obs.WaitStarted(ctx, observe.Wait{Op: op, Lock: name})
+}
+
 // opOf is the call of m's acquisition that waits at most maxWait: RLock
 // and TryRLock for a reader.
 func (m *Mutex) opOf(maxWait time.Duration) observe.Op {

@@ -2,17 +2,12 @@ package redlock
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"log/slog"
 	"maps"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
-
-	"github.com/hashicorp/go-multierror"
 
 	"github.com/redlock-go/redlock/internal/script"
 	"github.com/redlock-go/redlock/observe"
@@ -58,13 +53,6 @@ func newMutex(c *Client, name string) *Mutex {
 	return newMutexAt(c, name, c.base(name), "")
 }
 
-// base is what the keys of the lock called name begin with:
-// PREFIX{NAME}:, for PREFIX{NAME}:lock, PREFIX{NAME}:rollback,
-// PREFIX{NAME}:fence and the channel PREFIX{NAME}:unlock. The braces make
-// NAME the keys' hash tag, so that on a Redis Cluster member they all live
-// in one slot.
-func (c *Client) base(name string) string { return c.opts.prefix + "{" + name + "}:" }
-
 // newMutexAt makes an owner of the lock whose keys are base+"lock",
 // base+"rollback" and base+"fence", and whose releases are published on
 // channel (empty: base+"unlock"); name is what errors and logs call it.
@@ -85,12 +73,6 @@ func (m *Mutex) Name() string {
 	return m.name
 }
 
-// MaxNameLength is the longest lock name, in bytes: 64 KiB. A longer name
-// makes every call of its Mutex return an error wrapping ErrInvalid at once,
-// without a round trip. Each node keeps four keys per lock, each carrying
-// the name, and every call sends them all.
-const MaxNameLength = 64 << 10
-
 // ensureUsable returns an error wrapping ErrInvalid for a nil ctx, a Mutex
 // that Client.NewMutex did not make, or a name that is empty or too long;
 // ErrClosed after Close.
@@ -108,48 +90,6 @@ func (m *Mutex) ensureUsable(ctx context.Context) error {
 		}
 	}
 	return m.c.ensureOpen()
-}
-
-// checkName returns an error wrapping ErrInvalid for the name of a lock
-// (what says which kind: "lock", "semaphore") that is empty, too long, or
-// begins with '}'.
-func checkName(what, name string) error {
-	switch {
-	case name == "":
-		return invalid("empty %s name", what)
-	case len(name) > MaxNameLength:
-		return invalid("%s name %s is %d bytes; the limit is %d (MaxNameLength)", what, quoteName(name), len(name), MaxNameLength)
-	case name[0] == '}':
-		return invalid("%s name %s begins with '}': the name is its keys' hash tag ({NAME}), and Redis Cluster ignores a tag that is empty", what, quoteName(name))
-	}
-	return nil
-}
-
-// quoteName quotes a lock name for an error, cut to a short prefix when it
-// is long: an error never carries a whole 64 KiB name.
-func quoteName(name string) string {
-	prefix, rest := cutName(name)
-	return strconv.Quote(prefix) + rest
-}
-
-// logName is a lock name for a log record, cut as quoteName cuts it.
-func logName(name string) string {
-	prefix, rest := cutName(name)
-	return prefix + rest
-}
-
-// cutName splits a long name into a short prefix, cut at a rune boundary,
-// and what stands for the rest: "… (N bytes)". A short name is whole.
-func cutName(name string) (prefix, rest string) {
-	const most = 64
-	if len(name) <= most {
-		return name, ""
-	}
-	cut := most
-	for cut > 0 && !utf8.RuneStart(name[cut]) {
-		cut--
-	}
-	return name[:cut], "… (" + strconv.Itoa(len(name)) + " bytes)"
 }
 
 // Lock waits until this owner holds the lock, or ctx is done. The hold is
@@ -195,29 +135,14 @@ func (m *Mutex) TryLock(ctx context.Context, wait, lease time.Duration) (bool, e
 	return m.acquire(ctx, wait, lease)
 }
 
-// attempt is what one acquisition round found.
-type attempt struct {
-	ok      bool
-	freeIn  time.Duration        // when not ok: until a majority is free, at the latest
-	err     error                // ErrNoQuorum, rollback errors, or ctx.Err()
-	split   bool                 // not ok, but some nodes said yes: contenders split the vote
-	held    bool                 // not ok: a majority said another owner holds the lock (or several do, each some nodes)
-	free    []bool               // a Mutex's split attempt: per node, it said yes (nil otherwise; see Client.tried)
-	blocked []bool               // a Mutex's failed attempt: per node, it said no (nil otherwise; see Client.tried)
-	subs    int                  // ok or split, and told its take: the clients subscribed (acquire.lua); -1: not told
-	took    time.Duration        // how long the attempt took
-	ended   bool                 // err is only ctx.Err(): it tells nothing of the nodes
-	nodes   []observe.NodeResult // failed for want of a quorum: what each node did (see stall); nil otherwise
-}
-
 // acquire takes the lock, waiting at most maxWait (negative: until ctx
 // ends). lease 0 means the watchdog lease with renewal.
 func (m *Mutex) acquire(ctx context.Context, maxWait, lease time.Duration) (bool, error) {
 	if err := m.ensureUsable(ctx); err != nil {
 		return false, err
 	}
-	if d := drift(lease, m.c.opts.driftFactor); lease != 0 && lease <= d {
-		return false, invalid("lease %v must exceed the clock drift allowance %v", lease, d)
+	if err := checkLease(lease, m.c.opts.driftFactor); err != nil {
+		return false, err
 	}
 	if m.c.obs != nil {
 		return m.acquireObserved(ctx, maxWait, lease)
@@ -247,10 +172,7 @@ func (m *Mutex) acquireWith(ctx context.Context, maxWait, lease time.Duration, w
 			return a.ok, a.err
 		}
 	}
-	if w != nil {
-		w.from = now()
-		m.c.obs.WaitStarted(ctx, observe.Wait{Op: m.opOf(maxWait), Lock: m.name})
-	}
+	w.waits(ctx, m.c, m.opOf(maxWait), m.name)
 	return m.await(ctx, maxWait, lease, renew, a)
 }
 
@@ -378,79 +300,6 @@ func joinRollback(name string, err, undoErr error) error {
 	return fmt.Errorf("%w; rollback: %w", err, undoErr)
 }
 
-// minFenceTTL is how long a lock's fencing counter lives on a node after
-// the lock's last fenced acquisition, at least.
-const minFenceTTL = 24 * time.Hour
-
-// fenceTTL is how long a fencing counter lives after a fenced acquisition
-// with lease: a day, or twice the quarantine period and the lease when that
-// is longer. A counter that expired is like one a restart lost: the next
-// token starts from the node's clock × 1024, above every earlier token as
-// long as node clocks differ by less than the quarantine (docs/safety.md),
-// so the TTL only has to outlast the quarantine and the lease; it is far
-// longer, and counters of locks no longer used do not pile up.
-func (c *Client) fenceTTL(lease time.Duration) time.Duration {
-	const most = 10 * 365 * 24 * time.Hour
-	q := c.quarantinePeriod()
-	if q >= most || lease >= most {
-		return 2 * most
-	}
-	return max(minFenceTTL, 2*(q+lease))
-}
-
-// fenceRounds bounds the write-back rounds of one fencing token: each
-// round after the first follows one that met a larger counter, and tries
-// above it.
-const fenceRounds = 4
-
-// fenceToken returns the fencing token of a won acquisition round, written
-// back on a majority before Lock returns. The token is one above the
-// largest counter among the nodes that granted the round: above every
-// value the acquisition itself wrote. A write-back round raises every
-// node's counter to it and reports what each held before; a majority of
-// nodes below it says that no earlier hold's token reached it (an earlier
-// hold left its token on a majority, and two majorities share a node, even
-// when this round was open through that whole hold and read some nodes
-// before it), and leaves it on a majority for every later holder. A node at
-// or above it sends the token above the largest counter seen, for another
-// round.
-func (m *Mutex) fenceToken(ctx context.Context, r *round) (int64, error) {
-	var token int64
-	for i, sl := range r.nodes {
-		if sl.vote != voteYes {
-			continue // not heard: its outcome may still be written
-		}
-		if a, err := script.ParseAcquire(r.reply(i)); err == nil && a.N > token {
-			token = a.N
-		}
-	}
-	ttl := m.c.fenceTTL(m.c.opts.lease).Milliseconds()
-	for range fenceRounds {
-		token++
-		var seen int64
-		below := func(reply interface{}) vote {
-			n, err := script.ParseFence(reply)
-			switch {
-			case err != nil:
-				return voteFailed
-			case n < token:
-				return voteYes
-			}
-			seen = max(seen, n) // collect runs one answer at a time
-			return voteNo
-		}
-		wb := m.c.fanout(ctx, m.fenceCall(token, ttl), below, (*ballot).certain, nil)
-		switch {
-		case wb.ballot.won():
-			return token, nil
-		case wb.ballot.no == 0:
-			return 0, wb.noQuorum("fencing token write-back for " + quoteName(m.name))
-		}
-		token = max(token, seen)
-	}
-	return 0, fmt.Errorf("redlock: lock %s: the fencing token's write-back met a larger counter %d times in a row: %w", quoteName(m.name), fenceRounds, ErrNoQuorum)
-}
-
 // subscribers is the most clients subscribed to the lock's channel that a
 // node which said yes in r reported (-1: none did).
 func subscribers(r *round) int {
@@ -491,42 +340,18 @@ func (m *Mutex) freeIn(r *round, lease time.Duration) time.Duration {
 	return lease
 }
 
-// retryAfterError is how long a waiter waits after an attempt that failed
-// for want of a quorum before it tries again.
-func (c *Client) retryAfterError() time.Duration {
-	d := min(c.opts.nodeTimeout, 50*time.Millisecond)
-	return d + jitter(d)
-}
-
 // await is the waiting part of an acquisition whose first attempt a failed
-// (or that made none: see Client.contention): subscribe to the
-// unlock channel on every node, join this Client's queue for the lock, and,
-// when at its head, try as pacing says: at once, after a release, or when
-// the quorum's PTTL runs out.
+// (or that made none: see Client.contention), as Client.await runs it: in
+// m's queue, hearing the channels of all m's locks; a MultiMutex's waiter
+// leaves its intent where it is refused (intent.go).
 func (m *Mutex) await(ctx context.Context, maxWait, lease time.Duration, renew bool, a attempt) (bool, error) {
 	c := m.c
-	var expired <-chan time.Time
-	if maxWait > 0 {
-		t := time.NewTimer(maxWait)
-		defer t.Stop()
-		expired = t.C
-	}
-	defer m.listen(ctx)()
 	queue := m.queue()
-	if queue != m.channel {
-		c.link(m.channel, queue)
-		defer c.unlink(m.channel, queue)
-	}
-	var intent string
-	var ik intentKeys
+	k := contender{what: "lock", name: m.name, channels: m.channels(), queue: queue, owner: m, exclusive: !m.shared, lease: lease}
 	if m.leavesIntent() {
-		intent, ik = intentOf(now().Add(-a.took), m.field), m.intentKeys()
-		c.intents.add(intent, ik)
+		k.field, k.intentKeys = m.field, m.intentKeys()
 	}
-	w := c.enqueue(queue, m, a.took)
-	won := false
-	defer func() { c.dequeue(queue, w, won && !m.shared, lease) }()
-	won, err := c.waitTurns(ctx, queue, w, expired, a, stall{what: "lock", name: m.name}, func() attempt {
+	k.try = func(intent string) attempt {
 		start := now()
 		next := m.try(ctx, lease, renew, intent, true, true)
 		c.timed(queue, since(start))
@@ -534,11 +359,8 @@ func (m *Mutex) await(ctx context.Context, maxWait, lease time.Duration, renew b
 			c.tookTurn(queue, max(next.subs, 0))
 		}
 		return next
-	}, m.waitEnded)
-	if intent != "" {
-		c.withdraw(ctx, intent, won, ik)
 	}
-	return won, err
+	return c.await(ctx, maxWait, a, &k)
 }
 
 // queue is the name of the Client's queue where m's waiters wait: the
@@ -551,298 +373,6 @@ func (m *Mutex) queue() string {
 		return m.channel + "\x00" + m.field
 	}
 	return m.channel
-}
-
-// waitTurns is the loop of a waiter w in the queue of channel in this
-// Client, a is the attempt that decides the wait so far: when at the
-// queue's head, it tries (try) as pacing says: at once, after news of a
-// release, or when the timer fires. It returns true once an attempt
-// succeeds; false with ended(a) when ctx ends, a's error when expired
-// fires (nil: others held it for the whole wait), ErrClosed at Close, or
-// the error of an attempt that waiting will not mend. st, which names the
-// lock, watches the attempts for a stall (see stall); a, when it was made,
-// was the call's first.
-func (c *Client) waitTurns(ctx context.Context, channel string, w *waiter, expired <-chan time.Time, a attempt, st stall, try func() attempt, ended func(context.Context, attempt) error) (bool, error) {
-	p := pacing{timer: time.NewTimer(time.Hour)}
-	p.timer.Stop()
-	defer p.timer.Stop()
-	st.begin = now().Add(-a.took)
-	st.saw(ctx, c, a)
-	for {
-		select {
-		case <-w.wake:
-			if n, takeLease := c.look(channel); !p.hear(c, channel, n, takeLease) {
-				continue
-			}
-		case <-p.timer.C:
-		case <-ctx.Done():
-			return false, ended(ctx, a)
-		case <-expired:
-			return false, a.err
-		case <-c.done:
-			return false, ErrClosed
-		}
-		c.trying(channel) // news that came before this attempt is answered by it
-		next := try()
-		switch {
-		case next.ok:
-			return true, nil
-		case errors.Is(next.err, ErrClosed):
-			return false, ErrClosed
-		case c.authRefused(next.err):
-			return false, next.err // a configuration error: waiting will not mend it
-		}
-		if !next.ended || a.err == nil {
-			a = next // an attempt that only saw ctx end keeps the one before
-		}
-		st.saw(ctx, c, next)
-		p.failed(c, a, next)
-		c.tried(channel, next.free, next.blocked)
-	}
-}
-
-// stallRepeat is how often a stall that goes on is said again, at most.
-const stallRepeat = time.Minute
-
-// stall watches the attempts of one wait for a stall: a run of attempts
-// that reach no quorum because nodes fail (not because another owner
-// holds the lock). Once the run has lasted WithStallWarning's duration,
-// counted from its first attempt's start, it says so at Warn and to the
-// Observer, then again at most every stallRepeat for as long as the wait
-// lasts: a new run after one that ended does not shorten that. It costs
-// no goroutine and no timer: a waiter whose attempts fail tries again
-// within 100 ms (see retryAfterError), an attempt lasts a node timeout at
-// most, and each failed attempt is a look at the clock.
-type stall struct {
-	what, name string               // "lock" or "semaphore", and its name
-	begin      time.Time            // when the call began
-	since      time.Time            // the start of the run's first attempt; zero: no run
-	warned     time.Time            // the last warning; zero: none yet
-	failed     []observe.NodeResult // per node, in the Client's order: its latest failure in the run (Answer 0: none)
-}
-
-// saw takes note of a, an attempt of the wait that did not take the lock,
-// and warns when the run it belongs to has lasted long enough.
-func (s *stall) saw(ctx context.Context, c *Client, a attempt) {
-	if a.ended {
-		return // it saw ctx end, nothing of the nodes
-	}
-	failing := failingNodes(a.err)
-	if len(failing) == 0 {
-		s.since, s.failed = time.Time{}, nil // a quorum decided: another owner holds it; or no attempt yet
-		return
-	}
-	t := now()
-	if s.since.IsZero() {
-		s.since, s.failed = t.Add(-a.took), make([]observe.NodeResult, len(c.peers))
-	}
-	nodes := s.note(c, a, failing)
-	if t.Sub(s.since) < c.opts.stall || !s.warned.IsZero() && t.Sub(s.warned) < stallRepeat {
-		return
-	}
-	s.warned = t
-	e := observe.WaitStall{Lock: s.name, Waited: t.Sub(s.begin), Stalled: t.Sub(s.since), Nodes: nodes, Err: a.err}
-	why := make([]any, len(nodes))
-	down := 0
-	for i, n := range nodes {
-		var ne *NodeError
-		if n.Answer == observe.AnswerUnheard || !errors.As(n.Err, &ne) {
-			why[i] = slog.String(n.Node, "not waited for: the attempt was decided without it")
-			continue
-		}
-		why[i] = slog.String(n.Node, ne.Err.Error())
-		down++
-	}
-	c.opts.logger.Warn("redlock: waiting while attempts reach no quorum because nodes fail",
-		s.what, logName(s.name), "waited", e.Waited.Round(time.Millisecond), "stalled", e.Stalled.Round(time.Millisecond),
-		"failed", fmt.Sprintf("%d of %d nodes; %d needed", down, len(c.peers), c.quorum),
-		slog.Group("nodes", why...))
-	if c.obs != nil {
-		c.obs.WaitStalled(ctx, e)
-	}
-}
-
-// note records the nodes that failed in a (failing, from its error), and
-// returns the nodes to name, in the Client's order: those that failed in
-// a, and those that a did not wait for (an attempt is decided once too
-// many nodes failed) with why their connection is down, or else their
-// latest failure in the run, if any. A node that answered in a is
-// forgotten.
-func (s *stall) note(c *Client, a attempt, failing []observe.NodeResult) []observe.NodeResult {
-	seen := a.nodes
-	if len(seen) != len(c.peers) {
-		seen = make([]observe.NodeResult, len(c.peers)) // no round told: only failing is known
-	}
-	for _, f := range failing {
-		for i, p := range c.peers {
-			if p.name == f.Node {
-				seen[i] = f
-			}
-		}
-	}
-	var out []observe.NodeResult
-	for i, n := range seen {
-		switch n.Answer {
-		case observe.AnswerFailed, observe.AnswerQuarantined:
-			s.failed[i] = n
-		case observe.AnswerUnheard:
-			switch why := c.peers[i].t.Unreachable(); {
-			case why != nil:
-				out = append(out, observe.NodeResult{Node: c.peers[i].name, Answer: observe.AnswerFailed, Err: c.peers[i].fail(fmt.Errorf("not waited for; not connected: %w", why))})
-				continue
-			case s.failed[i].Answer == 0:
-				out = append(out, observe.NodeResult{Node: c.peers[i].name, Answer: observe.AnswerUnheard})
-				continue
-			}
-		case 0:
-			continue // not told
-		default:
-			s.failed[i] = observe.NodeResult{} // it answered
-			continue
-		}
-		out = append(out, s.failed[i])
-	}
-	return out
-}
-
-// failingNodes are the nodes whose failure kept an attempt whose error is
-// err from a quorum: every node named in its ErrNoQuorum error, failed or
-// in restart quarantine. None when err is not ErrNoQuorum, or names no
-// node (the attempt gave up on nodes it did not wait for).
-func failingNodes(err error) []observe.NodeResult {
-	var qe *quorumError
-	if !errors.As(err, &qe) || qe.nodes == nil {
-		return nil
-	}
-	var out []observe.NodeResult
-	for _, e := range qe.nodes.Errors {
-		var ne *NodeError
-		if !errors.As(e, &ne) {
-			continue
-		}
-		answer := observe.AnswerFailed
-		if errors.Is(ne, ErrQuarantined) {
-			answer = observe.AnswerQuarantined
-		}
-		out = append(out, observe.NodeResult{Node: ne.Node, Answer: answer, Err: ne})
-	}
-	return out
-}
-
-// waitEnded is the error of a wait that ctx ended: ctx.Err(), and the last
-// attempt's error when it was something else.
-func (m *Mutex) waitEnded(ctx context.Context, a attempt) error {
-	if a.err != nil && !a.ended {
-		return fmt.Errorf("redlock: lock %s: %w; last attempt: %w", quoteName(m.name), ctx.Err(), a.err)
-	}
-	return fmt.Errorf("redlock: lock %s: %w", quoteName(m.name), ctx.Err())
-}
-
-// pacing is when the head of a queue tries: it waits for news or its timer
-// (the quorum's PTTL, a lease), staggers its try after a release, or pauses
-// after a split vote. The timer always fires a try.
-type pacing struct {
-	timer  *time.Timer
-	state  paceState
-	first  bool          // staggering, and this Client's turn is first
-	splits int           // split votes in a row
-	split  bool          // waiting after a split vote that a majority denied: a release pauses first
-	took   time.Duration // how long the latest attempt took
-}
-
-type paceState uint8
-
-const (
-	waiting    paceState = iota // for news, or the timer
-	staggering                  // a release was heard; the timer fires the try
-	pausing                     // after a split vote: news waits for the timer
-)
-
-// arm sets the timer to fire after d, dropping a fire not yet received.
-func (p *pacing) arm(d time.Duration) {
-	if !p.timer.Stop() {
-		select {
-		case <-p.timer.C:
-		default:
-		}
-	}
-	p.timer.Reset(d)
-}
-
-// hear answers the queue's news of channel (see look); it reports whether
-// to try now. After a release a waiting head tries when its turn comes
-// (see stagger; at once when this Client is the only one waiting): the
-// first head of the waiting clients to try tells the others of its take,
-// which sends a head still staggering back to waiting, its timer at the
-// take's lease. A take never cuts a pause short.
-func (p *pacing) hear(c *Client, channel string, n news, lease time.Duration) bool {
-	switch {
-	case n == released && p.state == waiting && p.split:
-		p.split, p.state = false, pausing
-		p.arm(p.pause(p.took, c.opts.nodeTimeout))
-	case n == released && p.state == waiting:
-		d, first := c.stagger(channel)
-		if d == 0 {
-			return true
-		}
-		p.state, p.first = staggering, first
-		p.arm(d)
-	case n == taken && p.state != pausing:
-		if p.state == staggering && p.first {
-			c.passedOver(channel)
-		}
-		p.state = waiting
-		p.arm(lease + jitter(time.Millisecond))
-	}
-	return false
-}
-
-// failed sets the pace after a failed attempt, given a, the attempt that
-// decides the wait, and next, the latest one.
-func (p *pacing) failed(c *Client, a, next attempt) {
-	if !next.split {
-		p.splits = 0
-	}
-	p.state, p.split, p.took = waiting, false, next.took
-	switch {
-	case next.split && next.held:
-		// Some nodes said yes, but a majority said no: another owner
-		// holds the lock on a bare majority (a node it lacks took this
-		// attempt: a write that never landed, a node restarted empty), or
-		// three contenders or more split the nodes and all roll back.
-		// Polling would take the free node and roll it back again and
-		// again: wait for news, as after a refusal, or the majority's
-		// PTTL. The news of a release then pauses the head as after a
-		// split, so that contenders who all rolled back do not retry in
-		// lockstep. The releases of the nodes this attempt took are no
-		// news (see Client.tried).
-		p.split = true
-		p.splits++
-		p.arm(a.freeIn + jitter(time.Millisecond))
-	case next.split:
-		// Contenders split the nodes and all rolled back; retrying at the
-		// next wake-up would keep them in lockstep (each rollback wakes the
-		// others). As Redlock prescribes, pause for a random time that
-		// wake-ups do not cut short, scaled by how long an attempt takes
-		// (sub-millisecond on a healthy cluster, longer when slow nodes
-		// keep attempts open), doubled with every split in a row so that
-		// many contenders spread out, and never above a node timeout: a
-		// pause ignores news, so a long one (slow attempts, many splits in
-		// a row) would keep the head out of every handoff meanwhile.
-		p.state = pausing
-		p.arm(p.pause(next.took, c.opts.nodeTimeout))
-		p.splits++
-	case a.err != nil:
-		p.arm(c.retryAfterError())
-	default:
-		p.arm(a.freeIn + jitter(time.Millisecond))
-	}
-}
-
-// pause is how long a head pauses after a split vote (see failed), given
-// how long the attempt took and the longest pause.
-func (p *pacing) pause(took, most time.Duration) time.Duration {
-	return jitter(min((2*took+time.Millisecond)<<min(p.splits, 6), most))
 }
 
 // Unlock releases one hold: with a count above one it lowers the count on
@@ -970,56 +500,6 @@ func (m *Mutex) confirmRelease(ctx context.Context, h *hold, note *releaseNote) 
 	return nil
 }
 
-// releaseHolds releases every hold of ms in one pipelined round trip per
-// node (Close), so a thousand holds cost a few round trips, not a thousand
-// fan-outs, together with the releases that Unlock could not confirm (see
-// releaser). It returns an error per release that too few nodes confirmed.
-func (c *Client) releaseHolds(ctx context.Context, ms []*Mutex) *multierror.Error {
-	var hs []*hold
-	var calls []call
-	for _, m := range ms {
-		m.op.Lock()
-		defer m.op.Unlock()
-		h := m.current()
-		if h == nil {
-			continue
-		}
-		c.wd.drop(h)
-		hs = append(hs, h)
-		calls = append(calls, h.releaseCall(0, m.seq.Add(1), false))
-	}
-	// After every m.op: an Unlock that failed meanwhile has handed its
-	// release to the releaser.
-	var owed []*owedRelease
-	for _, e := range c.rel.take(true) {
-		if cl, ok := e.call(); ok {
-			owed = append(owed, e)
-			calls = append(calls, cl)
-		}
-	}
-	if len(calls) == 0 {
-		return nil
-	}
-	results := c.broadcast(ctx, c.closeTimeout(), func(int) []call { return calls })
-	var errs *multierror.Error
-	for j, h := range hs {
-		released, nodeErrs := c.tallyRelease(results, j)
-		h.end(endReleased)
-		if released < c.quorum {
-			errs = appendError(errs, c.releaseError("release "+quoteName(h.m.name)+" on close", released, nodeErrs))
-		}
-	}
-	for k, e := range owed {
-		released, nodeErrs := c.tallyRelease(results, len(hs)+k)
-		if released < c.quorum {
-			errs = appendError(errs, c.releaseError("release "+quoteName(e.h.m.name)+" on close (its Unlock reached no quorum)", released, nodeErrs))
-			continue
-		}
-		e.h.free()
-	}
-	return errs
-}
-
 // ForceUnlock deletes the holds of the lock, whoever holds it, and wakes its
 // waiters. It reads who holds it on every node first, then deletes those
 // holds only: a hold taken after that read (a waiter woken by the force's
@@ -1134,60 +614,4 @@ func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
 	}
 	count, _, _ := m.holding()
 	return count, nil
-}
-
-// NodeLock is one node's view of a lock, as Client.Inspect reads it.
-type NodeLock struct {
-	Node    string           // the node's name, as in NodeError
-	Key     string           // the lock's key on the node
-	Err     error            // a *NodeError when the node could not be read; the fields below are then zero
-	Exists  bool             // the node has the lock's key
-	TTL     time.Duration    // the key's remaining time to live: -1 when it has no expiry, 0 when it does not exist
-	Holders map[string]int64 // owner ("<client id>:<owner id>") -> its hold count on the node (-1: not a number)
-}
-
-// Inspect reads the lock called name on every node at once, each read
-// bounded by the node timeout, and returns what each node holds, in the
-// order of the nodes. It decides nothing by majority and takes no lock: it
-// is for tools and health checks (`redlock inspect` shows it). It returns
-// ErrClosed after Close and an error wrapping ErrInvalid for an empty name;
-// a node that could not be read has its error in its NodeLock.
-func (c *Client) Inspect(ctx context.Context, name string) ([]NodeLock, error) {
-	m := c.NewMutex(name)
-	if err := m.ensureUsable(ctx); err != nil {
-		return nil, err
-	}
-	read := []call{script.ViewCall(m.key)}
-	results := c.broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return read })
-	out := make([]NodeLock, len(c.peers))
-	for i, res := range results {
-		out[i] = viewOf(c.peers[i], m.key, res)
-	}
-	return out, nil
-}
-
-// viewOf reads view.lua's reply from one node.
-func viewOf(n *peer, key string, res batchResult) NodeLock {
-	v := NodeLock{Node: n.name, Key: key, Err: res.err}
-	if res.err != nil {
-		return v
-	}
-	err := refused(res.replies[0])
-	var lv script.LockView
-	if err == nil {
-		lv, err = script.ParseView(res.replies[0])
-	}
-	if err != nil {
-		v.Err = n.fail(err)
-		return v
-	}
-	v.Exists = lv.PTTL != -2
-	if v.Exists {
-		v.TTL = time.Duration(lv.PTTL) * time.Millisecond
-		if lv.PTTL < 0 {
-			v.TTL = -1
-		}
-	}
-	v.Holders = lv.Holders
-	return v
 }

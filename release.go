@@ -11,6 +11,11 @@ import (
 	"github.com/redlock-go/redlock/internal/script"
 )
 
+// The releases the Client sends for its owners, outside an Unlock's own
+// round: the releaser's, of final releases that Unlock could not confirm,
+// and Close's, of every hold at once (releaseHolds), both batched in one
+// round trip per node and tallied alike (tallyRelease).
+
 // The releaser finishes the final releases that reached no quorum when
 // Unlock sent them. Such a hold is over for its owner at that Unlock (Lost
 // closed, the watchdog no longer renews it: see hold.giveUp), and a caller
@@ -171,6 +176,56 @@ func (rl *releaser) send(ctx context.Context, es []*owedRelease) {
 				"lock", logName(m.name), "tries", e.tries, "released", released, "err", nodeErrs.ErrorOrNil())
 		}
 	}
+}
+
+// releaseHolds releases every hold of ms in one pipelined round trip per
+// node (Close), so a thousand holds cost a few round trips, not a thousand
+// fan-outs, together with the releases that Unlock could not confirm (see
+// releaser). It returns an error per release that too few nodes confirmed.
+func (c *Client) releaseHolds(ctx context.Context, ms []*Mutex) *multierror.Error {
+	var hs []*hold
+	var calls []call
+	for _, m := range ms {
+		m.op.Lock()
+		defer m.op.Unlock()
+		h := m.current()
+		if h == nil {
+			continue
+		}
+		c.wd.drop(h)
+		hs = append(hs, h)
+		calls = append(calls, h.releaseCall(0, m.seq.Add(1), false))
+	}
+	// After every m.op: an Unlock that failed meanwhile has handed its
+	// release to the releaser.
+	var owed []*owedRelease
+	for _, e := range c.rel.take(true) {
+		if cl, ok := e.call(); ok {
+			owed = append(owed, e)
+			calls = append(calls, cl)
+		}
+	}
+	if len(calls) == 0 {
+		return nil
+	}
+	results := c.broadcast(ctx, c.closeTimeout(), func(int) []call { return calls })
+	var errs *multierror.Error
+	for j, h := range hs {
+		released, nodeErrs := c.tallyRelease(results, j)
+		h.end(endReleased)
+		if released < c.quorum {
+			errs = appendError(errs, c.releaseError("release "+quoteName(h.m.name)+" on close", released, nodeErrs))
+		}
+	}
+	for k, e := range owed {
+		released, nodeErrs := c.tallyRelease(results, len(hs)+k)
+		if released < c.quorum {
+			errs = appendError(errs, c.releaseError("release "+quoteName(e.h.m.name)+" on close (its Unlock reached no quorum)", released, nodeErrs))
+			continue
+		}
+		e.h.free()
+	}
+	return errs
 }
 
 // tallyRelease counts the nodes where release j of a broadcast left

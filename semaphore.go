@@ -3,7 +3,6 @@ package redlock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"sync"
@@ -212,8 +211,8 @@ func (s *Semaphore) acquire(ctx context.Context, maxWait, lease time.Duration) (
 	if err := s.ensureUsable(ctx); err != nil {
 		return nil, err
 	}
-	if d := drift(lease, s.c.opts.driftFactor); lease != 0 && lease <= d {
-		return nil, invalid("lease %v must exceed the clock drift allowance %v", lease, d)
+	if err := checkLease(lease, s.c.opts.driftFactor); err != nil {
+		return nil, err
 	}
 	if s.c.obs != nil {
 		return s.acquireObserved(ctx, maxWait, lease)
@@ -238,58 +237,33 @@ func (s *Semaphore) acquireWith(ctx context.Context, maxWait, lease time.Duratio
 		}
 		switch {
 		case a.err != nil && ctx.Err() != nil:
-			return nil, s.waitEnded(ctx, a)
+			return nil, waitEnded(ctx, "semaphore", s.name, a)
 		case maxWait == 0 || s.c.authRefused(a.err):
 			return nil, a.err
 		}
 	}
-	if w != nil {
-		w.from = now()
-		s.c.obs.WaitStarted(ctx, observe.Wait{Op: semaphoreOp(maxWait), Lock: s.name})
-	}
+	w.waits(ctx, s.c, semaphoreOp(maxWait), s.name)
 	return s.await(ctx, maxWait, lease, renew, a)
 }
 
 // await is the waiting part of an acquisition whose first attempt a failed
-// (or that made none): subscribe to the semaphore's channel on every node,
-// join this Client's queue for it, and, when at its head, try as pacing
-// says: at once, after a release of any slot, or when the soonest slot is
-// free on a majority. A head that leaves, with a permit or without, has
-// the next waiter try at once: other permits may be free.
+// (or that made none), as Client.await runs it: in the queue of the
+// semaphore's channel, woken by a release of any slot or when the soonest
+// slot is free on a majority. A head that leaves, with a permit or
+// without, has the next waiter try at once: other permits may be free.
 func (s *Semaphore) await(ctx context.Context, maxWait, lease time.Duration, renew bool, a attempt) (*Permit, error) {
-	c := s.c
-	var expired <-chan time.Time
-	if maxWait > 0 {
-		t := time.NewTimer(maxWait)
-		defer t.Stop()
-		expired = t.C
-	}
-	c.subscribe(ctx, s.channel)
-	defer c.unsubscribe(s.channel)
-	w := c.enqueue(s.channel, nil, a.took)
-	defer c.dequeue(s.channel, w, false, 0)
 	var permit *Permit
-	intent := intentOf(now().Add(-a.took), c.newField())
-	ik := intentKeys{keys: s.keys[s.permits:], channels: []string{s.channel}}
-	c.intents.add(intent, ik)
-	_, err := c.waitTurns(ctx, s.channel, w, expired, a, stall{what: "semaphore", name: s.name}, func() attempt {
+	k := contender{what: "semaphore", name: s.name, channels: []string{s.channel}, queue: s.channel, field: s.c.newField()}
+	k.intentKeys = intentKeys{keys: s.keys[s.permits:], channels: k.channels}
+	k.try = func(intent string) attempt {
 		var next attempt
 		permit, next = s.attempt(ctx, lease, renew, intent)
 		next.ok = permit != nil
 		next.free, next.blocked = nil, nil // one slot's nodes: the channel is every slot's
 		return next
-	}, s.waitEnded)
-	c.withdraw(ctx, intent, permit != nil, ik)
-	return permit, err
-}
-
-// waitEnded is the error of a wait that ctx ended: ctx.Err(), and the last
-// attempt's error when it was something else.
-func (s *Semaphore) waitEnded(ctx context.Context, a attempt) error {
-	if a.err != nil && !a.ended {
-		return fmt.Errorf("redlock: semaphore %s: %w; last attempt: %w", quoteName(s.name), ctx.Err(), a.err)
 	}
-	return fmt.Errorf("redlock: semaphore %s: %w", quoteName(s.name), ctx.Err())
+	_, err := s.c.await(ctx, maxWait, a, &k)
+	return permit, err
 }
 
 // attempt makes one attempt at a permit: a guess while the last scan

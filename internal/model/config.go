@@ -151,7 +151,7 @@ func (c *Config) quarantine() int64 {
 // period is the watchdog's renewal period.
 func (c *Config) period() int64 { return c.Lease / 3 }
 
-// fenceTTL is how long a fencing counter lives (reentrant.go, fenceTTL).
+// fenceTTL is how long a fencing counter lives (fence.go, fenceTTL).
 func (c *Config) fenceTTL() int64 { return max(24*3600*1000, 2*(c.quarantine()+c.Lease)) }
 
 func (c *Config) check() error {

@@ -1,0 +1,85 @@
+package redlock
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redlock-go/redlock/internal/script"
+)
+
+// Fencing (WithFencing): a lock's counter on every node, and the token a
+// won acquisition writes back on a majority before Lock returns.
+
+// minFenceTTL is how long a lock's fencing counter lives on a node after
+// the lock's last fenced acquisition, at least.
+const minFenceTTL = 24 * time.Hour
+
+// fenceTTL is how long a fencing counter lives after a fenced acquisition
+// with lease: a day, or twice the quarantine period and the lease when that
+// is longer. A counter that expired is like one a restart lost: the next
+// token starts from the node's clock × 1024, above every earlier token as
+// long as node clocks differ by less than the quarantine (docs/safety.md),
+// so the TTL only has to outlast the quarantine and the lease; it is far
+// longer, and counters of locks no longer used do not pile up.
+func (c *Client) fenceTTL(lease time.Duration) time.Duration {
+	const most = 10 * 365 * 24 * time.Hour
+	q := c.quarantinePeriod()
+	if q >= most || lease >= most {
+		return 2 * most
+	}
+	return max(minFenceTTL, 2*(q+lease))
+}
+
+// fenceRounds bounds the write-back rounds of one fencing token: each
+// round after the first follows one that met a larger counter, and tries
+// above it.
+const fenceRounds = 4
+
+// fenceToken returns the fencing token of a won acquisition round, written
+// back on a majority before Lock returns. The token is one above the
+// largest counter among the nodes that granted the round: above every
+// value the acquisition itself wrote. A write-back round raises every
+// node's counter to it and reports what each held before; a majority of
+// nodes below it says that no earlier hold's token reached it (an earlier
+// hold left its token on a majority, and two majorities share a node, even
+// when this round was open through that whole hold and read some nodes
+// before it), and leaves it on a majority for every later holder. A node at
+// or above it sends the token above the largest counter seen, for another
+// round.
+func (m *Mutex) fenceToken(ctx context.Context, r *round) (int64, error) {
+	var token int64
+	for i, sl := range r.nodes {
+		if sl.vote != voteYes {
+			continue // not heard: its outcome may still be written
+		}
+		if a, err := script.ParseAcquire(r.reply(i)); err == nil && a.N > token {
+			token = a.N
+		}
+	}
+	ttl := m.c.fenceTTL(m.c.opts.lease).Milliseconds()
+	for range fenceRounds {
+		token++
+		var seen int64
+		below := func(reply interface{}) vote {
+			n, err := script.ParseFence(reply)
+			switch {
+			case err != nil:
+				return voteFailed
+			case n < token:
+				return voteYes
+			}
+			seen = max(seen, n) // collect runs one answer at a time
+			return voteNo
+		}
+		wb := m.c.fanout(ctx, m.fenceCall(token, ttl), below, (*ballot).certain, nil)
+		switch {
+		case wb.ballot.won():
+			return token, nil
+		case wb.ballot.no == 0:
+			return 0, wb.noQuorum("fencing token write-back for " + quoteName(m.name))
+		}
+		token = max(token, seen)
+	}
+	return 0, fmt.Errorf("redlock: lock %s: the fencing token's write-back met a larger counter %d times in a row: %w", quoteName(m.name), fenceRounds, ErrNoQuorum)
+}

@@ -626,7 +626,7 @@ func TestSemaphoreNoQuorum(t *testing.T) {
 }
 
 // TestSemaphoreReadmeACLIsEnough: the README's minimal ACL for a lock user
-// (acl_test.go's readmeACL) covers a semaphore too: a guess, a scan, a
+// (main_test.go's readmeACL) covers a semaphore too: a guess, a scan, a
 // wait woken by a release, and the release.
 func TestSemaphoreReadmeACLIsEnough(t *testing.T) {
 	cl := redlocktest.Start(t, 3)
@@ -661,7 +661,7 @@ func TestSemaphoreReadmeACLIsEnough(t *testing.T) {
 
 // TestSemaphoreWrongPasswordEndsAtOnce: with every node refusing the
 // client's password, Acquire returns at once with ErrNoQuorum wrapping
-// ErrAuth instead of waiting forever, as Lock does (acl_test.go).
+// ErrAuth instead of waiting forever, as Lock does (TestAuthFailuresSaidInWords, health_test.go).
 func TestSemaphoreWrongPasswordEndsAtOnce(t *testing.T) {
 	cl := redlocktest.Start(t, 3)
 	urls := make([]string, cl.N())

@@ -2,18 +2,22 @@ package redlock
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/redlock-go/redlock/internal/script"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 // The quorum and the ballot (quorum.go): the size of a majority, the quorum's
 // PTTL that a waiter sleeps for, when a ballot's outcome is certain after
-// each vote, and a round launched after Close began.
+// each vote, a round launched after Close began, which failed calls are
+// astray (may still land), and, on a cluster member, the holds a quarantined
+// shard takes out of the count.
 
 func TestUnitQuorum(t *testing.T) {
 	want := map[int]int{1: 1, 2: 2, 3: 2, 4: 3, 5: 3, 6: 4, 7: 4}
@@ -173,4 +177,62 @@ func TestUnitRoundAfterClose(t *testing.T) {
 	assert.True(t, r.ballot.unreachable())
 	require.ErrorIs(t, r.noQuorum("lock"), ErrClosed)
 	assert.Less(t, time.Since(start), 100*time.Millisecond, "a closed client's nodes fail at once")
+}
+
+// TestUnitStrayCalls: a call that failed after it may have been written is
+// astray; one that was never sent, or that the node refused, is not.
+func TestUnitStrayCalls(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		err    error
+		astray bool
+	}{
+		{"answered", nil, false},
+		{"connection broke", fmt.Errorf("read: %w", context.DeadlineExceeded), true},
+		{"never sent", notSent(ErrClosed), false},
+		{"refused by the node", serverError("WRONGTYPE Operation against a key holding the wrong kind of value"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &round{answers: make(chan int, 1), outcomes: make([]outcome, 1), classify: classifyRelease}
+			r.late.inflight.Store(1)
+			r.Receive(0, int64(1), tc.err)
+			assert.Equal(t, tc.astray, r.late.astray.Load())
+			assert.Zero(t, r.late.inflight.Load())
+		})
+	}
+}
+
+// TestUnitQuarantinedShardTakesOnlyItsHolds: on a member whose server B
+// restarted (in quarantine), the holds whose keys B serves do not count,
+// those on A and C do; a renewal counts them so.
+func TestUnitQuarantinedShardTakesOnlyItsHolds(t *testing.T) {
+	rt := &routeTable{routes: map[string]Route{}, runIDs: map[string]string{"A": "a", "B": "b", "C": "c"}}
+	c, p := overTransport(rt)
+	var hs []*hold
+	for i, name := range []string{"x", "y", "z", "w"} {
+		m := newMutex(c, name)
+		rt.set(m.lock(0).key, Route{Addr: []string{"A", "B", "C", "B"}[i], Slot: i})
+		identifyOver(t, p, m.lock(0).key)
+		hs = append(hs, &hold{m: m})
+	}
+	calls := []call{script.Renew.Call(1, hs[0].m.lock(0).key, int64(3000), "f")}
+	require.True(t, c.countedFor(p, calls))
+	rt.mu.Lock()
+	rt.runIDs["B"] = "b2"
+	rt.mu.Unlock()
+	rt.set(hs[1].m.lock(0).key, Route{Addr: "B", Slot: 1, Dials: 1}) // a new connection to B: read again
+	identifyOver(t, p, hs[1].m.lock(0).key)
+	require.ErrorIs(t, c.quarantined(p, hs[1].m.lock(0).key), ErrQuarantined)
+
+	all := []call{script.Renew.Call(4, hs[0].m.lock(0).key, hs[1].m.lock(0).key, hs[2].m.lock(0).key, hs[3].m.lock(0).key, int64(3000), "f", "f", "f", "f")}
+	require.False(t, c.countedFor(p, all), "not every server of the member counts")
+	partly := c.countedHolds(p, hs)
+	assert.Equal(t, []bool{true, false, true, false}, partly)
+
+	r := &renewal{hs: hs, counted: []bool{false}, partly: [][]bool{partly}}
+	for k, want := range partly {
+		assert.Equal(t, want, r.counts(0, k), "hold %d", k)
+	}
+	native := makePeer(c, NewNode("native", unitPool(nil)), 0)
+	assert.Nil(t, c.countedHolds(native, hs), "a native node is one server")
 }

@@ -661,7 +661,8 @@ func TestSemaphoreReadmeACLIsEnough(t *testing.T) {
 
 // TestSemaphoreWrongPasswordEndsAtOnce: with every node refusing the
 // client's password, Acquire returns at once with ErrNoQuorum wrapping
-// ErrAuth instead of waiting forever, as Lock does (TestAuthFailuresSaidInWords, health_test.go).
+// ErrAuth instead of waiting forever, as Lock does (health_test.go's
+// TestAuthFailuresSaidInWords).
 func TestSemaphoreWrongPasswordEndsAtOnce(t *testing.T) {
 	cl := redlocktest.Start(t, 3)
 	urls := make([]string, cl.N())

@@ -251,3 +251,13 @@ func unusedURLs(t *testing.T, n int) []string {
 	}
 	return urls
 }
+
+// closed reports whether ch is closed, without waiting.
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}

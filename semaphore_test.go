@@ -171,7 +171,7 @@ func (h *semHolder) hold(p *redlock.Permit, k int) {
 // TestSemaphoreNeverMoreThanPermits: 3 Clients × 4 goroutines contend for
 // 3 permits on 5 nodes while node 0 is killed (SIGKILL) and restarted
 // empty, and node 1 paused (SIGSTOP) and resumed. The spans of the holders
-// (checker_test.go's clock and records) never have more than 3 open at
+// (the chaos suite's clock and records) never have more than 3 open at
 // once within the validity each was promised, and more than one (the
 // permits are shared).
 func TestSemaphoreNeverMoreThanPermits(t *testing.T) {

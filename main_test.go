@@ -24,7 +24,8 @@ import (
 // nodes started by redlocktest. This file holds what they share: the
 // goroutine-leak check of TestMain, the Client they dial, helpers that read a
 // lock's hash on the nodes, the README's minimal ACL and its users, the
-// capture of a Client's log, and the fairness runs' count.
+// capture of a Client's log, URLs where nothing listens, and the fairness
+// runs' count.
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)

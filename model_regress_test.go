@@ -19,7 +19,7 @@ import (
 )
 
 // Regression cases of the model's counterexamples (internal/model,
-// docs/model.md): each scenario a counterexample's trace describes, run
+// docs/model.md), across units, one per trace: each scenario a counterexample's trace describes, run
 // through the real client on redis-server, with the mechanism the trace
 // turns off, and with it on; the two cases make modelcheck's random walks
 // found with every mechanism on, since fixed, each shown fixed; and the

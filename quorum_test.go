@@ -15,9 +15,10 @@ import (
 	"github.com/redlock-go/redlock/redlocktest"
 )
 
-// One acquisition (docs/algorithm.md, "One acquisition"): the outcome for
-// every subset of seized, dead or paused nodes, a decision as soon as it is
-// certain, and the rollback of a failed attempt, whose errors are returned.
+// One acquisition's round (quorum.go; docs/algorithm.md, "One
+// acquisition"), on real redis-server nodes: the outcome for every subset of
+// seized, dead or paused nodes, a decision as soon as it is certain, and the
+// rollback of a failed attempt, whose errors are returned.
 
 // seize makes another owner hold name on node i for a minute.
 func seize(t *testing.T, cl *redlocktest.Cluster, i int, name string) {

@@ -25,8 +25,8 @@ import (
 // its own Mutex, spread over several Clients, in this process and in worker
 // processes (this test binary run again with -test.run=^TestWorkerProcess$
 // and its plan in $REDLOCK_CHAOS_WORKER). Each owner records the spans it
-// held the lock (the checker, chaos_test.go) and increments the shared counter inside
-// them.
+// held the lock (for the checker, chaos_test.go) and increments the
+// shared counter inside them.
 
 // workerEnv names the environment variable that carries a worker process's
 // plan, as JSON. Without it TestWorkerProcess does nothing.

@@ -180,8 +180,7 @@ func (s *logSink) Handle(_ context.Context, r slog.Record) error {
 }
 
 func (s *logSink) WithAttrs([]slog.Attr) slog.Handler { return s }
-
-func (s *logSink) WithGroup(string) slog.Handler { return s }
+func (s *logSink) WithGroup(string) slog.Handler      { return s }
 
 // records returns the level and message of every record so far.
 func (s *logSink) records() []string {

@@ -13,8 +13,8 @@ import (
 	"github.com/redlock-go/redlock/redlocktest"
 )
 
-// The benchmarks run on 5 real redis-server nodes on loopback, for
-// benchstat:
+// The benchmarks of the lock types run on 5 real redis-server nodes on
+// loopback, for benchstat:
 //
 //	go test -run '^$' -bench . -count 10 > new.txt
 //	benchstat old.txt new.txt

@@ -2,21 +2,22 @@ package redlock_test
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/redlocktest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
-// The end of a hold (docs/algorithm.md, "Release"): a fixed lease lost at
-// Until, and releases that are retried, late, or overtaken by a straggling
+// The end of a hold (hold.go; docs/algorithm.md, "Release"): a fixed lease
+// lost at Until, which is the lease doing its job and no "lock lost" warning,
+// and releases that are retried, late, or overtaken by a straggling
 // acquisition, none of which may touch a newer hold.
 
 func TestFixedLeaseLostClosesAtUntil(t *testing.T) {
@@ -214,4 +215,22 @@ func releasedBeforeStraggler(t *testing.T, mode string) bool {
 	time.Sleep(time.Until(start.Add(2 * delay))) // the straggler has landed
 	assert.Equal(t, repeat("", 3), counts(t, cl, "straggler"))
 	return true
+}
+
+// TestFixedLeaseEndIsNotALoss: a hold of LockLease that runs out is the
+// lease doing its job: Lost closes, and the log says so at Debug, with no
+// "lock lost" warning; a watchdog hold that runs out is still a warning.
+func TestFixedLeaseEndIsNotALoss(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	log := &logSink{}
+	c := dial(t, cl, redlock.WithLogger(slog.New(log)))
+	m := c.NewMutex("fixed")
+	require.NoError(t, m.LockLease(context.Background(), 300*time.Millisecond))
+	select {
+	case <-m.Lost():
+	case <-time.After(5 * time.Second):
+		t.Fatal("Lost did not close at the end of the lease")
+	}
+	require.Eventually(t, func() bool { return log.has(slog.LevelDebug, "fixed lease ended") }, time.Second, 5*time.Millisecond)
+	assert.False(t, log.has(slog.LevelWarn, "lock lost"), "a fixed lease that ends is not a loss")
 }

@@ -1,24 +1,31 @@
 package redlock_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/redlocktest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
-
-	"github.com/redlock-go/redlock"
-	"github.com/redlock-go/redlock/redlocktest"
 )
 
 // The integration tests of package redlock_test run on real redis-server
 // nodes started by redlocktest. This file holds what they share: the
-// goroutine-leak check of TestMain, the Client they dial, and helpers that
-// read a lock's hash on the nodes.
+// goroutine-leak check of TestMain, the Client they dial, helpers that read a
+// lock's hash on the nodes, the README's minimal ACL and its users, the
+// capture of a Client's log, URLs where nothing listens, and the fairness
+// runs' count.
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
@@ -121,5 +128,136 @@ func repeat(s string, n int) []string {
 func sleep(d time.Duration) {
 	if d > 0 {
 		time.Sleep(d)
+	}
+}
+
+// readmeACL is the README's minimal ACL for a lock user, after "ACL SETUSER
+// <user> on ><password>": TestReadmeACLIsEnough holds the README to it.
+const readmeACL = "resetkeys ~redlock:* resetchannels &redlock:* -@all +evalsha +eval +script|load +info +ping +subscribe +unsubscribe " +
+	"+publish +pubsub|numsub +time +exists +get +set +del +hget +hset +hexists +hgetall +pexpire +pttl"
+
+// addUser creates user with password and the given rules on node i.
+func addUser(t *testing.T, cl *redlocktest.Cluster, i int, user, password, rules string) {
+	t.Helper()
+	args := []any{"SETUSER", user, "reset", "on", ">" + password}
+	for _, r := range strings.Fields(rules) {
+		args = append(args, r)
+	}
+	_, err := cl.Do(i, "ACL", args...)
+	require.NoError(t, err)
+}
+
+// userURL is the URL of node i for user.
+func userURL(cl *redlocktest.Cluster, i int, user, password string) string {
+	return "redis://" + user + ":" + password + "@" + cl.Addrs()[i]
+}
+
+// fairRuns is how many runs a fairness test makes: 1, or
+// REDLOCK_FAIR_RUNS (make fairness sets 10).
+func fairRuns(t *testing.T) int {
+	if s := os.Getenv("REDLOCK_FAIR_RUNS"); s != "" {
+		n, err := strconv.Atoi(s)
+		require.NoError(t, err, "REDLOCK_FAIR_RUNS")
+		return n
+	}
+	return 1
+}
+
+// logSink is a slog.Handler that keeps every record, for tests of what the
+// library logs.
+type logSink struct {
+	mu   sync.Mutex
+	recs []string // level and message of each record
+}
+
+func (s *logSink) Enabled(context.Context, slog.Level) bool { return true }
+
+func (s *logSink) Handle(_ context.Context, r slog.Record) error {
+	s.mu.Lock()
+	s.recs = append(s.recs, r.Level.String()+" "+r.Message)
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *logSink) WithAttrs([]slog.Attr) slog.Handler { return s }
+func (s *logSink) WithGroup(string) slog.Handler      { return s }
+
+// records returns the level and message of every record so far.
+func (s *logSink) records() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.recs...)
+}
+
+// has reports whether a record at level contains msg.
+func (s *logSink) has(level slog.Level, msg string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.recs {
+		if strings.HasPrefix(r, level.String()+" ") && strings.Contains(r, msg) {
+			return true
+		}
+	}
+	return false
+}
+
+// logLines is a log that keeps every line a slog.TextHandler writes.
+type logLines struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logLines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+// String returns every line so far.
+func (l *logLines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// logger returns a logger, at every level, that writes to l.
+func (l *logLines) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// warnings returns the lines at Warn level that contain msg.
+func (l *logLines) warnings(msg string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, line := range strings.Split(l.buf.String(), "\n") {
+		if strings.Contains(line, "level=WARN") && strings.Contains(line, msg) {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// unusedURLs returns n redis:// URLs of loopback ports where nothing
+// listens.
+func unusedURLs(t *testing.T, n int) []string {
+	t.Helper()
+	urls := make([]string, n)
+	for i := range urls {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		urls[i] = "redis://" + l.Addr().String()
+		defer l.Close() // after the loop: n different ports
+	}
+	return urls
+}
+
+// closed reports whether ch is closed, without waiting.
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }

@@ -19,14 +19,14 @@ import (
 )
 
 // Regression cases of the model's counterexamples (internal/model,
-// docs/model.md): each scenario a counterexample's trace describes, run
-// through the real client on redis-server, with the mechanism the trace
-// turns off, and with it on; the two cases make modelcheck's random walks
-// found with every mechanism on, since fixed, each shown fixed; and the
-// limit the model finds when a queued call survives a broken connection,
-// not fixed, asserted as it stands, so that the docs' statement of it
-// stays true. The restart quarantine's case is
-// TestRestartWithoutQuarantineGivesTwoHolders and
+// docs/model.md), across units, one per trace: each scenario a
+// counterexample's trace describes, run through the real client on
+// redis-server, with the mechanism the trace turns off, and with it on; the
+// two cases make modelcheck's random walks found with every mechanism on,
+// since fixed, each shown fixed; and the limit the model finds when a queued
+// call survives a broken connection, not fixed, asserted as it stands, so
+// that the docs' statement of it stays true. The restart quarantine's case
+// is TestRestartWithoutQuarantineGivesTwoHolders and
 // TestRestartQuarantinePreventsTwoHolders (restart_test.go), and
 // TestRestartHazard (chaos_test.go).
 

@@ -13,12 +13,12 @@ import (
 	"github.com/redlock-go/redlock"
 )
 
-// Nil and zero values (issue 24, point 4): every exported method of each
-// lock type, on a nil pointer, on a zero value and on a value made by a nil
-// *Client, returns an error wrapping ErrInvalid, or the zero result for a
-// getter, and never panics; Lost returns a closed channel, as a Mutex that
-// holds nothing does. The methods are enumerated by reflection, so a method
-// added later without a guard fails this test.
+// Nil and zero values across the units (issue 24, point 4): every exported
+// method of each lock type, on a nil pointer, on a zero value and on a value
+// made by a nil *Client, returns an error wrapping ErrInvalid, or the zero
+// result for a getter, and never panics; Lost returns a closed channel, as a
+// Mutex that holds nothing does. The methods are enumerated by reflection, so
+// a method added later without a guard fails this test.
 
 // TestNilAndZeroValues calls every exported method of every receiver
 // below with zero-ish arguments.

@@ -12,18 +12,18 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/redlocktest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
-
-	"github.com/redlock-go/redlock"
-	"github.com/redlock-go/redlock/redlocktest"
 )
 
-// A node's connections (node.go, internal/node/conn.go): a few long-lived connections
-// per node, set up in the background off every command's budget; a dead or
-// paused node is dialled once per backoff period, not once per call; a node
-// whose round trip is close to the node timeout still counts.
+// A node's connections (node.go, internal/node/conn.go): a few long-lived
+// connections per node, set up in the background off every command's budget;
+// a dead or paused node is dialled once per backoff period, not once per call;
+// a node whose round trip is close to the node timeout still counts; a node
+// killed under a call is named in words.
 
 // countingNodes returns nodes over cl's addresses whose pools count the
 // dials made to each node.
@@ -284,4 +284,35 @@ func TestCloseStopsTheConnectionLayer(t *testing.T) {
 	require.ErrorIs(t, err, redlock.ErrNoQuorum, "the held lock reached one node of three")
 	assert.Less(t, elapsed, 4*nodeTimeout+time.Second, "Close waited on a node")
 	goleak.VerifyNone(t, ignore)
+}
+
+// TestKilledNodeIsNamedInWords: calls in flight on nodes whose servers are
+// killed fail with words that say the node closed the connection, not a
+// bare "EOF".
+func TestKilledNodeIsNamedInWords(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	c := dial(t, cl, redlock.WithNodeTimeout(3*time.Second), redlock.WithLease(30*time.Second))
+	m := c.NewMutex("killed")
+	_, err := m.IsLocked(context.Background()) // connections set up
+	require.NoError(t, err)
+	require.NoError(t, cl.Pause(0))
+	require.NoError(t, cl.Pause(1))
+	done := make(chan error, 1)
+	go func() {
+		_, err := m.TryLock(context.Background(), 0, 0)
+		done <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // the calls are written and wait for replies
+	require.NoError(t, cl.Kill(0))
+	require.NoError(t, cl.Kill(1))
+	select {
+	case err = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("TryLock did not return after its nodes were killed")
+	}
+	require.ErrorIs(t, err, redlock.ErrNoQuorum)
+	var nerr *redlock.NodeError
+	require.True(t, errors.As(err, &nerr))
+	assert.Regexp(t, `the node (closed|reset) the connection \(.*\): its server died, restarted or dropped this client`, err.Error())
+	t.Log(err)
 }

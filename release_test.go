@@ -4,16 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/redlocktest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // A final release that reaches no quorum (docs/algorithm.md, "Release"):
@@ -193,42 +190,4 @@ func TestBackgroundReleaseEnds(t *testing.T) {
 			assert.Equal(t, repeat("", 5), counts(t, cl, "close"), "Close sent the release")
 		})
 	}
-}
-
-// logSink is a slog.Handler that keeps every record, for tests of what the
-// library logs.
-type logSink struct {
-	mu   sync.Mutex
-	recs []string // level and message of each record
-}
-
-func (s *logSink) Enabled(context.Context, slog.Level) bool { return true }
-
-func (s *logSink) Handle(_ context.Context, r slog.Record) error {
-	s.mu.Lock()
-	s.recs = append(s.recs, r.Level.String()+" "+r.Message)
-	s.mu.Unlock()
-	return nil
-}
-
-func (s *logSink) WithAttrs([]slog.Attr) slog.Handler { return s }
-func (s *logSink) WithGroup(string) slog.Handler      { return s }
-
-// records returns the level and message of every record so far.
-func (s *logSink) records() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.recs...)
-}
-
-// has reports whether a record at level contains msg.
-func (s *logSink) has(level slog.Level, msg string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, r := range s.recs {
-		if strings.HasPrefix(r, level.String()+" ") && strings.Contains(r, msg) {
-			return true
-		}
-	}
-	return false
 }

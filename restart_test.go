@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -9,19 +10,19 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/redlocktest"
 	"github.com/redlock-go/redlock/redlocktest/checker"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // Restart quarantine (restart.go; docs/safety.md, "Restart quarantine"): a
 // node that restarted empty forgot the holds it had, so a client that sees
 // its run_id change, or with WithQuarantineYoungNodes its uptime, keeps it
 // out of quorums for a full period. Without it, plain Redlock gives two
-// holders.
+// holders. A node whose user may not run INFO cannot have its restarts seen,
+// and does not count while the quarantine is on.
 
 // restartHazard sets up the known hazard of plain Redlock: a lock held on
 // exactly three of five nodes, one of those three restarted empty, and the
@@ -274,4 +275,51 @@ func uptime(t *testing.T, cl *redlocktest.Cluster, i int) int {
 		}
 	}
 	return -1
+}
+
+// TestInfoDeniedNodeDoesNotCount: a node whose user may not run INFO
+// cannot have its restarts seen; while restart quarantine is on it does not
+// count, and every error naming it says what to grant. Before the fix such
+// a node counted, with quarantine silently off for it.
+func TestInfoDeniedNodeDoesNotCount(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	urls := cl.URLs()
+	for _, i := range []int{1, 2} {
+		addUser(t, cl, i, "noinfo", "pw", "~* &* +@all -info")
+		urls[i] = userURL(cl, i, "noinfo", "pw")
+	}
+	log := &logSink{}
+	c, err := redlock.Dial(urls, redlock.WithNodeTimeout(nodeTimeout), redlock.WithLogger(slog.New(log)))
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	ctx := context.Background()
+
+	m := c.NewMutex("noinfo")
+	var ok bool
+	require.Eventually(t, func() bool {
+		ok, err = m.TryLock(ctx, 0, 0)
+		return err != nil && strings.Contains(err.Error(), "+info")
+	}, 5*time.Second, 20*time.Millisecond, "the connections set up and INFO refused")
+	assert.False(t, ok, "two of three nodes cannot count")
+	require.ErrorIs(t, err, redlock.ErrNoQuorum)
+	require.ErrorIs(t, err, redlock.ErrQuarantined)
+	assert.Contains(t, err.Error(), "INFO server refused (NOPERM")
+	assert.Contains(t, err.Error(), "ACL SETUSER <user> +info")
+	assert.Contains(t, err.Error(), "WithQuarantine(0)")
+
+	// One blind node of three: the two others decide.
+	addUser(t, cl, 1, "noinfo", "pw", "~* &* +@all")
+	c2, err := redlock.Dial([]string{cl.URLs()[0], cl.URLs()[1], urls[2]}, redlock.WithNodeTimeout(nodeTimeout))
+	require.NoError(t, err)
+	t.Cleanup(func() { c2.Close() })
+	require.NoError(t, c2.NewMutex("noinfo").Lock(ctx))
+
+	// Logged once per node, at warning level.
+	warned := 0
+	for _, r := range log.records() {
+		if strings.HasPrefix(r, "WARN ") && strings.Contains(r, "INFO server refused") {
+			warned++
+		}
+	}
+	assert.Equal(t, 2, warned, "one warning per blind node")
 }

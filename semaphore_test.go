@@ -171,7 +171,7 @@ func (h *semHolder) hold(p *redlock.Permit, k int) {
 // TestSemaphoreNeverMoreThanPermits: 3 Clients × 4 goroutines contend for
 // 3 permits on 5 nodes while node 0 is killed (SIGKILL) and restarted
 // empty, and node 1 paused (SIGSTOP) and resumed. The spans of the holders
-// (checker_test.go's clock and records) never have more than 3 open at
+// (the chaos suite's clock and records) never have more than 3 open at
 // once within the validity each was promised, and more than one (the
 // permits are shared).
 func TestSemaphoreNeverMoreThanPermits(t *testing.T) {
@@ -626,7 +626,7 @@ func TestSemaphoreNoQuorum(t *testing.T) {
 }
 
 // TestSemaphoreReadmeACLIsEnough: the README's minimal ACL for a lock user
-// (acl_test.go's readmeACL) covers a semaphore too: a guess, a scan, a
+// (main_test.go's readmeACL) covers a semaphore too: a guess, a scan, a
 // wait woken by a release, and the release.
 func TestSemaphoreReadmeACLIsEnough(t *testing.T) {
 	cl := redlocktest.Start(t, 3)
@@ -661,7 +661,8 @@ func TestSemaphoreReadmeACLIsEnough(t *testing.T) {
 
 // TestSemaphoreWrongPasswordEndsAtOnce: with every node refusing the
 // client's password, Acquire returns at once with ErrNoQuorum wrapping
-// ErrAuth instead of waiting forever, as Lock does (acl_test.go).
+// ErrAuth instead of waiting forever, as Lock does (health_test.go's
+// TestAuthFailuresSaidInWords).
 func TestSemaphoreWrongPasswordEndsAtOnce(t *testing.T) {
 	cl := redlocktest.Start(t, 3)
 	urls := make([]string, cl.N())

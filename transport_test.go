@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock/internal/script"
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -66,28 +65,6 @@ func identifyOver(t *testing.T, p *peer, key string) {
 	t.Helper()
 	_, err := p.do(script.View.Call(key), time.Now().Add(time.Second))
 	require.NoError(t, err)
-}
-
-// TestUnitMultiMutexNeedsOneSlotOnACluster: on a quorum member that is a
-// Redis Cluster, a MultiMutex's names must hash to one slot (a script's
-// keys must); names in one slot, or any names on plain servers, are fine.
-func TestUnitMultiMutexNeedsOneSlotOnACluster(t *testing.T) {
-	rt := &routeTable{routes: map[string]Route{}, runIDs: map[string]string{}}
-	c, p := overTransport(rt)
-	c.peers = []*peer{p}
-	c.done = make(chan struct{})
-	rt.set("redlock:{a}:lock", Route{Addr: "A", Slot: 1})
-	rt.set("redlock:{b}:lock", Route{Addr: "A", Slot: 1})
-	rt.set("redlock:{c}:lock", Route{Addr: "A", Slot: 2})
-	assert.NoError(t, c.NewMultiMutex("a", "b").bad)
-	err := c.NewMultiMutex("c", "a", "b").bad
-	require.ErrorIs(t, err, ErrInvalid)
-	assert.Contains(t, err.Error(), "different slots")
-
-	plain, err := New([]*Node{NewNode("x", unitPool(nil))})
-	require.NoError(t, err)
-	defer plain.Close()
-	assert.NoError(t, plain.NewMultiMutex("a", "b", "c").bad)
 }
 
 // TestUnitTransportNodeNeedsATransport: New takes a node made with

@@ -2,21 +2,22 @@ package redlock_test
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/observe"
 	"github.com/redlock-go/redlock/redlocktest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // One vote per server process (votes.go): a server listed under two URLs
-// counts once, whichever way the second URL reaches it.
+// counts once, whichever way the second URL reaches it; a user denied INFO
+// cannot be checked, and each node says so once.
 
 // nodeChanges records the Observer's NodeChanged events.
 type nodeChanges struct {
@@ -140,4 +141,38 @@ func TestAliasDoesNotKeepARenewedHold(t *testing.T) {
 	case <-time.After(3 * time.Second):
 		t.Fatal("the hold stayed renewed on one server counted twice")
 	}
+}
+
+// TestInfoDeniedWithQuarantineOff: with restart quarantine off, a user
+// denied INFO locks as any other, but the one check that still needs INFO
+// (one vote per server process) cannot run, and each node says so once,
+// at warning level.
+func TestInfoDeniedWithQuarantineOff(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	urls := make([]string, 3)
+	for i := range urls {
+		addUser(t, cl, i, "noinfo", "pw", "~* &* +@all -info")
+		urls[i] = userURL(cl, i, "noinfo", "pw")
+	}
+	log := &logSink{}
+	c, err := redlock.Dial(urls, redlock.WithNodeTimeout(nodeTimeout), redlock.WithQuarantine(0), redlock.WithLogger(slog.New(log)))
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	ctx := context.Background()
+	m := c.NewMutex("quarantine-off")
+	require.NoError(t, m.Lock(ctx))
+	require.NoError(t, m.Unlock(ctx))
+	warned := func() int {
+		n := 0
+		for _, r := range log.records() {
+			if strings.HasPrefix(r, "WARN ") && strings.Contains(r, "INFO server refused") && strings.Contains(r, "two nodes") {
+				n++
+			}
+		}
+		return n
+	}
+	require.Eventually(t, func() bool { return warned() >= 3 }, 5*time.Second, 10*time.Millisecond)
+	_, err = c.NewMutex("again").IsLocked(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 3, warned(), "one warning per node")
 }

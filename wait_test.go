@@ -12,22 +12,25 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/observe"
+	"github.com/redlock-go/redlock/redlocktest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/redlock-go/redlock"
-	"github.com/redlock-go/redlock/redlocktest"
 )
 
-// Waiting (docs/algorithm.md, "Waiting"): a waiter takes the lock when a
-// lease ends, and is woken by pub/sub when the lock is released or forced,
-// also with a node dead or after a pub/sub reconnect; a lost message costs
-// at most one TTL; a local Unlock wakes a local waiter; idle pub/sub
-// connections stay; and many goroutines in several Clients contend without
-// overlap. Waiters in many Clients take turns: a release costs about one
-// attempt, every goroutine gets the lock, and a head still tries when the
-// client whose turn came first does not take the lock, or when a take ends
-// by its lease without a release.
+// Waiting (reentrant.go's waiting loop and queue.go's waiters; docs/algorithm.md,
+// "Waiting"): a waiter takes the lock when a lease ends, and is woken by
+// pub/sub when the lock is released or forced, also with a node dead or after
+// a pub/sub reconnect; a lost message costs at most one TTL; a local Unlock
+// wakes a local waiter; idle pub/sub connections stay; and many goroutines in
+// several Clients contend without overlap. Waiters in many Clients take turns:
+// a release costs about one attempt, every goroutine gets the lock, and a head
+// still tries when the client whose turn came first does not take the lock, or
+// when a take ends by its lease without a release. No silent wait: an
+// acquisition whose attempts reach no quorum because nodes fail says so at
+// Warn, naming each node and why, and to the Observer (WaitStalled), once it
+// has lasted WithStallWarning's duration.
 
 func TestWaiterTakesTheLockWhenALeaseEnds(t *testing.T) {
 	cl := redlocktest.Start(t, 3)
@@ -653,4 +656,190 @@ func TestHeadsTryWhenATakeEndsByItsLease(t *testing.T) {
 	least, most, total := spread(counts)
 	t.Logf("%d holds of 100 ms ended by their lease in 4 s; per goroutine %d–%d", total, least, most)
 	assert.Positive(t, least, "a goroutine never got the lock: %v", counts)
+}
+
+// stallMessage is the beginning of the warning of a stalled wait.
+const stallMessage = "redlock: waiting while attempts reach no quorum because nodes fail"
+
+// stallSpan marks the context that stallRecorder's OpStarted returns.
+type stallSpan struct{}
+
+// stallRecorder is an Observer that keeps the WaitStalled events, and
+// whether each came with its call's context (that OpStarted returned).
+type stallRecorder struct {
+	observe.NopObserver
+	mu       sync.Mutex
+	stalls   []observe.WaitStall
+	spanned  []bool
+	attempts int
+}
+
+func (r *stallRecorder) OpStarted(ctx context.Context, _ observe.OpStart) context.Context {
+	return context.WithValue(ctx, stallSpan{}, true)
+}
+
+func (r *stallRecorder) AttemptDone(context.Context, observe.Attempt) {
+	r.mu.Lock()
+	r.attempts++
+	r.mu.Unlock()
+}
+
+func (r *stallRecorder) WaitStalled(ctx context.Context, e observe.WaitStall) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stalls = append(r.stalls, e)
+	r.spanned = append(r.spanned, ctx.Value(stallSpan{}) != nil)
+}
+
+func (r *stallRecorder) events() ([]observe.WaitStall, []bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]observe.WaitStall(nil), r.stalls...), append([]bool(nil), r.spanned...)
+}
+
+// stallCase is one kind of acquisition that waits: hold takes, as another
+// owner on c, what wait then waits for.
+type stallCase struct {
+	name     string
+	observed bool // a call that OpStarted begins (a Mutex's, a Semaphore's): its events get the context OpStarted returned
+	hold     func(ctx context.Context, c *redlock.Client, name string) error
+	wait     func(ctx context.Context, c *redlock.Client, name string) error
+}
+
+func lockOf(name string) func(context.Context, *redlock.Client, string) error {
+	return func(ctx context.Context, c *redlock.Client, n string) error { return c.NewMutex(n + name).Lock(ctx) }
+}
+
+var stallCases = []stallCase{
+	{"Lock", true, lockOf(""), lockOf("")},
+	{"LockLease", true, lockOf(""), func(ctx context.Context, c *redlock.Client, n string) error {
+		return c.NewMutex(n).LockLease(ctx, 10*time.Second)
+	}},
+	{"TryLock with a wait", true, lockOf(""), func(ctx context.Context, c *redlock.Client, n string) error {
+		_, err := c.NewMutex(n).TryLock(ctx, time.Minute, 0)
+		return err
+	}},
+	{"MultiMutex Lock", true, lockOf("-b"), func(ctx context.Context, c *redlock.Client, n string) error {
+		return c.NewMultiMutex(n+"-a", n+"-b").Lock(ctx)
+	}},
+	{"RWMutex RLock", true, func(ctx context.Context, c *redlock.Client, n string) error {
+		return c.NewRWMutex(n).Lock(ctx)
+	}, func(ctx context.Context, c *redlock.Client, n string) error {
+		return c.NewRWMutex(n).RLock(ctx)
+	}},
+	{"RWMutex Lock", true, func(ctx context.Context, c *redlock.Client, n string) error {
+		return c.NewRWMutex(n).RLock(ctx)
+	}, func(ctx context.Context, c *redlock.Client, n string) error {
+		return c.NewRWMutex(n).Lock(ctx)
+	}},
+	{"Semaphore Acquire", true, func(ctx context.Context, c *redlock.Client, n string) error {
+		_, err := c.NewSemaphore(n, 1).Acquire(ctx, 0)
+		return err
+	}, func(ctx context.Context, c *redlock.Client, n string) error {
+		_, err := c.NewSemaphore(n, 1).Acquire(ctx, 0)
+		return err
+	}},
+}
+
+// stallWarning is the option the tests set: far below the waits.
+const stallWarning = 300 * time.Millisecond
+
+func TestStallWarnedWhenEveryNodeIsDown(t *testing.T) {
+	for _, fault := range []struct {
+		name   string
+		apply  func(cl *redlocktest.Cluster, i int) error
+		reason string // in every node's part of the warning
+	}{
+		{"killed", (*redlocktest.Cluster).Kill, "refused"},
+		{"paused", (*redlocktest.Cluster).Pause, "no answer within the node timeout"},
+	} {
+		t.Run(fault.name, func(t *testing.T) {
+			cl := redlocktest.Start(t, 3)
+			for i := range cl.N() {
+				require.NoError(t, fault.apply(cl, i))
+				t.Cleanup(func() { cl.Resume(i) }) // before Close, for a paused node
+			}
+			for _, tc := range stallCases {
+				t.Run(tc.name, func(t *testing.T) {
+					t.Parallel()
+					var log logLines
+					rec := &stallRecorder{}
+					c := dial(t, cl, redlock.WithLogger(log.logger()), redlock.WithObserver(rec), redlock.WithStallWarning(stallWarning))
+					ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+					defer cancel()
+					start := time.Now()
+					err := tc.wait(ctx, c, "stall")
+					took := time.Since(start)
+					require.ErrorIs(t, err, context.DeadlineExceeded)
+					require.ErrorIs(t, err, redlock.ErrNoQuorum)
+
+					lines := log.warnings(stallMessage)
+					require.Len(t, lines, 1, "one warning in %v, before the next minute; the log:\n%s", took, log.buf.String())
+					t.Log(lines[0])
+					for _, addr := range cl.Addrs() {
+						assert.Contains(t, lines[0], addr, "the warning names every node")
+					}
+					assert.Equal(t, 3, strings.Count(lines[0], fault.reason), "each node's reason: %s", lines[0])
+					assert.Contains(t, lines[0], "failed=\"3 of 3 nodes; 2 needed\"")
+
+					stalls, spanned := rec.events()
+					require.Len(t, stalls, 1)
+					e := stalls[0]
+					assert.True(t, strings.HasPrefix(e.Lock, "stall"), e.Lock)
+					assert.GreaterOrEqual(t, e.Stalled, stallWarning)
+					assert.Less(t, e.Stalled, 1200*time.Millisecond, "said soon after the stall's duration")
+					assert.GreaterOrEqual(t, e.Waited, e.Stalled)
+					assert.ErrorIs(t, e.Err, redlock.ErrNoQuorum)
+					require.Len(t, e.Nodes, 3)
+					for i, n := range e.Nodes {
+						assert.Equal(t, observe.AnswerFailed, n.Answer)
+						var ne *redlock.NodeError
+						if assert.True(t, errors.As(n.Err, &ne), "node %d: %v", i, n.Err) {
+							assert.Contains(t, lines[0], ne.Node)
+						}
+					}
+					if tc.observed {
+						assert.True(t, spanned[0], "WaitStalled gets the call's context")
+					}
+				})
+			}
+		})
+	}
+}
+
+func TestStallNotWarnedBehindAnotherOwner(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	for _, tc := range stallCases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			name := "behind-" + strings.ReplaceAll(tc.name, " ", "-")
+			holder := dial(t, cl)
+			require.NoError(t, tc.hold(context.Background(), holder, name))
+
+			var log logLines
+			rec := &stallRecorder{}
+			c := dial(t, cl, redlock.WithLogger(log.logger()), redlock.WithObserver(rec), redlock.WithStallWarning(stallWarning))
+			ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+			defer cancel()
+			err := tc.wait(ctx, c, name)
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+			assert.NotErrorIs(t, err, redlock.ErrNoQuorum)
+
+			assert.Empty(t, log.warnings(""), "no warning for a wait behind another owner")
+			stalls, _ := rec.events()
+			assert.Empty(t, stalls)
+		})
+	}
+}
+
+func TestStallWarningOptionInvalid(t *testing.T) {
+	urls := unusedURLs(t, 3)
+	for _, d := range []time.Duration{0, -time.Second} {
+		_, err := redlock.Dial(urls, redlock.WithStallWarning(d))
+		require.ErrorIs(t, err, redlock.ErrInvalid, "WithStallWarning(%v)", d)
+		assert.Contains(t, err.Error(), "WithStallWarning")
+	}
+	c, err := redlock.Dial(urls, redlock.WithStallWarning(time.Millisecond))
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
 }

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
-
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/redlocktest/checker"
 )
@@ -26,8 +25,8 @@ import (
 // its own Mutex, spread over several Clients, in this process and in worker
 // processes (this test binary run again with -test.run=^TestWorkerProcess$
 // and its plan in $REDLOCK_CHAOS_WORKER). Each owner records the spans it
-// held the lock (checker_test.go) and increments the shared counter inside
-// them.
+// held the lock (for the checker, chaos_test.go) and increments the
+// shared counter inside them.
 
 // workerEnv names the environment variable that carries a worker process's
 // plan, as JSON. Without it TestWorkerProcess does nothing.
@@ -357,15 +356,6 @@ func (o *owner) release(depth int, lost <-chan struct{}, seen bool) bool {
 		timer.Stop()
 	}
 	return true
-}
-
-func closed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
 }
 
 // TestWorkerProcess is the body of a worker process of the chaos suite: it

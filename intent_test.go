@@ -2,7 +2,6 @@ package redlock_test
 
 import (
 	"context"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -10,27 +9,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/redlocktest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
-// No MultiMutex owner is starved (issue 27): an owner passed over leaves
-// an intent on its names, and the oldest waiter's intents keep new owners
-// of those names out until it got in.
-
-// fairRuns is how many runs a fairness test makes: 1, or
-// REDLOCK_FAIR_RUNS (make fairness sets 10).
-func fairRuns(t *testing.T) int {
-	if s := os.Getenv("REDLOCK_FAIR_RUNS"); s != "" {
-		n, err := strconv.Atoi(s)
-		require.NoError(t, err, "REDLOCK_FAIR_RUNS")
-		return n
-	}
-	return 1
-}
+// Waiters' intents (intent.go): no MultiMutex owner is starved, and no
+// Semaphore waiter passed over (issue 27): an owner passed over leaves an
+// intent on its names, and the oldest waiter's intents keep new owners of
+// those names out until it got in.
 
 // loopMulti takes and releases m, holding it hold each time, until end;
 // it returns how many holds it took.

@@ -3,23 +3,25 @@ package redlock
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
-	"github.com/redlock-go/redlock/internal/script"
 	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/redlock-go/redlock/internal/script"
+	"github.com/redlock-go/redlock/redlocktest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/redlock-go/redlock/redlocktest"
 )
 
-// The watchdog's queue (renewal.go) with the time given by the test: a
-// watchdog of a Client whose nodes are never reached, driven through
-// enqueue and take without its loop.
+// The watchdog (renewal.go) with the time given by the test: a watchdog of a
+// Client whose nodes are never reached, driven through enqueue and take
+// without its loop; its calls in flight; and the outcomes of a renewal split
+// over a cluster member's shards, per shard (internal/node merges the parts;
+// these tests count them).
 
 // unitWatchdog returns a watchdog with a 3s lease (1s period) and n holds,
 // one per Mutex, none of them in its queue yet.
@@ -359,4 +361,31 @@ func TestUnitInFlightLimit(t *testing.T) {
 		assert.Equal(t, tt.want, inFlightLimit(tt.lag, period), "lag %v", tt.lag)
 	}
 	assert.Less(t, calmInFlight, chunksInFlight)
+}
+
+// TestUnitSplitCallMayLandPerShard: a split renewal whose second shard
+// failed (a part merged as a partFailed, internal/node's
+// TestUnitSplitCallDeliveredPerShard) may land later only where the part
+// may have been sent and not refused.
+func TestUnitSplitCallMayLandPerShard(t *testing.T) {
+	split := func(err error) any { return []any{int64(1), partFailed{Err: err}, int64(1)} }
+	assert.False(t, mayLand(batchResult{replies: []any{split(serverError("NOPERM no"))}}), "a refusal cannot land later")
+	assert.True(t, mayLand(batchResult{replies: []any{split(context.DeadlineExceeded)}}), "a part that timed out may still run")
+	assert.False(t, mayLand(batchResult{replies: []any{split(notSent(errors.New("no connection")))}}), "a part never sent changes nothing")
+}
+
+// TestUnitTallyCountsAFailedShardAsFailedForItsHolds: a hold whose shard
+// failed gets no answer from that node (not held, not absent, not another
+// owner's); a hold of several locks with one failed entry neither.
+func TestUnitTallyCountsAFailedShardAsFailedForItsHolds(t *testing.T) {
+	one := &hold{m: &Mutex{}}
+	two := &hold{m: &Mutex{more: []lockKeys{{}}}}
+	hs := []*hold{one, one, two, one}
+	down := partFailed{Err: errors.New("connection refused")}
+	vs := []any{int64(1), down, int64(1), down, int64(-1)}
+	got := map[int]int64{}
+	failed, err := tallyHolds(vs, hs, func(k int, v int64) { got[k] = v })
+	assert.Equal(t, map[int]int64{0: 1, 3: -1}, got)
+	assert.Equal(t, 2, failed)
+	assert.ErrorContains(t, err, "connection refused")
 }

@@ -7,25 +7,23 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf8"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/redlock-go/redlock/internal/script"
+	"github.com/redlock-go/redlock/redlocktest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
-
-	"github.com/redlock-go/redlock/redlocktest"
 )
 
-// A Mutex before any network (reentrant.go): the argument checks, calls on a
-// closed Client, an owner's key and field, how an acquire reply is
-// classified, and calls ended by ctx. This file also holds the helpers the
-// internal tests share: Clients whose nodes never answer. Like every test of
-// package redlock, none needs a Redis server.
+// The Mutex from inside (reentrant.go): before any network, the argument
+// checks, names too long and how they are quoted, a nil context, values not
+// made by NewMutex, and calls ended by ctx; on five redis-server nodes, a
+// ForceUnlock that spares a hold taken while it lands. This file also holds
+// the helpers the internal tests share: Clients whose nodes never answer.
 
 // unitNoPanic runs f and fails the test, instead of crashing the binary, when
 // f panics.
@@ -233,59 +231,6 @@ func TestUnitMutexBadArguments(t *testing.T) {
 	assert.Zero(t, sent.Load(), "an invalid call must not reach the network")
 }
 
-func TestUnitClosed(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	sent := new(atomic.Int64)
-	for _, tc := range []struct {
-		name string
-		open func() (*Client, error)
-	}{
-		{"Dial", func() (*Client, error) { return Dial([]string{unitUnreachable}) }},
-		{"New", func() (*Client, error) {
-			return New([]*Node{NewNode("a", unitPool(nil)), NewNode("b", unitPool(nil)), NewNode("c", unitPool(nil))})
-		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c, err := tc.open()
-			require.NoError(t, err)
-			unitCountRequestsInto(c, sent)
-			before := c.NewMutex("unit")
-
-			// Concurrent and repeated Close calls all succeed.
-			var wg sync.WaitGroup
-			errs := make([]error, 4)
-			for i := range errs {
-				wg.Add(1)
-				go func(i int) {
-					defer wg.Done()
-					errs[i] = c.Close()
-				}(i)
-			}
-			wg.Wait()
-			for _, err := range errs {
-				assert.NoError(t, err)
-			}
-			assert.NoError(t, c.Close())
-
-			after := c.NewMutex("unit")
-			for mname, m := range map[string]*Mutex{"before": before, "after": after} {
-				for _, mc := range unitMutexCalls() {
-					t.Run(mname+"/"+mc.name, func(t *testing.T) {
-						ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-						defer cancel()
-						var err error
-						unitNoPanic(t, func() { err = mc.call(ctx, m) })
-						require.ErrorIs(t, err, ErrClosed)
-					})
-				}
-				assertClosedChan(t, m.Lost())
-				assert.True(t, m.Until().IsZero())
-			}
-		})
-	}
-	assert.Zero(t, sent.Load(), "a call after Close must not reach the network")
-}
-
 func assertClosedChan(t *testing.T, ch <-chan struct{}) {
 	t.Helper()
 	require.NotNil(t, ch)
@@ -293,98 +238,6 @@ func assertClosedChan(t *testing.T, ch <-chan struct{}) {
 	case <-ch:
 	default:
 		t.Error("the channel is not closed")
-	}
-}
-
-func TestUnitLostUntilNeverLocked(t *testing.T) {
-	c, err := Dial([]string{unitUnreachable})
-	require.NoError(t, err)
-	defer func() { require.NoError(t, c.Close()) }()
-	for _, name := range []string{"unit", ""} {
-		m := c.NewMutex(name)
-		assertClosedChan(t, m.Lost())
-		assertClosedChan(t, m.Lost())
-		assert.True(t, m.Until().IsZero())
-		assert.Equal(t, time.Time{}, m.Until())
-	}
-}
-
-func TestUnitMutexOwners(t *testing.T) {
-	c, err := Dial([]string{unitUnreachable}, WithKeyPrefix("unit:"))
-	require.NoError(t, err)
-	defer func() { require.NoError(t, c.Close()) }()
-	a, b := c.NewMutex("x"), c.NewMutex("x")
-	assert.Equal(t, a.key, b.key, "one name, one key")
-	assert.NotEqual(t, a.field, b.field, "two Mutex values are two owners")
-	assert.True(t, strings.HasPrefix(a.key, "unit:"))
-	assert.True(t, strings.HasPrefix(a.channel, "unit:"))
-	assert.Len(t, c.id, 32, "the client id is 128 random bits in hex")
-	assert.True(t, strings.HasPrefix(a.field, c.id+":"))
-
-	d, err := Dial([]string{unitUnreachable})
-	require.NoError(t, err)
-	defer func() { require.NoError(t, d.Close()) }()
-	assert.NotEqual(t, c.id, d.id, "client ids are random")
-}
-
-// TestUnitKeysShareOneSlot: the four names of a lock carry its name as a
-// hash tag, so a Redis Cluster puts them in one slot (by Redis's own rule,
-// redlocktest.KeySlot, tested against CLUSTER KEYSLOT); different names
-// spread over the slots.
-func TestUnitKeysShareOneSlot(t *testing.T) {
-	c, err := Dial([]string{unitUnreachable})
-	require.NoError(t, err)
-	defer func() { require.NoError(t, c.Close()) }()
-	m := c.NewMutex("orders")
-	assert.Equal(t, []string{"redlock:{orders}:lock", "redlock:{orders}:rollback", "redlock:{orders}:fence", "redlock:{orders}:unlock"},
-		[]string{m.key, m.marks, m.fence, m.channel})
-	assert.Equal(t, []int{12182, 5061, 866}, []int{redlocktest.KeySlot("foo"), redlocktest.KeySlot("bar"), redlocktest.KeySlot("hello")}, "CLUSTER KEYSLOT's answers")
-	assert.Equal(t, redlocktest.KeySlot("orders"), redlocktest.KeySlot(m.key), "the tag is the name")
-	slots := map[int]bool{}
-	for _, name := range []string{"orders", "a}b", "{x}", "x{y}z", "{", "é", strings.Repeat("n", MaxNameLength), "job-1", "job-2", "job-3"} {
-		m := c.NewMutex(name)
-		require.NoError(t, m.ensureUsable(context.Background()))
-		slot := redlocktest.KeySlot(m.key)
-		for _, k := range []string{m.marks, m.fence, m.channel} {
-			assert.Equal(t, slot, redlocktest.KeySlot(k), "%q: %s", name, k)
-		}
-		slots[slot] = true
-	}
-	assert.Greater(t, len(slots), 5, "names spread over slots")
-	for _, name := range []string{"}", "}x"} {
-		err := c.NewMutex(name).ensureUsable(context.Background())
-		require.ErrorIs(t, err, ErrInvalid)
-		assert.Contains(t, err.Error(), "begins with '}'")
-	}
-}
-
-func TestUnitClassifyAcquire(t *testing.T) {
-	tests := []struct {
-		name  string
-		reply interface{}
-		want  vote
-	}{
-		{"ok", []interface{}{int64(1), int64(0)}, voteYes},
-		{"taken", []interface{}{int64(0), int64(1500)}, voteNo},
-		{"taken, no expiry", []interface{}{int64(0), int64(-1)}, voteNo},
-		{"rolled back", []interface{}{int64(0), int64(0)}, voteNo},
-		{"nil", nil, voteFailed},
-		{"short", []interface{}{int64(1)}, voteFailed},
-		{"ok, with subscribers", []interface{}{int64(1), int64(0), int64(3)}, voteYes},
-		{"long", []interface{}{int64(1), int64(0), int64(0), int64(0)}, voteFailed},
-		{"subscribers not a number", []interface{}{int64(1), int64(0), []byte("x")}, voteFailed},
-		{"bulk strings", []interface{}{[]byte("1"), []byte("0")}, voteYes},
-		{"not a number", []interface{}{[]byte("x"), int64(0)}, voteFailed},
-		{"string", "OK", voteFailed},
-		{"integer", int64(1), voteFailed},
-		{"error reply", redis.Error("ERR boom"), voteFailed},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var got vote
-			unitNoPanic(t, func() { got = classifyAcquire(tt.reply) })
-			assert.Equal(t, tt.want, got)
-		})
 	}
 }
 
@@ -509,4 +362,60 @@ func TestUnitQuoteName(t *testing.T) {
 		assert.True(t, utf8.ValidString(got))
 	}
 	assert.Equal(t, strings.Repeat("a", 64)+"… (65 bytes)", logName(strings.Repeat("a", 65)))
+}
+
+// TestForceUnlockSparesAHoldTakenMeanwhile: a ForceUnlock reaches the nodes
+// one after another, and a waiter woken by its message from one node can
+// take the lock on nodes it has not reached yet. Five servers; the forced
+// owner holds on servers 0, 1 and 2 (its writes to 3 and 4 never landed).
+// The force lands on 0 and 1, then W takes the lock on 0, 1, 3 and 4 (2 is
+// still the forced owner's), and only then does the force land on 2, 3
+// and 4. It must delete the forced owner's hold on 2 and leave W's on 3
+// and 4: before, it deleted whatever it found, W was left on 0 and 1
+// while it trusted its hold, and a third client took 2, 3 and 4.
+func TestForceUnlockSparesAHoldTakenMeanwhile(t *testing.T) {
+	cl := redlocktest.Start(t, 5)
+	ctx := context.Background()
+	const name = "forced"
+	key := "redlock:{" + name + "}:lock"
+	seizeAt(t, cl, name, "holder:1", 0, 1, 2)
+	trs, forcer := strayClient(t, cl, WithQuarantine(0))
+	for i := 2; i < 5; i++ {
+		trs[i].strand(script.Force.Hash, nil)
+	}
+	_, err := forcer.NewMutex(name).ForceUnlock(ctx)
+	t.Logf("ForceUnlock, with servers 2, 3 and 4 not reached yet: %v", err)
+
+	w, err := Dial(cl.URLs(), WithQuarantine(0))
+	require.NoError(t, err)
+	defer w.Close()
+	held := w.NewMutex(name)
+	ok, err := held.TryLock(ctx, 0, time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok, "W takes servers 0, 1, 3 and 4")
+
+	for i := 2; i < 5; i++ {
+		late := trs[i].stranded()
+		require.Len(t, late, 1, "server %d's force", i)
+		_, err := trs[i].land(late[0])
+		require.NoError(t, err, "the force lands on server %d", i)
+	}
+	for _, i := range []int{0, 1, 3, 4} {
+		n, err := redis.Int(cl.Do(i, "HLEN", key))
+		require.NoError(t, err)
+		assert.Equal(t, 2, n, "W's hold (count and sequence) on server %d", i)
+	}
+	n, err := redis.Int(cl.Do(2, "EXISTS", key))
+	require.NoError(t, err)
+	assert.Zero(t, n, "the forced owner's hold on server 2 is deleted")
+
+	x, err := Dial(cl.URLs(), WithQuarantine(0))
+	require.NoError(t, err)
+	defer x.Close()
+	ok, err = x.NewMutex(name).TryLock(ctx, 0, time.Minute)
+	require.NoError(t, err)
+	assert.False(t, ok, "a third client took the lock while W held it")
+	stillHeld, err := held.IsHeld(ctx)
+	require.NoError(t, err)
+	assert.True(t, stillHeld, "W's hold")
 }

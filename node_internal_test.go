@@ -16,10 +16,10 @@ import (
 	"github.com/redlock-go/redlock/redlocktest"
 )
 
-// The native connection layer (internal/node/conn.go), through its seam: replies go to
-// the request that asked, in order, whatever the concurrency; a late reply
-// is dropped, never handed to a later caller; a broken connection fails
-// its requests at once.
+// A node from inside (node.go's peer over the native connection layer,
+// internal/node/conn.go): replies go to the request that asked, in order,
+// whatever the concurrency; a late reply is dropped, never handed to a later
+// caller; a broken connection fails its requests at once.
 
 // viewOwner sends view.lua for key on p and returns the one owner it
 // finds there.

@@ -45,28 +45,23 @@
 -- here takes its own intent on it away.
 local seqf = ARGV[1] .. '#'
 local n = #KEYS / 4
-local stamp, waiter = string.match(ARGV[6], '^(%d+)/(.*)$')
-stamp = tonumber(stamp)
+local stamp, waiter, first
+if ARGV[6] ~= '0' then
+  stamp, waiter = string.match(ARGV[6], '^(%d+)/(.*)$')
+  stamp = tonumber(stamp)
+  -- first: whether intent v goes before this waiter's: never its own; else
+  -- the older stamp, then the smaller waiter. (Before a new acquisition,
+  -- with no stamp, every intent goes: first stays nil.)
+  first = function(v)
+    local s, w = string.match(v, '^(%d+)/(.*)$')
+    s = tonumber(s)
+    return w ~= waiter and (not s or s < stamp or (s == stamp and w < waiter))
+  end
+end
+local pttls = {}   -- per lock: its PTTL here (-2: absent)
 local seqs = {}    -- per lock: the owner's sequence there, false where it does not hold it
 local intents = {} -- per lock the owner does not hold here: its intent, false for none
-local wait
-local function longest(pttl)
-  if not wait or (wait >= 0 and (pttl < 0 or pttl > wait)) then
-    wait = pttl
-  end
-end
--- first: whether intent v goes before this owner's
-local function first(v)
-  local s, w = string.match(v, '^(%d+)/(.*)$')
-  if not stamp then
-    return true
-  end
-  if w == waiter then
-    return false
-  end
-  s = tonumber(s)
-  return not s or s < stamp or (s == stamp and w < waiter)
-end
+local wait         -- the longest PTTL of what refuses this attempt (-1: no expiry)
 for i = 1, n do
   -- Every attempt looks for a mark: one written after the attempt was sent
   -- (its rollback, or a release that overtook it) is the one that matters.
@@ -75,14 +70,20 @@ for i = 1, n do
     return {0, 0}
   end
   local lock = KEYS[4 * i - 3]
-  seqs[i] = redis.call('hget', lock, seqf)
+  local pttl = redis.call('pttl', lock)
+  pttls[i] = pttl
+  seqs[i] = pttl ~= -2 and redis.call('hget', lock, seqf)
   if not seqs[i] then
-    if redis.call('exists', lock) == 1 then
-      longest(redis.call('pttl', lock))
+    if pttl ~= -2 and (not wait or (wait >= 0 and (pttl < 0 or pttl > wait))) then
+      wait = pttl
     end
-    intents[i] = redis.call('get', KEYS[4 * i])
-    if intents[i] and first(intents[i]) then
-      longest(redis.call('pttl', KEYS[4 * i]))
+    local v = redis.call('get', KEYS[4 * i])
+    intents[i] = v
+    if v and (not first or first(v)) then
+      local p = redis.call('pttl', KEYS[4 * i])
+      if not wait or (wait >= 0 and (p < 0 or p > wait)) then
+        wait = p
+      end
     end
   end
 end
@@ -116,7 +117,7 @@ for i = 1, n do
     if tonumber(seqs[i]) < tonumber(ARGV[4]) then
       redis.call('hset', lock, ARGV[1], ARGV[2], seqf, ARGV[4])
     end
-    if redis.call('pttl', lock) < tonumber(ARGV[3]) then
+    if pttls[i] < tonumber(ARGV[3]) then
       redis.call('pexpire', lock, ARGV[3])
     end
   end

@@ -109,10 +109,10 @@ func TestUnitTurnsAreDistinct(t *testing.T) {
 	}
 }
 
-// unitQueueClient is a Client with only what the queue needs: n nodes and
-// a waiter at the head of channel "ch", whose attempts take a millisecond.
-func unitQueueClient(n int) (*Client, *waiter) {
-	c := &Client{id: "self", peers: make([]*peer, n), queues: map[string]*waitQueue{}, opts: options{nodeTimeout: 250 * time.Millisecond}}
+// unitQueueClient is the waiting of a Client "self" of n nodes, with a
+// waiter at the head of channel "ch", whose attempts take a millisecond.
+func unitQueueClient(n int) (*waiters, *waiter) {
+	c := newWaiters("self", n, 250*time.Millisecond)
 	w := c.enqueue("ch", nil, time.Millisecond)
 	c.look("ch") // the first news of a head: try at once
 	return c, w
@@ -266,7 +266,7 @@ func TestUnitPacing(t *testing.T) {
 	}
 	q.took = time.Hour
 	d, _ = c.stagger("ch")
-	assert.Equal(t, c.opts.nodeTimeout, d, "a stagger is at most a node timeout")
+	assert.Equal(t, c.nodeTimeout, d, "a stagger is at most a node timeout")
 	q.took = time.Millisecond
 	q.turns.heard(hash([]byte("a")), 2)
 	d, first = c.stagger("ch")
@@ -286,11 +286,11 @@ func TestUnitPacing(t *testing.T) {
 
 	p.splits = 10
 	for i := 0; i < 100; i++ {
-		assert.Less(t, p.pause(time.Second, c.opts.nodeTimeout), c.opts.nodeTimeout, "a pause is at most a node timeout, however slow the attempts and many the splits")
+		assert.Less(t, p.pause(time.Second, c.nodeTimeout), c.nodeTimeout, "a pause is at most a node timeout, however slow the attempts and many the splits")
 	}
 	p.splits = 0
 	for i := 0; i < 100; i++ {
-		assert.Less(t, p.pause(time.Millisecond, c.opts.nodeTimeout), 3*time.Millisecond, "the first pause: up to two attempt times and a millisecond")
+		assert.Less(t, p.pause(time.Millisecond, c.nodeTimeout), 3*time.Millisecond, "the first pause: up to two attempt times and a millisecond")
 	}
 	p.failed(c, attempt{}, attempt{split: true, took: time.Millisecond})
 	assert.Equal(t, pausing, p.state)

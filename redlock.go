@@ -83,14 +83,9 @@ type Client struct {
 	bgClosed bool           // Close is waiting for bg: no more may start
 	bg       sync.WaitGroup // every goroutine the Client starts
 
-	mu         sync.Mutex              // protects holds, queues, links, idle and rollbacks
-	holds      map[*Mutex]struct{}     // owners that currently hold a lock
-	queues     map[string]*waitQueue   // waiters per lock channel, FIFO, and the turns of locks waited for lately
-	links      map[string][]string     // channel -> the queues that also hear it (a MultiMutex's, see link)
-	idle       []string                // channels whose queues had no waiter left, oldest first (see keepIdle)
-	nqueue     atomic.Int32            // len(queues), read without mu by the first attempt of a Lock
-	rollbacks  [rollbacksKept]rollback // the latest rollbacks' messages (see rollingBack)
-	nrollbacks int                     // rollbacks recorded, in all
+	mu      sync.Mutex          // protects holds
+	holds   map[*Mutex]struct{} // owners that currently hold a lock
+	waiters *waiters            // the waits for each lock, and what they heard (queue.go)
 
 	wd  *watchdog
 	rel *releaser // the releases Unlock could not confirm
@@ -181,11 +176,10 @@ func newClient(nodes []*Node, o options) (*Client, error) {
 		cancel: cancel,
 		done:   make(chan struct{}),
 		holds:  make(map[*Mutex]struct{}),
-		queues: make(map[string]*waitQueue),
-		links:  make(map[string][]string),
 		obs:    o.observer,
 		watch:  nodeWatch{reach: make(map[*peer]observe.NodeState), quarantines: make(map[*node.Process]time.Time)},
 	}
+	c.waiters = newWaiters(c.id, len(nodes), o.nodeTimeout)
 	c.maxLease.Store(int64(o.lease))
 	c.leases.base = now()
 	c.peers = make([]*peer, len(nodes))

@@ -96,7 +96,7 @@ func (m *Mutex) grant(prev, count int, seq, token int64, lease time.Duration, la
 	h.armLocked()
 	m.mu.Unlock()
 	if fresh {
-		m.c.track(m, true)
+		m.c.holds.track(m, true)
 		if m.c.obs != nil {
 			m.c.holdStarted(h, lease, until, renew)
 		}
@@ -258,7 +258,7 @@ func (h *hold) unregister(why endReason) {
 		m.c.opts.logger.Warn("redlock: lock lost: held by another owner on a majority", "lock", logName(m.name))
 	}
 	m.c.wd.drop(h)
-	m.c.track(m, false)
+	m.c.holds.track(m, false)
 	if m.c.obs != nil {
 		m.c.holdEnded(h, why, renew, began)
 	}

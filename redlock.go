@@ -83,9 +83,8 @@ type Client struct {
 	bgClosed bool           // Close is waiting for bg: no more may start
 	bg       sync.WaitGroup // every goroutine the Client starts
 
-	mu      sync.Mutex          // protects holds
-	holds   map[*Mutex]struct{} // owners that currently hold a lock
-	waiters *waiters            // the waits for each lock, and what they heard (queue.go)
+	holds   holdRegistry // the owners that hold a lock, for Close
+	waiters *waiters     // the waits for each lock, and what they heard (queue.go)
 
 	wd  *watchdog
 	rel *releaser // the releases Unlock could not confirm
@@ -175,7 +174,6 @@ func newClient(nodes []*Node, o options) (*Client, error) {
 		ctx:    ctx,
 		cancel: cancel,
 		done:   make(chan struct{}),
-		holds:  make(map[*Mutex]struct{}),
 		obs:    o.observer,
 		watch:  nodeWatch{reach: make(map[*peer]observe.NodeState), quarantines: make(map[*node.Process]time.Time)},
 	}
@@ -240,15 +238,8 @@ func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
 		c.closed.Store(true)
 		close(c.done)
-		c.mu.Lock()
-		held := make([]*Mutex, 0, len(c.holds))
-		for m := range c.holds {
-			held = append(held, m)
-		}
-		c.mu.Unlock()
-
 		ctx, cancel := context.WithTimeout(context.Background(), c.closeTimeout())
-		errs := c.releaseHolds(ctx, held)
+		errs := c.releaseHolds(ctx, c.holds.list())
 		c.withdrawAll(ctx)
 		cancel()
 
@@ -281,15 +272,37 @@ func (c *Client) ensureOpen() error {
 	return nil
 }
 
-// track records whether m holds a lock, for Close.
-func (c *Client) track(m *Mutex, held bool) {
-	c.mu.Lock()
+// holdRegistry is the registry of a Client's Mutexes that hold a lock,
+// which Close releases. A hold registers its Mutex as it starts and
+// removes it as it ends (hold.go); the zero value is empty.
+type holdRegistry struct {
+	mu   sync.Mutex          // protects held
+	held map[*Mutex]struct{} // owners that currently hold a lock
+}
+
+// track records whether m holds a lock.
+func (r *holdRegistry) track(m *Mutex, held bool) {
+	r.mu.Lock()
 	if held {
-		c.holds[m] = struct{}{}
+		if r.held == nil {
+			r.held = make(map[*Mutex]struct{})
+		}
+		r.held[m] = struct{}{}
 	} else {
-		delete(c.holds, m)
+		delete(r.held, m)
 	}
-	c.mu.Unlock()
+	r.mu.Unlock()
+}
+
+// list returns the owners that hold a lock now.
+func (r *holdRegistry) list() []*Mutex {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ms := make([]*Mutex, 0, len(r.held))
+	for m := range r.held {
+		ms = append(ms, m)
+	}
+	return ms
 }
 
 // goAdd registers n background goroutines with the Client, or reports false

@@ -446,36 +446,34 @@ func (m *Mutex) release(ctx context.Context, note *releaseNote) error {
 	if target == 0 {
 		m.wakeLocal(m.field + "/" + strconv.FormatInt(seq, 10))
 	}
-	switch {
-	case state == owed:
-		note.set(observe.UnlockNotHeld, r)
-		h.finish() // the hold was gone before this round; it only cleaned up
-		return ErrNotHeld
-	case r.ballot.won() && target == 0:
-		note.set(observe.UnlockReleased, r)
-		h.end(endReleased)
+	out, lease, handOver := h.released(state, target, seq, releaseOutcomeOf(&r.ballot))
+	note.set(out, r)
+	switch out {
+	case observe.UnlockReleased, observe.UnlockLowered:
 		return nil
-	case r.ballot.won():
-		note.set(observe.UnlockLowered, r)
-		h.lower(target, seq)
-		return nil
-	case r.ballot.denied():
-		note.set(observe.UnlockNotHeld, r)
-		h.end(endDenied) // not ours on a majority: lost without us noticing
+	case observe.UnlockNotHeld:
 		return ErrNotHeld
 	}
-	note.set(observe.UnlockNoQuorum, r)
 	op := "unlock " + quoteName(m.name)
-	if target == 0 {
-		// The last hold ends here whatever the nodes did; the Client
+	if handOver {
+		// The last hold has ended whatever the nodes did; the Client
 		// finishes its release. No renewal was sent after dropped, so no
 		// node holds its keys a lease and a node timeout later.
-		if lease, ended := h.giveUp(seq); ended {
-			c.rel.add(h, dropped.Add(lease+c.opts.nodeTimeout))
-			op += " (the hold has ended; its release is retried in the background)"
-		}
+		c.rel.add(h, dropped.Add(lease+c.opts.nodeTimeout))
+		op += " (the hold has ended; its release is retried in the background)"
 	}
 	return withCtx(ctx, r.noQuorum(op))
+}
+
+// releaseOutcomeOf is what the nodes said to a release, by its ballot.
+func releaseOutcomeOf(b *ballot) releaseOutcome {
+	switch {
+	case b.won():
+		return releaseConfirmed
+	case b.denied():
+		return releaseDenied
+	}
+	return releaseUnknown
 }
 
 // confirmRelease answers an Unlock of a hold whose final release reached

@@ -3,16 +3,20 @@ package redlock
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/redlock-go/redlock/observe"
 )
 
 // hold is one continuous holding of a lock by a Mutex, from its first
-// acquisition to its end. It owns every change of its state: grant starts it
-// or records a re-entrant acquisition, lower and extend change it while it
-// lasts, and end, which every path that finishes it calls (the last Unlock,
-// whether its release reached a quorum or not, an Unlock that finds it
-// gone, the watchdog finding another owner, its validity running out,
-// Close), closes Lost exactly once and unregisters it from the watchdog and
-// the Client. Other files ask it; they do not touch its fields.
+// acquisition to its end. It owns every change of its state, and decides
+// here alone when it ends and why: grant starts it or records a re-entrant
+// acquisition; the others report what they saw, and it decides: the
+// watchdog a renewal's tally (renewed), an Unlock its release round's
+// outcome (released), Close its release (closed), the releaser a final
+// release confirmed or outlived (free), and its own loss timer the end of
+// its validity (expire). Every path that finishes it calls end, which
+// closes Lost exactly once and unregisters it from the watchdog and the
+// Client. Other files ask it; they do not touch its fields.
 type hold struct {
 	m    *Mutex
 	lost chan struct{} // closed by end
@@ -96,7 +100,7 @@ func (m *Mutex) grant(prev, count int, seq, token int64, lease time.Duration, la
 	h.armLocked()
 	m.mu.Unlock()
 	if fresh {
-		m.c.track(m, true)
+		m.c.holds.track(m, true)
 		if m.c.obs != nil {
 			m.c.holdStarted(h, lease, until, renew)
 		}
@@ -258,10 +262,62 @@ func (h *hold) unregister(why endReason) {
 		m.c.opts.logger.Warn("redlock: lock lost: held by another owner on a majority", "lock", logName(m.name))
 	}
 	m.c.wd.drop(h)
-	m.c.track(m, false)
+	m.c.holds.track(m, false)
 	if m.c.obs != nil {
 		m.c.holdEnded(h, why, renew, began)
 	}
+}
+
+// releaseOutcome is what the nodes said to a release of a hold, as the
+// round that sent it counted them.
+type releaseOutcome uint8
+
+const (
+	releaseConfirmed releaseOutcome = iota // a majority confirmed it
+	releaseDenied                          // a majority said the hold is not this owner's
+	releaseUnknown                         // too few nodes answered to tell
+)
+
+// released records what an Unlock's release round found (said), the round
+// that m's Unlock sent from state (toRelease's) to set the count to target
+// with sequence seq, and decides what it makes of the hold:
+//   - A hold already ended by a loss (owed) was only cleaned up: nothing is
+//     owed any more, and the Unlock says it was not held.
+//   - Confirmed, the last release ends the hold (released) and an inner
+//     one lowers the count.
+//   - Denied, the hold was not ours on a majority: lost without us
+//     noticing; it ends.
+//   - Unknown, the last hold ends all the same (giveUp): handOver reports
+//     that the Client must finish its release, whose keys were last given
+//     lease. An inner hold is kept as it was.
+//
+// out is how the Unlock ends.
+func (h *hold) released(state holdState, target int, seq int64, said releaseOutcome) (out observe.UnlockOutcome, lease time.Duration, handOver bool) {
+	switch {
+	case state == owed:
+		h.finish()
+		return observe.UnlockNotHeld, 0, false
+	case said == releaseConfirmed && target == 0:
+		h.end(endReleased)
+		return observe.UnlockReleased, 0, false
+	case said == releaseConfirmed:
+		h.lower(target, seq)
+		return observe.UnlockLowered, 0, false
+	case said == releaseDenied:
+		h.end(endDenied)
+		return observe.UnlockNotHeld, 0, false
+	case target == 0:
+		lease, handOver = h.giveUp(seq)
+	}
+	return observe.UnlockNoQuorum, lease, handOver
+}
+
+// closed records that Close sent the release of the hold: it ends as
+// released whatever the nodes answered (its owner's Client is closing: a
+// release that no majority confirmed is Close's error, and nothing retries
+// it).
+func (h *hold) closed() {
+	h.end(endReleased)
 }
 
 // lower records a release that reached a quorum and left count holds. A
@@ -357,10 +413,42 @@ func (h *hold) enlisted(gen uint32) bool {
 	return h.watch && h.gen == gen
 }
 
-// renewed moves the validity of a hold the watchdog still renews on to
+// renewTally is what one renewal round found of a hold, on nodes nodes
+// with a quorum of quorum: how many counted nodes extended it (yes), and
+// on how many it was gone (absent, or another owner's).
+type renewTally struct{ yes, gone, nodes, quorum int }
+
+// renewOutcome is what a renewal round made of a hold.
+type renewOutcome uint8
+
+const (
+	renewExtended renewOutcome = iota // extended on a quorum: valid until the round's until
+	renewTaken                        // gone from a majority: lost now
+	renewFailed                       // neither: it lasts until its validity ends, unless a later renewal succeeds
+)
+
+// renewed records what a renewal round of the watchdog found of the hold
+// (t), and decides what it makes of it: a hold extended on a quorum is
+// valid until until; one gone from a majority is taken away (it ends, Lost
+// closes); any other is at risk, and left to its loss timer, which ends it
+// at its current until unless a later renewal succeeds first.
+func (h *hold) renewed(until time.Time, t renewTally) renewOutcome {
+	switch {
+	case t.yes >= t.quorum:
+		h.extend(until)
+		return renewExtended
+	case t.gone > t.nodes-t.quorum:
+		h.takenAway()
+		return renewTaken
+	}
+	h.failedRenewal()
+	return renewFailed
+}
+
+// extend moves the validity of a hold the watchdog still renews on to
 // until, after a renewal reached a quorum. (The answer to a renewal sent
 // before the hold was released is ignored.)
-func (h *hold) renewed(until time.Time) {
+func (h *hold) extend(until time.Time) {
 	h.m.mu.Lock()
 	if h.watch && !h.state.ended() && until.After(h.until) {
 		h.until = until

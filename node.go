@@ -159,15 +159,18 @@ func makePeer(c *Client, n *Node, i int) *peer {
 		Logger:      c.opts.logger,
 		Errors:      nodeErrors,
 		Hooks: node.Hooks{
-			Ctx:         c.ctx,
-			Go:          c.goRun,
-			Now:         func() time.Time { return now() },
-			Heard:       func(channel string, payload []byte) { c.heard(i, channel, payload) },
-			Reconnected: func(channels []string) { c.reconnected(i, channels) },
-			Reached:     func(err error) { c.nodeReached(p, err) },
-			Identified:  c.recheckVotes,
-			Replaced:    c.rereadLeases,
-			Learned:     func(key string) { c.recheckQuarantine(p, key) },
+			Ctx:   c.ctx,
+			Go:    c.goRun,
+			Now:   func() time.Time { return now() },
+			Heard: func(channel string, payload []byte) { c.waiters.heard(i, channel, payload) },
+			Reconnected: func(channels []string) {
+				c.pubsubReconnected(i, len(channels))
+				c.waiters.reconnected(i, channels)
+			},
+			Reached:    func(err error) { c.nodeReached(p, err) },
+			Identified: c.recheckVotes,
+			Replaced:   c.rereadLeases,
+			Learned:    func(key string) { c.recheckQuarantine(p, key) },
 		},
 	}
 	if n.tr != nil {

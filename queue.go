@@ -2,6 +2,8 @@ package redlock
 
 import (
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -22,6 +24,38 @@ import (
 // wakes the head even when another node already sent the same message: a
 // wake-up is never lost to a take.
 
+// waiters is the waiting of one Client: the queue of each lock channel,
+// the links between channels, the queues kept idle for their turns, and
+// the Client's latest rollbacks. It owns this state: every change is one
+// of its methods, under its own mutex, which it never holds while it
+// calls out of this file. The Client makes one (newWaiters), and its
+// node hooks, its Mutexes' attempts and releases, and its waits call it.
+type waiters struct {
+	id          string        // the Client's id: its own takes are not another client's turns
+	nodes       int           // how many nodes the Client has
+	nodeTimeout time.Duration // the Client's: no stagger is longer
+
+	mu         sync.Mutex              // protects queues, links, idle and rollbacks
+	queues     map[string]*waitQueue   // waiters per lock channel, FIFO, and the turns of locks waited for lately
+	links      map[string][]string     // channel -> the queues that also hear it (a MultiMutex's, see link)
+	idle       []string                // channels whose queues had no waiter left, oldest first (see keepIdle)
+	nqueue     atomic.Int32            // len(queues), read without mu by the first attempt of a Lock
+	rollbacks  [rollbacksKept]rollback // the latest rollbacks' messages (see rollingBack)
+	nrollbacks int                     // rollbacks recorded, in all
+}
+
+// newWaiters returns the waiting of a Client whose id is id, over nodes
+// nodes with node timeout nodeTimeout.
+func newWaiters(id string, nodes int, nodeTimeout time.Duration) *waiters {
+	return &waiters{
+		id:          id,
+		nodes:       nodes,
+		nodeTimeout: nodeTimeout,
+		queues:      make(map[string]*waitQueue),
+		links:       make(map[string][]string),
+	}
+}
+
 // news is what a queue has to tell its head.
 type news uint8
 
@@ -38,7 +72,7 @@ type waiter struct {
 }
 
 // waitQueue holds the waiters of one lock in this Client in arrival order,
-// and what its head has heard. The Client's mu protects it.
+// and what its head has heard. The waiters' mu protects it.
 type waitQueue struct {
 	waiters []*waiter
 	news    news          // the latest, since the head last looked
@@ -79,17 +113,17 @@ const maxIdleQueues = 64
 
 // keepIdle keeps the queue of channel, which has no waiter left, and
 // forgets the queue that has been idle longest when there are too many.
-// c.mu must be held.
-func (c *Client) keepIdle(channel string) {
-	c.idle = append(c.idle, channel)
-	if len(c.idle) <= maxIdleQueues {
+// ws.mu must be held.
+func (ws *waiters) keepIdle(channel string) {
+	ws.idle = append(ws.idle, channel)
+	if len(ws.idle) <= maxIdleQueues {
 		return
 	}
-	oldest := c.idle[0]
-	c.idle = c.idle[1:]
-	if q := c.queues[oldest]; q != nil && len(q.waiters) == 0 && !slices.Contains(c.idle, oldest) {
-		delete(c.queues, oldest)
-		c.nqueue.Add(-1)
+	oldest := ws.idle[0]
+	ws.idle = ws.idle[1:]
+	if q := ws.queues[oldest]; q != nil && len(q.waiters) == 0 && !slices.Contains(ws.idle, oldest) {
+		delete(ws.queues, oldest)
+		ws.nqueue.Add(-1)
 	}
 }
 
@@ -104,15 +138,15 @@ func (c *Client) keepIdle(channel string) {
 // Client's turn is first (see passedOver). A stagger never exceeds a node
 // timeout: it only waits for a take that, while the clients ahead still
 // wait, comes within a few attempt times.
-func (c *Client) stagger(channel string) (d time.Duration, first bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	q := c.queues[channel]
+func (ws *waiters) stagger(channel string) (d time.Duration, first bool) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	q := ws.queues[channel]
 	if q == nil || q.subs <= 1 || q.took <= 0 {
 		return 0, true
 	}
 	ahead := q.turns.ahead(q.subs)
-	return min(time.Duration(ahead)*2*q.took+jitter(q.took/2), c.opts.nodeTimeout), ahead == 0
+	return min(time.Duration(ahead)*2*q.took+jitter(q.took/2), ws.nodeTimeout), ahead == 0
 }
 
 // minTook is the least attempt time a head's stagger counts with.
@@ -126,10 +160,10 @@ const minTook = 50 * time.Microsecond
 // allow for, and be passed over on every release without ever trying.
 // Halved at each pass, it tries within a few releases, and its next
 // attempts set it again.
-func (c *Client) passedOver(channel string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if q := c.queues[channel]; q != nil {
+func (ws *waiters) passedOver(channel string) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if q := ws.queues[channel]; q != nil {
 		q.took = max(q.took/2, minTook)
 	}
 }
@@ -209,15 +243,15 @@ func (t *turns) ahead(subs int) int {
 // enqueue appends a waiter of owner for channel; took is how long its
 // first attempt took (0: none made). The head of a new queue is told to try
 // at once.
-func (c *Client) enqueue(channel string, owner *Mutex, took time.Duration) *waiter {
+func (ws *waiters) enqueue(channel string, owner *Mutex, took time.Duration) *waiter {
 	w := &waiter{wake: make(chan struct{}, 1), owner: owner}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	q := c.queues[channel]
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	q := ws.queues[channel]
 	if q == nil {
-		q = &waitQueue{taken: make([]bool, len(c.peers))}
-		c.queues[channel] = q
-		c.nqueue.Add(1)
+		q = &waitQueue{taken: make([]bool, ws.nodes)}
+		ws.queues[channel] = q
+		ws.nqueue.Add(1)
 	}
 	if q.took == 0 {
 		q.took = took
@@ -241,13 +275,13 @@ const busyFor = time.Second
 // came just after a release). lately: this Client waited for the lock
 // lately (it keeps the queue, see keepIdle), so its first attempt tells
 // its take, for the turns.
-func (c *Client) contention(channel string) (queue, lately bool) {
-	if c.nqueue.Load() == 0 {
+func (ws *waiters) contention(channel string) (queue, lately bool) {
+	if ws.nqueue.Load() == 0 {
 		return false, false // no lock waited for: the uncontended path takes no lock
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	q := c.queues[channel]
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	q := ws.queues[channel]
 	if q == nil {
 		return false, false
 	}
@@ -261,10 +295,10 @@ func (c *Client) contention(channel string) (queue, lately bool) {
 // subs is how many clients, this one included, were subscribed to the
 // channel at the take (0: unknown): a take is published only when others
 // are, so this is how this Client learns that the others stopped waiting.
-func (c *Client) tookTurn(channel string, subs int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	q := c.queues[channel]
+func (ws *waiters) tookTurn(channel string, subs int) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	q := ws.queues[channel]
 	if q == nil {
 		return
 	}
@@ -281,10 +315,10 @@ func (c *Client) tookTurn(channel string, subs int) {
 // it waits for the release of the hold w won (lease), or tries at once when
 // w left without the lock or the next waiter is w's owner too (its Lock is
 // a re-entrant one now).
-func (c *Client) dequeue(channel string, w *waiter, won bool, lease time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	q := c.queues[channel]
+func (ws *waiters) dequeue(channel string, w *waiter, won bool, lease time.Duration) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	q := ws.queues[channel]
 	if q == nil {
 		return
 	}
@@ -304,7 +338,7 @@ func (c *Client) dequeue(channel string, w *waiter, won bool, lease time.Duratio
 		}
 		switch {
 		case len(q.waiters) == 0:
-			c.keepIdle(channel)
+			ws.keepIdle(channel)
 		case i > 0:
 		case won && q.waiters[0].owner != w.owner:
 			q.tell(taken)
@@ -317,10 +351,10 @@ func (c *Client) dequeue(channel string, w *waiter, won bool, lease time.Duratio
 
 // look hands the head its news and clears it, with the lease of the
 // latest take.
-func (c *Client) look(channel string) (news, time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	q := c.queues[channel]
+func (ws *waiters) look(channel string) (news, time.Duration) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	q := ws.queues[channel]
 	if q == nil {
 		return noNews, 0
 	}
@@ -331,10 +365,10 @@ func (c *Client) look(channel string) (news, time.Duration) {
 
 // trying clears the news of channel: the head is about to make an
 // attempt, which answers it. News that comes during the attempt stays.
-func (c *Client) trying(channel string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if q := c.queues[channel]; q != nil {
+func (ws *waiters) trying(channel string) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if q := ws.queues[channel]; q != nil {
 		q.news = noNews
 		q.free, q.blocked = nil, nil
 		q.tries++
@@ -359,10 +393,10 @@ func (c *Client) trying(channel string) {
 //     first copy can find the others still held. The copies that came
 //     during the attempt are counted here, once it is known which nodes
 //     kept the lock.
-func (c *Client) tried(channel string, free, blocked []bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	q := c.queues[channel]
+func (ws *waiters) tried(channel string, free, blocked []bool) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	q := ws.queues[channel]
 	if q == nil {
 		return
 	}
@@ -386,10 +420,10 @@ func (c *Client) tried(channel string, free, blocked []bool) {
 }
 
 // timed records how long an attempt of the head took.
-func (c *Client) timed(channel string, took time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if q := c.queues[channel]; q != nil && took > 0 {
+func (ws *waiters) timed(channel string, took time.Duration) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if q := ws.queues[channel]; q != nil && took > 0 {
 		q.took = (q.took + took) / 2
 	}
 }
@@ -398,18 +432,18 @@ func (c *Client) timed(channel string, took time.Duration) {
 // released by this Client: an Unlock (msg names the release, as its
 // message on the nodes will) or a ForceUnlock (msg empty). The nodes'
 // messages of the same release, when they come, wake nobody again.
-func (c *Client) wakeLocal(channel, msg string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.wakeLocked(c.queues[channel], msg)
-	for _, to := range c.links[channel] {
-		c.wakeLocked(c.queues[to], msg)
+func (ws *waiters) wakeLocal(channel, msg string) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	ws.wakeLocked(ws.queues[channel], msg)
+	for _, to := range ws.links[channel] {
+		ws.wakeLocked(ws.queues[to], msg)
 	}
 }
 
 // wakeLocked tells q, when there is one, of a release (msg, as for
-// wakeLocal). c.mu must be held.
-func (c *Client) wakeLocked(q *waitQueue, msg string) {
+// wakeLocal). ws.mu must be held.
+func (ws *waiters) wakeLocked(q *waitQueue, msg string) {
 	if q == nil || (msg != "" && msg == q.last) {
 		return
 	}
@@ -422,35 +456,35 @@ func (c *Client) wakeLocked(q *waitQueue, msg string) {
 
 // heard takes a message from node i on channel: a take or a release, for
 // the queue of channel and every queue linked to it.
-func (c *Client) heard(i int, channel string, msg []byte) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if q := c.queues[channel]; q != nil {
-		c.hearLocked(q, channel, i, msg)
+func (ws *waiters) heard(i int, channel string, msg []byte) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if q := ws.queues[channel]; q != nil {
+		ws.hearLocked(q, channel, i, msg)
 	}
-	for _, to := range c.links[channel] {
-		if q := c.queues[to]; q != nil {
-			c.hearLocked(q, to, i, msg)
+	for _, to := range ws.links[channel] {
+		if q := ws.queues[to]; q != nil {
+			ws.hearLocked(q, to, i, msg)
 		}
 	}
 }
 
-// hearLocked gives q, the queue of channel, node i's message. c.mu must
+// hearLocked gives q, the queue of channel, node i's message. ws.mu must
 // be held.
-func (c *Client) hearLocked(q *waitQueue, channel string, i int, msg []byte) {
+func (ws *waiters) hearLocked(q *waitQueue, channel string, i int, msg []byte) {
 	if lease, subs, client, ok := parseTake(msg); ok {
 		q.taken[i] = true
 		q.lease, q.subs = lease, subs
 		if subs > 1 {
 			q.busy = now().Add(busyFor)
 		}
-		if string(client) != c.id {
+		if string(client) != ws.id {
 			q.turns.heard(hash(client), hash(msg))
 		}
 		q.tell(taken)
 		return
 	}
-	if c.undid(channel, msg) || q.free != nil && q.free[i] {
+	if ws.undid(channel, msg) || q.free != nil && q.free[i] {
 		q.taken[i] = false // a key on a node that did not keep the lock from the head is gone: no news
 		return
 	}
@@ -499,18 +533,18 @@ const rollbacksKept = 16
 // rollback can come back once it has subscribed. Other clients, and this
 // Client's queues of other locks linked to the channel, hear it as a
 // release, which it is for them: the key they heard taken is gone.
-func (c *Client) rollingBack(channel, msg string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.rollbacks[c.nrollbacks%rollbacksKept] = rollback{channel, msg}
-	c.nrollbacks++
+func (ws *waiters) rollingBack(channel, msg string) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	ws.rollbacks[ws.nrollbacks%rollbacksKept] = rollback{channel, msg}
+	ws.nrollbacks++
 }
 
 // undid reports whether msg, heard by the queue of channel, is the
 // message of one of this Client's latest rollbacks on that lock (see
-// rollingBack). c.mu must be held.
-func (c *Client) undid(channel string, msg []byte) bool {
-	for _, r := range c.rollbacks {
+// rollingBack). ws.mu must be held.
+func (ws *waiters) undid(channel string, msg []byte) bool {
+	for _, r := range ws.rollbacks {
 		if r.msg == string(msg) && r.channel == channel {
 			return true
 		}
@@ -520,13 +554,12 @@ func (c *Client) undid(channel string, msg []byte) bool {
 
 // reconnected tells the head of every lock with waiters that node i's
 // pub/sub connection failed: its messages may have been missed.
-func (c *Client) reconnected(i int, channels []string) {
-	c.pubsubReconnected(i, len(channels))
-	c.mu.Lock()
-	defer c.mu.Unlock()
+func (ws *waiters) reconnected(i int, channels []string) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
 	for _, ch := range channels {
-		for _, to := range append([]string{ch}, c.links[ch]...) {
-			if q := c.queues[to]; q != nil {
+		for _, to := range append([]string{ch}, ws.links[ch]...) {
+			if q := ws.queues[to]; q != nil {
 				q.taken[i] = false
 				q.tell(released)
 			}
@@ -538,25 +571,25 @@ func (c *Client) reconnected(i int, channels []string) {
 // from too, until unlink: the waiters of a MultiMutex queue on its first
 // lock's channel and wake for a release of any of its locks. Links are
 // counted: one per waiter.
-func (c *Client) link(from, to string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.links[from] = append(c.links[from], to)
+func (ws *waiters) link(from, to string) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	ws.links[from] = append(ws.links[from], to)
 }
 
 // unlink removes one link made by link.
-func (c *Client) unlink(from, to string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ls := c.links[from]
+func (ws *waiters) unlink(from, to string) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	ls := ws.links[from]
 	if i := slices.Index(ls, to); i >= 0 {
 		ls = slices.Delete(ls, i, i+1)
 	}
 	if len(ls) == 0 {
-		delete(c.links, from)
+		delete(ws.links, from)
 		return
 	}
-	c.links[from] = ls
+	ws.links[from] = ls
 }
 
 // hash is FNV-1a of b.

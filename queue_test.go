@@ -108,10 +108,10 @@ func TestUnitTurnsAreDistinct(t *testing.T) {
 	}
 }
 
-// unitQueueClient is a Client with only what the queue needs: n nodes and
-// a waiter at the head of channel "ch", whose attempts take a millisecond.
-func unitQueueClient(n int) (*Client, *waiter) {
-	c := &Client{id: "self", peers: make([]*peer, n), queues: map[string]*waitQueue{}, opts: options{nodeTimeout: 250 * time.Millisecond}}
+// unitQueueClient is the waiting of a Client "self" of n nodes, with a
+// waiter at the head of channel "ch", whose attempts take a millisecond.
+func unitQueueClient(n int) (*waiters, *waiter) {
+	c := newWaiters("self", n, 250*time.Millisecond)
 	w := c.enqueue("ch", nil, time.Millisecond)
 	c.look("ch") // the first news of a head: try at once
 	return c, w

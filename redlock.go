@@ -83,14 +83,8 @@ type Client struct {
 	bgClosed bool           // Close is waiting for bg: no more may start
 	bg       sync.WaitGroup // every goroutine the Client starts
 
-	mu         sync.Mutex              // protects holds, queues, links, idle and rollbacks
-	holds      map[*Mutex]struct{}     // owners that currently hold a lock
-	queues     map[string]*waitQueue   // waiters per lock channel, FIFO, and the turns of locks waited for lately
-	links      map[string][]string     // channel -> the queues that also hear it (a MultiMutex's, see link)
-	idle       []string                // channels whose queues had no waiter left, oldest first (see keepIdle)
-	nqueue     atomic.Int32            // len(queues), read without mu by the first attempt of a Lock
-	rollbacks  [rollbacksKept]rollback // the latest rollbacks' messages (see rollingBack)
-	nrollbacks int                     // rollbacks recorded, in all
+	holds   holdRegistry // the owners that hold a lock, for Close
+	waiters *waiters     // the waits for each lock, and what they heard (queue.go)
 
 	wd  *watchdog
 	rel *releaser // the releases Unlock could not confirm
@@ -180,12 +174,10 @@ func newClient(nodes []*Node, o options) (*Client, error) {
 		ctx:    ctx,
 		cancel: cancel,
 		done:   make(chan struct{}),
-		holds:  make(map[*Mutex]struct{}),
-		queues: make(map[string]*waitQueue),
-		links:  make(map[string][]string),
 		obs:    o.observer,
 		watch:  nodeWatch{reach: make(map[*peer]observe.NodeState), quarantines: make(map[*node.Process]time.Time)},
 	}
+	c.waiters = newWaiters(c.id, len(nodes), o.nodeTimeout)
 	c.maxLease.Store(int64(o.lease))
 	c.leases.base = now()
 	c.peers = make([]*peer, len(nodes))
@@ -246,15 +238,8 @@ func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
 		c.closed.Store(true)
 		close(c.done)
-		c.mu.Lock()
-		held := make([]*Mutex, 0, len(c.holds))
-		for m := range c.holds {
-			held = append(held, m)
-		}
-		c.mu.Unlock()
-
 		ctx, cancel := context.WithTimeout(context.Background(), c.closeTimeout())
-		errs := c.releaseHolds(ctx, held)
+		errs := c.releaseHolds(ctx, c.holds.list())
 		c.withdrawAll(ctx)
 		cancel()
 
@@ -287,15 +272,37 @@ func (c *Client) ensureOpen() error {
 	return nil
 }
 
-// track records whether m holds a lock, for Close.
-func (c *Client) track(m *Mutex, held bool) {
-	c.mu.Lock()
+// holdRegistry is the registry of a Client's Mutexes that hold a lock,
+// which Close releases. A hold registers its Mutex as it starts and
+// removes it as it ends (hold.go); the zero value is empty.
+type holdRegistry struct {
+	mu   sync.Mutex          // protects held
+	held map[*Mutex]struct{} // owners that currently hold a lock
+}
+
+// track records whether m holds a lock.
+func (r *holdRegistry) track(m *Mutex, held bool) {
+	r.mu.Lock()
 	if held {
-		c.holds[m] = struct{}{}
+		if r.held == nil {
+			r.held = make(map[*Mutex]struct{})
+		}
+		r.held[m] = struct{}{}
 	} else {
-		delete(c.holds, m)
+		delete(r.held, m)
 	}
-	c.mu.Unlock()
+	r.mu.Unlock()
+}
+
+// list returns the owners that hold a lock now.
+func (r *holdRegistry) list() []*Mutex {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ms := make([]*Mutex, 0, len(r.held))
+	for m := range r.held {
+		ms = append(ms, m)
+	}
+	return ms
 }
 
 // goAdd registers n background goroutines with the Client, or reports false

@@ -158,7 +158,7 @@ func (m *Mutex) acquireWith(ctx context.Context, maxWait, lease time.Duration, w
 		lease = m.c.opts.lease
 	}
 	var a attempt
-	queue, lately := m.c.contention(m.channel)
+	queue, lately := m.c.waiters.contention(m.channel)
 	if maxWait >= 0 || !queue || m.holds() {
 		// A Lock of a contended lock joins the queue without a first
 		// attempt (see contention); a re-entrant one never waits. On a
@@ -166,7 +166,7 @@ func (m *Mutex) acquireWith(ctx context.Context, maxWait, lease time.Duration, w
 		// other clients when it takes the lock.
 		a = m.try(ctx, lease, renew, "", lately, false)
 		if lately && (a.ok || a.split) {
-			m.c.tookTurn(m.channel, max(a.subs+1, 0)) // this Client was not subscribed
+			m.c.waiters.tookTurn(m.channel, max(a.subs+1, 0)) // this Client was not subscribed
 		}
 		if a.ok || maxWait == 0 || m.c.authRefused(a.err) {
 			return a.ok, a.err
@@ -286,7 +286,7 @@ func (m *Mutex) failedAttempt(ctx context.Context, r *round, lease, elapsed time
 func (m *Mutex) rollback(seq int64, prev int, lease time.Duration) func() call {
 	return func() call {
 		if prev == 0 {
-			m.c.rollingBack(m.queue(), m.field+"/"+strconv.FormatInt(seq, 10)) // as rollback.lua publishes it
+			m.c.waiters.rollingBack(m.queue(), m.field+"/"+strconv.FormatInt(seq, 10)) // as rollback.lua publishes it
 		}
 		return m.rollbackCall(seq, prev, lease.Milliseconds())
 	}
@@ -341,7 +341,7 @@ func (m *Mutex) freeIn(r *round, lease time.Duration) time.Duration {
 }
 
 // await is the waiting part of an acquisition whose first attempt a failed
-// (or that made none: see Client.contention), as Client.await runs it: in
+// (or that made none: see waiters.contention), as Client.await runs it: in
 // m's queue, hearing the channels of all m's locks; a MultiMutex's waiter
 // leaves its intent where it is refused (intent.go).
 func (m *Mutex) await(ctx context.Context, maxWait, lease time.Duration, renew bool, a attempt) (bool, error) {
@@ -354,9 +354,9 @@ func (m *Mutex) await(ctx context.Context, maxWait, lease time.Duration, renew b
 	k.try = func(intent string) attempt {
 		start := now()
 		next := m.try(ctx, lease, renew, intent, true, true)
-		c.timed(queue, since(start))
+		c.waiters.timed(queue, since(start))
 		if next.ok || next.split {
-			c.tookTurn(queue, max(next.subs, 0))
+			c.waiters.tookTurn(queue, max(next.subs, 0))
 		}
 		return next
 	}
@@ -446,36 +446,34 @@ func (m *Mutex) release(ctx context.Context, note *releaseNote) error {
 	if target == 0 {
 		m.wakeLocal(m.field + "/" + strconv.FormatInt(seq, 10))
 	}
-	switch {
-	case state == owed:
-		note.set(observe.UnlockNotHeld, r)
-		h.finish() // the hold was gone before this round; it only cleaned up
-		return ErrNotHeld
-	case r.ballot.won() && target == 0:
-		note.set(observe.UnlockReleased, r)
-		h.end(endReleased)
+	out, lease, handOver := h.released(state, target, seq, releaseOutcomeOf(&r.ballot))
+	note.set(out, r)
+	switch out {
+	case observe.UnlockReleased, observe.UnlockLowered:
 		return nil
-	case r.ballot.won():
-		note.set(observe.UnlockLowered, r)
-		h.lower(target, seq)
-		return nil
-	case r.ballot.denied():
-		note.set(observe.UnlockNotHeld, r)
-		h.end(endDenied) // not ours on a majority: lost without us noticing
+	case observe.UnlockNotHeld:
 		return ErrNotHeld
 	}
-	note.set(observe.UnlockNoQuorum, r)
 	op := "unlock " + quoteName(m.name)
-	if target == 0 {
-		// The last hold ends here whatever the nodes did; the Client
+	if handOver {
+		// The last hold has ended whatever the nodes did; the Client
 		// finishes its release. No renewal was sent after dropped, so no
 		// node holds its keys a lease and a node timeout later.
-		if lease, ended := h.giveUp(seq); ended {
-			c.rel.add(h, dropped.Add(lease+c.opts.nodeTimeout))
-			op += " (the hold has ended; its release is retried in the background)"
-		}
+		c.rel.add(h, dropped.Add(lease+c.opts.nodeTimeout))
+		op += " (the hold has ended; its release is retried in the background)"
 	}
 	return withCtx(ctx, r.noQuorum(op))
+}
+
+// releaseOutcomeOf is what the nodes said to a release, by its ballot.
+func releaseOutcomeOf(b *ballot) releaseOutcome {
+	switch {
+	case b.won():
+		return releaseConfirmed
+	case b.denied():
+		return releaseDenied
+	}
+	return releaseUnknown
 }
 
 // confirmRelease answers an Unlock of a hold whose final release reached

@@ -212,7 +212,7 @@ func (c *Client) releaseHolds(ctx context.Context, ms []*Mutex) *multierror.Erro
 	var errs *multierror.Error
 	for j, h := range hs {
 		released, nodeErrs := c.tallyRelease(results, j)
-		h.end(endReleased)
+		h.closed()
 		if released < c.quorum {
 			errs = appendError(errs, c.releaseError("release "+quoteName(h.m.name)+" on close", released, nodeErrs))
 		}

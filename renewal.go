@@ -317,17 +317,11 @@ func (wd *watchdog) renew(ctx context.Context, hs []*hold) {
 	until := start.Add(c.opts.lease - c.drift)
 	renewed, taken := 0, 0
 	for k, h := range hs {
-		switch {
-		case int(r.yes[k]) >= c.quorum:
+		switch h.renewed(until, renewTally{yes: int(r.yes[k]), gone: r.gone(k), nodes: n, quorum: c.quorum}) {
+		case renewExtended:
 			renewed++
-			h.renewed(until)
-		case r.gone(k, c.quorum):
+		case renewTaken:
 			taken++
-			h.takenAway()
-		default:
-			// The loss timer ends the hold at its current until unless a
-			// later renewal succeeds first.
-			h.failedRenewal()
 		}
 	}
 	wd.stats.renewed.Add(int64(renewed))
@@ -379,17 +373,16 @@ func (r *renewal) counts(i, k int) bool {
 	return r.counted[i]
 }
 
-// gone reports whether hold k, not renewed, is gone from a majority
-// (deleted, or another owner's): then it is lost now.
-func (r *renewal) gone(k, quorum int) bool {
-	n := len(r.counted)
+// gone is on how many nodes hold k was gone: absent (deleted), or another
+// owner's.
+func (r *renewal) gone(k int) int {
 	missing := int(r.other[k])
-	for i := 0; i < n; i++ {
+	for i := range r.counted {
 		if r.absent[i*len(r.hs)+k] {
 			missing++
 		}
 	}
-	return missing > n-quorum
+	return missing
 }
 
 // repairable reports whether hold k may be written back on the nodes where

@@ -228,7 +228,7 @@ func (s *Semaphore) acquireWith(ctx context.Context, maxWait, lease time.Duratio
 		lease = s.c.opts.lease
 	}
 	var a attempt
-	if queue, _ := s.c.contention(s.channel); maxWait >= 0 || !queue {
+	if queue, _ := s.c.waiters.contention(s.channel); maxWait >= 0 || !queue {
 		// An Acquire behind this Client's waiters joins them without a
 		// first attempt: the queue is FIFO.
 		var p *Permit

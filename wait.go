@@ -20,8 +20,8 @@ type attempt struct {
 	err     error                // ErrNoQuorum, rollback errors, or ctx.Err()
 	split   bool                 // not ok, but some nodes said yes: contenders split the vote
 	held    bool                 // not ok: a majority said another owner holds the lock (or several do, each some nodes)
-	free    []bool               // a Mutex's split attempt: per node, it said yes (nil otherwise; see Client.tried)
-	blocked []bool               // a Mutex's failed attempt: per node, it said no (nil otherwise; see Client.tried)
+	free    []bool               // a Mutex's split attempt: per node, it said yes (nil otherwise; see waiters.tried)
+	blocked []bool               // a Mutex's failed attempt: per node, it said no (nil otherwise; see waiters.tried)
 	subs    int                  // ok or split, and told its take: the clients subscribed (acquire.lua); -1: not told
 	took    time.Duration        // how long the attempt took
 	ended   bool                 // err is only ctx.Err(): it tells nothing of the nodes
@@ -29,9 +29,9 @@ type attempt struct {
 }
 
 // retryAfterError is how long a waiter waits after an attempt that failed
-// for want of a quorum before it tries again.
-func (c *Client) retryAfterError() time.Duration {
-	d := min(c.opts.nodeTimeout, 50*time.Millisecond)
+// for want of a quorum before it tries again, with node timeout nodeTimeout.
+func retryAfterError(nodeTimeout time.Duration) time.Duration {
+	d := min(nodeTimeout, 50*time.Millisecond)
 	return d + jitter(d)
 }
 
@@ -65,17 +65,17 @@ func (c *Client) await(ctx context.Context, maxWait time.Duration, a attempt, k 
 	}
 	defer c.listen(ctx, k.channels)()
 	if k.queue != k.channels[0] {
-		c.link(k.channels[0], k.queue)
-		defer c.unlink(k.channels[0], k.queue)
+		c.waiters.link(k.channels[0], k.queue)
+		defer c.waiters.unlink(k.channels[0], k.queue)
 	}
 	var intent string
 	if k.field != "" {
 		intent = intentOf(now().Add(-a.took), k.field)
 		c.intents.add(intent, k.intentKeys)
 	}
-	w := c.enqueue(k.queue, k.owner, a.took)
+	w := c.waiters.enqueue(k.queue, k.owner, a.took)
 	won := false
-	defer func() { c.dequeue(k.queue, w, won && k.exclusive, k.lease) }()
+	defer func() { c.waiters.dequeue(k.queue, w, won && k.exclusive, k.lease) }()
 	won, err := c.waitTurns(ctx, k, w, expired, a, intent)
 	if intent != "" {
 		c.withdraw(ctx, intent, won, k.intentKeys)
@@ -91,11 +91,11 @@ func (c *Client) listen(ctx context.Context, chs []string) (stop func()) {
 		c.subscribe(ctx, ch)
 	}
 	for _, ch := range chs[1:] {
-		c.link(ch, chs[0])
+		c.waiters.link(ch, chs[0])
 	}
 	return func() {
 		for _, ch := range chs[1:] {
-			c.unlink(ch, chs[0])
+			c.waiters.unlink(ch, chs[0])
 		}
 		for _, ch := range chs {
 			c.unsubscribe(ch)
@@ -121,7 +121,7 @@ func (c *Client) waitTurns(ctx context.Context, k *contender, w *waiter, expired
 	for {
 		select {
 		case <-w.wake:
-			if n, takeLease := c.look(k.queue); !p.hear(c, k.queue, n, takeLease) {
+			if n, takeLease := c.waiters.look(k.queue); !p.hear(c.waiters, k.queue, n, takeLease) {
 				continue
 			}
 		case <-p.timer.C:
@@ -132,7 +132,7 @@ func (c *Client) waitTurns(ctx context.Context, k *contender, w *waiter, expired
 		case <-c.done:
 			return false, ErrClosed
 		}
-		c.trying(k.queue) // news that came before this attempt is answered by it
+		c.waiters.trying(k.queue) // news that came before this attempt is answered by it
 		next := k.try(intent)
 		switch {
 		case next.ok:
@@ -146,8 +146,8 @@ func (c *Client) waitTurns(ctx context.Context, k *contender, w *waiter, expired
 			a = next // an attempt that only saw ctx end keeps the one before
 		}
 		st.saw(ctx, c, next)
-		p.failed(c, a, next)
-		c.tried(k.queue, next.free, next.blocked)
+		p.failed(c.waiters, a, next)
+		c.waiters.tried(k.queue, next.free, next.blocked)
 	}
 }
 
@@ -198,13 +198,13 @@ func (p *pacing) arm(d time.Duration) {
 // first head of the waiting clients to try tells the others of its take,
 // which sends a head still staggering back to waiting, its timer at the
 // take's lease. A take never cuts a pause short.
-func (p *pacing) hear(c *Client, channel string, n news, lease time.Duration) bool {
+func (p *pacing) hear(ws *waiters, channel string, n news, lease time.Duration) bool {
 	switch {
 	case n == released && p.state == waiting && p.split:
 		p.split, p.state = false, pausing
-		p.arm(p.pause(p.took, c.opts.nodeTimeout))
+		p.arm(p.pause(p.took, ws.nodeTimeout))
 	case n == released && p.state == waiting:
-		d, first := c.stagger(channel)
+		d, first := ws.stagger(channel)
 		if d == 0 {
 			return true
 		}
@@ -212,7 +212,7 @@ func (p *pacing) hear(c *Client, channel string, n news, lease time.Duration) bo
 		p.arm(d)
 	case n == taken && p.state != pausing:
 		if p.state == staggering && p.first {
-			c.passedOver(channel)
+			ws.passedOver(channel)
 		}
 		p.state = waiting
 		p.arm(lease + jitter(time.Millisecond))
@@ -222,7 +222,7 @@ func (p *pacing) hear(c *Client, channel string, n news, lease time.Duration) bo
 
 // failed sets the pace after a failed attempt, given a, the attempt that
 // decides the wait, and next, the latest one.
-func (p *pacing) failed(c *Client, a, next attempt) {
+func (p *pacing) failed(ws *waiters, a, next attempt) {
 	if !next.split {
 		p.splits = 0
 	}
@@ -238,7 +238,7 @@ func (p *pacing) failed(c *Client, a, next attempt) {
 		// PTTL. The news of a release then pauses the head as after a
 		// split, so that contenders who all rolled back do not retry in
 		// lockstep. The releases of the nodes this attempt took are no
-		// news (see Client.tried).
+		// news (see waiters.tried).
 		p.split = true
 		p.splits++
 		p.arm(a.freeIn + jitter(time.Millisecond))
@@ -253,10 +253,10 @@ func (p *pacing) failed(c *Client, a, next attempt) {
 		// pause ignores news, so a long one (slow attempts, many splits in
 		// a row) would keep the head out of every handoff meanwhile.
 		p.state = pausing
-		p.arm(p.pause(next.took, c.opts.nodeTimeout))
+		p.arm(p.pause(next.took, ws.nodeTimeout))
 		p.splits++
 	case a.err != nil:
-		p.arm(c.retryAfterError())
+		p.arm(retryAfterError(ws.nodeTimeout))
 	default:
 		p.arm(a.freeIn + jitter(time.Millisecond))
 	}

@@ -240,7 +240,7 @@ func TestUnitPacing(t *testing.T) {
 	}
 	q.took = time.Hour
 	d, _ = c.stagger("ch")
-	assert.Equal(t, c.opts.nodeTimeout, d, "a stagger is at most a node timeout")
+	assert.Equal(t, c.nodeTimeout, d, "a stagger is at most a node timeout")
 	q.took = time.Millisecond
 	q.turns.heard(hash([]byte("a")), 2)
 	d, first = c.stagger("ch")
@@ -260,11 +260,11 @@ func TestUnitPacing(t *testing.T) {
 
 	p.splits = 10
 	for i := 0; i < 100; i++ {
-		assert.Less(t, p.pause(time.Second, c.opts.nodeTimeout), c.opts.nodeTimeout, "a pause is at most a node timeout, however slow the attempts and many the splits")
+		assert.Less(t, p.pause(time.Second, c.nodeTimeout), c.nodeTimeout, "a pause is at most a node timeout, however slow the attempts and many the splits")
 	}
 	p.splits = 0
 	for i := 0; i < 100; i++ {
-		assert.Less(t, p.pause(time.Millisecond, c.opts.nodeTimeout), 3*time.Millisecond, "the first pause: up to two attempt times and a millisecond")
+		assert.Less(t, p.pause(time.Millisecond, c.nodeTimeout), 3*time.Millisecond, "the first pause: up to two attempt times and a millisecond")
 	}
 	p.failed(c, attempt{}, attempt{split: true, took: time.Millisecond})
 	assert.Equal(t, pausing, p.state)

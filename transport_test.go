@@ -2,12 +2,16 @@ package redlock
 
 import (
 	"context"
+	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/redlock-go/redlock/internal/script"
 	"github.com/stretchr/testify/require"
+
+	"github.com/redlock-go/redlock/internal/node"
+	"github.com/redlock-go/redlock/internal/script"
 )
 
 // Nodes over a Transport, through a Client. The layer's own tests (the
@@ -72,4 +76,59 @@ func identifyOver(t *testing.T, p *peer, key string) {
 func TestUnitTransportNodeNeedsATransport(t *testing.T) {
 	_, err := New([]*Node{NewTransportNode("a", nil)})
 	require.ErrorIs(t, err, ErrInvalid)
+}
+
+// TestUnitSeamMatchesTheNodeLayer: the exported seam (Transport,
+// ShardedTransport, Call, Reply, Route, PubSub) and internal/node's view
+// of it are two copies, kept so that the seam's documentation stays the
+// root's (an alias would print as one line); node.go adapts one to the
+// other. This holds them alike, so that neither drifts: the same fields,
+// of the same types, in the same order, and the same methods (but Close of
+// a Transport, which only the Client calls).
+func TestUnitSeamMatchesTheNodeLayer(t *testing.T) {
+	pairs := []struct{ root, layer reflect.Type }{
+		{reflect.TypeFor[Call](), reflect.TypeFor[node.Call]()},
+		{reflect.TypeFor[Reply](), reflect.TypeFor[node.Reply]()},
+		{reflect.TypeFor[Route](), reflect.TypeFor[node.Route]()},
+		{reflect.TypeFor[Transport](), reflect.TypeFor[node.Transport]()},
+		{reflect.TypeFor[ShardedTransport](), reflect.TypeFor[node.Sharded]()},
+		{reflect.TypeFor[PubSub](), reflect.TypeFor[node.PubSub]()},
+	}
+	for _, p := range pairs {
+		require.Equal(t, p.root.Kind(), p.layer.Kind(), "%v and %v", p.root, p.layer)
+		switch p.root.Kind() {
+		case reflect.Struct:
+			require.Equal(t, p.root.NumField(), p.layer.NumField(), "fields of %v and %v", p.root, p.layer)
+			for i := range p.root.NumField() {
+				a, b := p.root.Field(i), p.layer.Field(i)
+				require.Equal(t, a.Name, b.Name, "field %d of %v and %v", i, p.root, p.layer)
+				require.Equal(t, seamName(a.Type), seamName(b.Type), "field %s of %v and %v", a.Name, p.root, p.layer)
+			}
+		case reflect.Interface:
+			// The layer never closes a Transport (the Client does): every
+			// other method is the same.
+			var names []string
+			for i := range p.root.NumMethod() {
+				a := p.root.Method(i)
+				b, ok := p.layer.MethodByName(a.Name)
+				if !ok {
+					names = append(names, a.Name)
+					continue
+				}
+				require.Equal(t, seamName(a.Type), seamName(b.Type), "method %s of %v and %v", a.Name, p.root, p.layer)
+			}
+			want := []string(nil)
+			if p.root.Kind() == reflect.Interface && p.root.Name() != "PubSub" {
+				want = []string{"Close"}
+			}
+			require.Equal(t, want, names, "methods of %v that %v has not", p.root, p.layer)
+			require.Equal(t, p.root.NumMethod()-len(want), p.layer.NumMethod(), "methods of %v and %v", p.root, p.layer)
+		}
+	}
+}
+
+// seamName is a type's text with the packages' names taken out, so that
+// redlock.Call and node.Call read alike (and ShardedTransport as Sharded).
+func seamName(t reflect.Type) string {
+	return strings.NewReplacer("redlock.", "", "node.", "", "ShardedTransport", "Sharded").Replace(t.String())
 }

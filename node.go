@@ -162,10 +162,10 @@ func makePeer(c *Client, n *Node, i int) *peer {
 			Ctx:   c.ctx,
 			Go:    c.goRun,
 			Now:   func() time.Time { return now() },
-			Heard: func(channel string, payload []byte) { c.waiters.heard(i, channel, payload) },
+			Heard: func(channel string, payload []byte) { c.waiters.Heard(i, channel, payload) },
 			Reconnected: func(channels []string) {
 				c.pubsubReconnected(i, len(channels))
-				c.waiters.reconnected(i, channels)
+				c.waiters.Reconnected(i, channels)
 			},
 			Reached:    func(err error) { c.nodeReached(p, err) },
 			Identified: c.recheckVotes,

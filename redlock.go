@@ -119,10 +119,10 @@ func Dial(urls []string, opts ...Option) (*Client, error) {
 		if err != nil {
 			return nil, err
 		}
-		if seen[ep.key()] {
-			return nil, invalid("duplicate node %s: each URL must name a different master", ep.name)
+		if seen[ep.Key()] {
+			return nil, invalid("duplicate node %s: each URL must name a different master", ep.Name)
 		}
-		seen[ep.key()] = true
+		seen[ep.Key()] = true
 		nodes = append(nodes, dialNode(ep, o))
 	}
 	return newClient(nodes, o)

@@ -39,7 +39,7 @@ import (
 // ahead of others, which delays, but never stops, the others' turns.
 //
 // A Mutex of one name leaves no intent: its waiters take turns through
-// the Client's queue and pub/sub (queue.go). It obeys the intents that
+// the Client's queue and pub/sub (internal/wait). It obeys the intents that
 // MultiMutex waiters leave on its name.
 
 // intentMargin is how long a waiter's intent outlives what refused it,

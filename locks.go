@@ -141,7 +141,7 @@ func (m *Mutex) channels() []string {
 func (m *Mutex) wakeLocal(msg string) {
 	for i := 0; i < m.locks(); i++ {
 		if ch := m.lock(i).channel; ch != "" {
-			m.c.waiters.wakeLocal(ch, msg)
+			m.c.waiters.WakeLocal(ch, msg)
 		}
 	}
 }

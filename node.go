@@ -11,6 +11,7 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/redlock-go/redlock/internal/node"
+	"github.com/redlock-go/redlock/internal/nodeurl"
 )
 
 // Node is one independent Redis master: its name in errors and how to
@@ -50,30 +51,30 @@ func (n *Node) Name() string { return n.name }
 // dialNode is the node Dial makes for ep: every connection is dialled with
 // ep's address, credentials, database and TLS settings; a write that does
 // not go through within the node timeout breaks the connection.
-func dialNode(ep endpoint, o options) *Node {
+func dialNode(ep nodeurl.Endpoint, o options) *Node {
 	dopts := []redis.DialOption{
 		redis.DialWriteTimeout(o.nodeTimeout),
-		redis.DialDatabase(ep.db),
+		redis.DialDatabase(ep.DB),
 	}
-	if ep.user != "" {
-		dopts = append(dopts, redis.DialUsername(ep.user))
+	if ep.User != "" {
+		dopts = append(dopts, redis.DialUsername(ep.User))
 	}
-	if ep.password != "" {
-		dopts = append(dopts, redis.DialPassword(ep.password))
+	if ep.Password != "" {
+		dopts = append(dopts, redis.DialPassword(ep.Password))
 	}
-	if ep.tls {
+	if ep.TLS {
 		cfg := o.tls
 		if cfg == nil {
 			cfg = &tls.Config{}
 		}
 		if cfg.ServerName == "" && !cfg.InsecureSkipVerify {
 			cfg = cfg.Clone()
-			cfg.ServerName = ep.host
+			cfg.ServerName = ep.Host
 		}
 		dopts = append(dopts, redis.DialContextFunc(node.DialTLS(cfg)))
 	}
-	return &Node{name: ep.name, addr: ep.addr, dial: func(ctx context.Context) (redis.Conn, error) {
-		return redis.DialContext(ctx, ep.network, ep.addr, dopts...)
+	return &Node{name: ep.Name, addr: ep.Addr, dial: func(ctx context.Context) (redis.Conn, error) {
+		return redis.DialContext(ctx, ep.Network, ep.Addr, dopts...)
 	}}
 }
 
@@ -162,10 +163,10 @@ func makePeer(c *Client, n *Node, i int) *peer {
 			Ctx:   c.ctx,
 			Go:    c.goRun,
 			Now:   func() time.Time { return now() },
-			Heard: func(channel string, payload []byte) { c.waiters.heard(i, channel, payload) },
+			Heard: func(channel string, payload []byte) { c.waiters.Heard(i, channel, payload) },
 			Reconnected: func(channels []string) {
 				c.pubsubReconnected(i, len(channels))
-				c.waiters.reconnected(i, channels)
+				c.waiters.Reconnected(i, channels)
 			},
 			Reached:    func(err error) { c.nodeReached(p, err) },
 			Identified: c.recheckVotes,

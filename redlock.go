@@ -53,6 +53,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock/internal/node"
+	"github.com/redlock-go/redlock/internal/wait"
 	"github.com/redlock-go/redlock/observe"
 )
 
@@ -83,8 +84,8 @@ type Client struct {
 	bgClosed bool           // Close is waiting for bg: no more may start
 	bg       sync.WaitGroup // every goroutine the Client starts
 
-	holds   holdRegistry // the owners that hold a lock, for Close
-	waiters *waiters     // the waits for each lock, and what they heard (queue.go)
+	holds   holdRegistry  // the owners that hold a lock, for Close
+	waiters *wait.Waiters // the waits for each lock, and what they heard (internal/wait)
 
 	wd  *watchdog
 	rel *releaser // the releases Unlock could not confirm
@@ -118,10 +119,10 @@ func Dial(urls []string, opts ...Option) (*Client, error) {
 		if err != nil {
 			return nil, err
 		}
-		if seen[ep.key()] {
-			return nil, invalid("duplicate node %s: each URL must name a different master", ep.name)
+		if seen[ep.Key()] {
+			return nil, invalid("duplicate node %s: each URL must name a different master", ep.Name)
 		}
-		seen[ep.key()] = true
+		seen[ep.Key()] = true
 		nodes = append(nodes, dialNode(ep, o))
 	}
 	return newClient(nodes, o)
@@ -177,7 +178,7 @@ func newClient(nodes []*Node, o options) (*Client, error) {
 		obs:    o.observer,
 		watch:  nodeWatch{reach: make(map[*peer]observe.NodeState), quarantines: make(map[*node.Process]time.Time)},
 	}
-	c.waiters = newWaiters(c.id, len(nodes), o.nodeTimeout)
+	c.waiters = wait.New(c.id, len(nodes), o.nodeTimeout)
 	c.maxLease.Store(int64(o.lease))
 	c.leases.base = now()
 	c.peers = make([]*peer, len(nodes))

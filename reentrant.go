@@ -158,7 +158,7 @@ func (m *Mutex) acquireWith(ctx context.Context, maxWait, lease time.Duration, w
 		lease = m.c.opts.lease
 	}
 	var a attempt
-	queue, lately := m.c.waiters.contention(m.channel)
+	queue, lately := m.c.waiters.Contention(m.channel)
 	if maxWait >= 0 || !queue || m.holds() {
 		// A Lock of a contended lock joins the queue without a first
 		// attempt (see contention); a re-entrant one never waits. On a
@@ -166,7 +166,7 @@ func (m *Mutex) acquireWith(ctx context.Context, maxWait, lease time.Duration, w
 		// other clients when it takes the lock.
 		a = m.try(ctx, lease, renew, "", lately, false)
 		if lately && (a.ok || a.split) {
-			m.c.waiters.tookTurn(m.channel, max(a.subs+1, 0)) // this Client was not subscribed
+			m.c.waiters.TookTurn(m.channel, max(a.subs+1, 0)) // this Client was not subscribed
 		}
 		if a.ok || maxWait == 0 || m.c.authRefused(a.err) {
 			return a.ok, a.err
@@ -185,7 +185,7 @@ func (m *Mutex) holds() bool {
 // try makes one acquisition round. intent, when not empty, is a waiter's,
 // which the attempt leaves where it is refused (intent.go). With
 // tell, it tells the waiters when it creates the lock's key on a node (a
-// take, see queue.go); subscribed says whether this Client is subscribed
+// take, see internal/wait); subscribed says whether this Client is subscribed
 // to the lock's channel (it waits).
 func (m *Mutex) try(ctx context.Context, lease time.Duration, renew bool, intent string, tell, subscribed bool) attempt {
 	if err := ctx.Err(); err != nil {
@@ -286,7 +286,7 @@ func (m *Mutex) failedAttempt(ctx context.Context, r *round, lease, elapsed time
 func (m *Mutex) rollback(seq int64, prev int, lease time.Duration) func() call {
 	return func() call {
 		if prev == 0 {
-			m.c.waiters.rollingBack(m.queue(), m.field+"/"+strconv.FormatInt(seq, 10)) // as rollback.lua publishes it
+			m.c.waiters.RollingBack(m.queue(), m.field+"/"+strconv.FormatInt(seq, 10)) // as rollback.lua publishes it
 		}
 		return m.rollbackCall(seq, prev, lease.Milliseconds())
 	}
@@ -341,7 +341,7 @@ func (m *Mutex) freeIn(r *round, lease time.Duration) time.Duration {
 }
 
 // await is the waiting part of an acquisition whose first attempt a failed
-// (or that made none: see waiters.contention), as Client.await runs it: in
+// (or that made none: see wait.Waiters.Contention), as Client.await runs it: in
 // m's queue, hearing the channels of all m's locks; a MultiMutex's waiter
 // leaves its intent where it is refused (intent.go).
 func (m *Mutex) await(ctx context.Context, maxWait, lease time.Duration, renew bool, a attempt) (bool, error) {
@@ -354,9 +354,9 @@ func (m *Mutex) await(ctx context.Context, maxWait, lease time.Duration, renew b
 	k.try = func(intent string) attempt {
 		start := now()
 		next := m.try(ctx, lease, renew, intent, true, true)
-		c.waiters.timed(queue, since(start))
+		c.waiters.Timed(queue, since(start))
 		if next.ok || next.split {
-			c.waiters.tookTurn(queue, max(next.subs, 0))
+			c.waiters.TookTurn(queue, max(next.subs, 0))
 		}
 		return next
 	}

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redlock-go/redlock/internal/fifo"
 	"github.com/redlock-go/redlock/internal/script"
 )
 
@@ -71,7 +72,7 @@ type watchdog struct {
 	freed  chan struct{} // capacity 1: a chunk in flight was answered
 
 	mu    sync.Mutex // protects the fields below
-	queue renewQueue
+	queue fifo.Ring[renewEntry]
 	live  int // holds registered (queue entries not dropped)
 
 	stats    watchdogCounters
@@ -126,12 +127,12 @@ func (wd *watchdog) enqueue(h *hold, at time.Duration) (wasEmpty bool) {
 	}
 	wd.mu.Lock()
 	defer wd.mu.Unlock()
-	wasEmpty = wd.queue.len() == 0
+	wasEmpty = wd.queue.Len() == 0
 	// at was read before the lock: never push before the last entry.
-	if wd.queue.len() > 0 {
-		at = max(at, wd.queue.last().due-wd.period)
+	if wd.queue.Len() > 0 {
+		at = max(at, wd.queue.Last().due-wd.period)
 	}
-	wd.queue.push(renewEntry{h: h, gen: gen, due: at + wd.period})
+	wd.queue.Push(renewEntry{h: h, gen: gen, due: at + wd.period})
 	wd.live++
 	return wasEmpty
 }
@@ -226,25 +227,25 @@ func (wd *watchdog) dispatch(ctx context.Context) (next time.Duration, ok bool) 
 func (wd *watchdog) take(at time.Duration, most int) (hs []*hold, lag, next time.Duration, ok bool) {
 	wd.mu.Lock()
 	defer wd.mu.Unlock()
-	if l := wd.queue.len(); l > 0 {
-		at = max(at, wd.queue.last().due-wd.period) // never push before the last entry
+	if l := wd.queue.Len(); l > 0 {
+		at = max(at, wd.queue.Last().due-wd.period) // never push before the last entry
 	}
-	if wd.queue.len()-wd.live > max(wd.live, 1024) {
-		wd.queue.compact()
+	if wd.queue.Len()-wd.live > max(wd.live, 1024) {
+		wd.queue.Compact(func(e renewEntry) bool { return e.h.enlisted(e.gen) })
 	}
-	for wd.queue.len() > 0 {
-		e := wd.queue.peek()
+	for wd.queue.Len() > 0 {
+		e := wd.queue.Peek()
 		if e.due > at+wd.early || len(hs) == most {
 			return hs, lag, e.due, true
 		}
-		wd.queue.pop()
+		wd.queue.Pop()
 		if !e.h.enlisted(e.gen) {
 			continue
 		}
 		lag = max(lag, at-e.due)
 		hs = append(hs, e.h)
 		e.due = at + wd.period
-		wd.queue.push(e)
+		wd.queue.Push(e)
 	}
 	return hs, lag, 0, false
 }
@@ -598,69 +599,4 @@ type renewEntry struct {
 	h   *hold
 	gen uint32
 	due time.Duration
-}
-
-// minRing is the size below which compact does not shrink the ring.
-const minRing = 4096
-
-// renewQueue is a FIFO ring of entries in the order they are due.
-type renewQueue struct {
-	buf  []renewEntry
-	head int
-	n    int
-}
-
-func (q *renewQueue) len() int { return q.n }
-
-// peek returns the first entry; the queue must not be empty.
-func (q *renewQueue) peek() renewEntry { return q.buf[q.head] }
-
-// last returns the last entry; the queue must not be empty.
-func (q *renewQueue) last() renewEntry { return q.buf[(q.head+q.n-1)%len(q.buf)] }
-
-// pop removes the first entry.
-func (q *renewQueue) pop() {
-	q.buf[q.head] = renewEntry{}
-	q.head = (q.head + 1) % len(q.buf)
-	q.n--
-}
-
-// push appends e, which must not be due before the last entry.
-func (q *renewQueue) push(e renewEntry) {
-	if q.n == len(q.buf) {
-		q.grow(max(16, 2*q.n))
-	}
-	q.buf[(q.head+q.n)%len(q.buf)] = e
-	q.n++
-}
-
-// grow moves the entries, in order, to a ring of size n.
-func (q *renewQueue) grow(n int) {
-	buf := make([]renewEntry, n)
-	for i := 0; i < q.n; i++ {
-		buf[i] = q.buf[(q.head+i)%len(q.buf)]
-	}
-	q.buf, q.head = buf, 0
-}
-
-// compact drops the entries of holds no longer registered, keeping the
-// order; the ring shrinks when it is mostly empty, never below 4,096
-// entries (96 KiB), so that a client taking and releasing holds quickly
-// does not shrink and grow it over and over.
-func (q *renewQueue) compact() {
-	kept := 0
-	for i := 0; i < q.n; i++ {
-		e := q.buf[(q.head+i)%len(q.buf)]
-		if e.h.enlisted(e.gen) {
-			q.buf[(q.head+kept)%len(q.buf)] = e
-			kept++
-		}
-	}
-	for i := kept; i < q.n; i++ {
-		q.buf[(q.head+i)%len(q.buf)] = renewEntry{}
-	}
-	q.n = kept
-	if len(q.buf) > minRing && q.n < len(q.buf)/4 {
-		q.grow(max(minRing, 2*q.n))
-	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/redlock-go/redlock/internal/fifo"
 	"github.com/redlock-go/redlock/internal/script"
 	"github.com/redlock-go/redlock/redlocktest"
 	"github.com/stretchr/testify/assert"
@@ -129,27 +130,27 @@ func TestUnitDroppedHoldsAreSkipped(t *testing.T) {
 	hs[0].end(endReleased)
 	wd.enqueue(hs[0], 0)
 	assert.Equal(t, 3, wd.live)
-	assert.Equal(t, 4, wd.queue.len(), "the stale entries were skipped; the four taken are back, one of them now stale")
+	assert.Equal(t, 4, wd.queue.Len(), "the stale entries were skipped; the four taken are back, one of them now stale")
 }
 
 // Dropped entries are compacted away once they outnumber the live ones
 // (and 1,024), so a client that takes and releases many holds keeps a
 // queue the size of what it holds.
 func TestUnitRenewalQueueCompacts(t *testing.T) {
-	wd, hs, _ := unitWatchdog(t, 3*minRing)
+	wd, hs, _ := unitWatchdog(t, 3*fifo.MinSize)
 	for _, h := range hs {
 		wd.enqueue(h, 0)
 	}
-	for _, h := range hs[:3*minRing-100] {
+	for _, h := range hs[:3*fifo.MinSize-100] {
 		wd.drop(h)
 	}
-	assert.Equal(t, 3*minRing, wd.queue.len())
+	assert.Equal(t, 3*fifo.MinSize, wd.queue.Len())
 	got, _, _, _ := wd.take(0, renewBatch) // nothing due; compacts
 	assert.Empty(t, got)
-	assert.Equal(t, 100, wd.queue.len())
-	assert.Equal(t, minRing, len(wd.queue.buf), "the ring shrank, down to its floor")
+	assert.Equal(t, 100, wd.queue.Len())
+	assert.Equal(t, fifo.MinSize, wd.queue.Size(), "the ring shrank, down to its floor")
 	got, _, _, _ = wd.take(wd.period, renewBatch)
-	assert.Equal(t, names(hs[3*minRing-100:]), names(got))
+	assert.Equal(t, names(hs[3*fifo.MinSize-100:]), names(got))
 }
 
 // A renewal sent more than half a period late is counted and logged, once

@@ -31,7 +31,7 @@ import (
 // concurrent acquirers spread over the slots. While the last scan showed
 // room, it first guesses a slot this Semaphore neither holds nor is trying,
 // without a scan. A waiter waits as a lock's does (the Client's queue and
-// pub/sub, see queue.go), woken by a release of any slot or at the soonest
+// pub/sub, see internal/wait), woken by a release of any slot or at the soonest
 // time a slot is free on a majority.
 
 // MaxPermits is the most permits a Semaphore may have: 1024. A scan reads
@@ -228,7 +228,7 @@ func (s *Semaphore) acquireWith(ctx context.Context, maxWait, lease time.Duratio
 		lease = s.c.opts.lease
 	}
 	var a attempt
-	if queue, _ := s.c.waiters.contention(s.channel); maxWait >= 0 || !queue {
+	if queue, _ := s.c.waiters.Contention(s.channel); maxWait >= 0 || !queue {
 		// An Acquire behind this Client's waiters joins them without a
 		// first attempt: the queue is FIFO.
 		var p *Permit

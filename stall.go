@@ -20,7 +20,7 @@ const stallRepeat = time.Minute
 // Observer, then again at most every stallRepeat for as long as the wait
 // lasts: a new run after one that ended does not shorten that. It costs
 // no goroutine and no timer: a waiter whose attempts fail tries again
-// within 100 ms (see retryAfterError), an attempt lasts a node timeout at
+// within 100 ms (see internal/wait's retryAfterError), an attempt lasts a node timeout at
 // most, and each failed attempt is a look at the clock.
 type stall struct {
 	what, name string               // "lock" or "semaphore", and its name

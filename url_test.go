@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redlock-go/redlock/internal/nodeurl"
 	"github.com/redlock-go/redlock/redlocktest"
 )
 
@@ -27,43 +28,43 @@ import (
 func TestUnitParseURL(t *testing.T) {
 	tests := []struct {
 		raw  string
-		want endpoint
+		want nodeurl.Endpoint
 	}{
-		{"redis://127.0.0.1:6380", endpoint{network: "tcp", addr: "127.0.0.1:6380", host: "127.0.0.1", name: "redis://127.0.0.1:6380"}},
-		{"redis://localhost", endpoint{network: "tcp", addr: "localhost:6379", host: "localhost", name: "redis://localhost"}},
-		{"redis://localhost:6379/2", endpoint{network: "tcp", addr: "localhost:6379", host: "localhost", db: 2, name: "redis://localhost:6379/2"}},
-		{"redis://localhost/3", endpoint{network: "tcp", addr: "localhost:6379", host: "localhost", db: 3, name: "redis://localhost/3"}},
-		{"redis://localhost:6379/", endpoint{network: "tcp", addr: "localhost:6379", host: "localhost", name: "redis://localhost:6379/"}},
-		{"redis://h:65535/15", endpoint{network: "tcp", addr: "h:65535", host: "h", db: 15, name: "redis://h:65535/15"}},
-		{"redis://[::1]:7000", endpoint{network: "tcp", addr: "[::1]:7000", host: "::1", name: "redis://[::1]:7000"}},
-		{"redis://alice:s3cret@db1.example:7000/1", endpoint{
-			network: "tcp", addr: "db1.example:7000", host: "db1.example", user: "alice", password: "s3cret", db: 1,
-			name: "redis://alice:xxxxx@db1.example:7000/1"}},
-		{"redis://:s3cret@h:1", endpoint{network: "tcp", addr: "h:1", host: "h", password: "s3cret", name: "redis://:xxxxx@h:1"}},
-		{"redis://bob@h:1", endpoint{network: "tcp", addr: "h:1", host: "h", user: "bob", name: "redis://bob@h:1"}},
-		{"redis://alice:p@ss@h:1", endpoint{network: "tcp", addr: "h:1", host: "h", user: "alice", password: "p@ss", name: "redis://alice:xxxxx@h:1"}},
-		{"rediss://cache.example:6380", endpoint{network: "tcp", addr: "cache.example:6380", host: "cache.example", tls: true, name: "rediss://cache.example:6380"}},
-		{"rediss://u:s3cret@cache.example", endpoint{
-			network: "tcp", addr: "cache.example:6379", host: "cache.example", tls: true, user: "u", password: "s3cret",
-			name: "rediss://u:xxxxx@cache.example"}},
-		{"unix:///tmp/redis.sock", endpoint{network: "unix", addr: "/tmp/redis.sock", name: "unix:///tmp/redis.sock"}},
-		{"unix:///tmp/redis.sock?db=3", endpoint{network: "unix", addr: "/tmp/redis.sock", db: 3, name: "unix:///tmp/redis.sock?db=3"}},
+		{"redis://127.0.0.1:6380", nodeurl.Endpoint{Network: "tcp", Addr: "127.0.0.1:6380", Host: "127.0.0.1", Name: "redis://127.0.0.1:6380"}},
+		{"redis://localhost", nodeurl.Endpoint{Network: "tcp", Addr: "localhost:6379", Host: "localhost", Name: "redis://localhost"}},
+		{"redis://localhost:6379/2", nodeurl.Endpoint{Network: "tcp", Addr: "localhost:6379", Host: "localhost", DB: 2, Name: "redis://localhost:6379/2"}},
+		{"redis://localhost/3", nodeurl.Endpoint{Network: "tcp", Addr: "localhost:6379", Host: "localhost", DB: 3, Name: "redis://localhost/3"}},
+		{"redis://localhost:6379/", nodeurl.Endpoint{Network: "tcp", Addr: "localhost:6379", Host: "localhost", Name: "redis://localhost:6379/"}},
+		{"redis://h:65535/15", nodeurl.Endpoint{Network: "tcp", Addr: "h:65535", Host: "h", DB: 15, Name: "redis://h:65535/15"}},
+		{"redis://[::1]:7000", nodeurl.Endpoint{Network: "tcp", Addr: "[::1]:7000", Host: "::1", Name: "redis://[::1]:7000"}},
+		{"redis://alice:s3cret@db1.example:7000/1", nodeurl.Endpoint{
+			Network: "tcp", Addr: "db1.example:7000", Host: "db1.example", User: "alice", Password: "s3cret", DB: 1,
+			Name: "redis://alice:xxxxx@db1.example:7000/1"}},
+		{"redis://:s3cret@h:1", nodeurl.Endpoint{Network: "tcp", Addr: "h:1", Host: "h", Password: "s3cret", Name: "redis://:xxxxx@h:1"}},
+		{"redis://bob@h:1", nodeurl.Endpoint{Network: "tcp", Addr: "h:1", Host: "h", User: "bob", Name: "redis://bob@h:1"}},
+		{"redis://alice:p@ss@h:1", nodeurl.Endpoint{Network: "tcp", Addr: "h:1", Host: "h", User: "alice", Password: "p@ss", Name: "redis://alice:xxxxx@h:1"}},
+		{"rediss://cache.example:6380", nodeurl.Endpoint{Network: "tcp", Addr: "cache.example:6380", Host: "cache.example", TLS: true, Name: "rediss://cache.example:6380"}},
+		{"rediss://u:s3cret@cache.example", nodeurl.Endpoint{
+			Network: "tcp", Addr: "cache.example:6379", Host: "cache.example", TLS: true, User: "u", Password: "s3cret",
+			Name: "rediss://u:xxxxx@cache.example"}},
+		{"unix:///tmp/redis.sock", nodeurl.Endpoint{Network: "unix", Addr: "/tmp/redis.sock", Name: "unix:///tmp/redis.sock"}},
+		{"unix:///tmp/redis.sock?db=3", nodeurl.Endpoint{Network: "unix", Addr: "/tmp/redis.sock", DB: 3, Name: "unix:///tmp/redis.sock?db=3"}},
 		// Leading and trailing space is trimmed (issue 24, point 5), as the CLI does.
-		{" redis://localhost:6379", endpoint{network: "tcp", addr: "localhost:6379", host: "localhost", name: "redis://localhost:6379"}},
-		{"redis://localhost:6379/1 ", endpoint{network: "tcp", addr: "localhost:6379", host: "localhost", db: 1, name: "redis://localhost:6379/1"}},
-		{"\t unix:///tmp/redis.sock\n", endpoint{network: "unix", addr: "/tmp/redis.sock", name: "unix:///tmp/redis.sock"}},
+		{" redis://localhost:6379", nodeurl.Endpoint{Network: "tcp", Addr: "localhost:6379", Host: "localhost", Name: "redis://localhost:6379"}},
+		{"redis://localhost:6379/1 ", nodeurl.Endpoint{Network: "tcp", Addr: "localhost:6379", Host: "localhost", DB: 1, Name: "redis://localhost:6379/1"}},
+		{"\t unix:///tmp/redis.sock\n", nodeurl.Endpoint{Network: "unix", Addr: "/tmp/redis.sock", Name: "unix:///tmp/redis.sock"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.raw, func(t *testing.T) {
 			var (
-				ep  endpoint
+				ep  nodeurl.Endpoint
 				err error
 			)
 			unitNoPanic(t, func() { ep, err = parseURL(tt.raw) })
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, ep)
-			if tt.want.password != "" {
-				assert.NotContains(t, ep.name, tt.want.password, "the name must not show the password")
+			if tt.want.Password != "" {
+				assert.NotContains(t, ep.Name, tt.want.Password, "the name must not show the password")
 			}
 		})
 	}
@@ -161,7 +162,7 @@ func TestUnitRedact(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.raw, func(t *testing.T) {
 			var got string
-			unitNoPanic(t, func() { got = redact(tt.raw) })
+			unitNoPanic(t, func() { got = nodeurl.Redact(tt.raw) })
 			assert.Equal(t, tt.want, got)
 			assert.NotContains(t, got, "s3cret")
 		})
@@ -277,7 +278,7 @@ func shown(raw string) string {
 	if err != nil {
 		return err.Error()
 	}
-	return ep.name
+	return ep.Name
 }
 
 // checkSecret checks that parseURL shows nothing of the password of raw:
@@ -289,7 +290,7 @@ func checkSecret(t *testing.T, raw, password, neutral string) {
 		return
 	}
 	if s := shown(raw); strings.Contains(s, password) && !strings.Contains(shown(neutral), password) {
-		t.Errorf("parseURL(%q) shows the password %q: %q", redact(raw), password, s)
+		t.Errorf("parseURL(%q) shows the password %q: %q", nodeurl.Redact(raw), password, s)
 	}
 }
 
@@ -310,57 +311,57 @@ func checkParseURL(t *testing.T, raw string) {
 		}
 		return
 	}
-	if ep.db < 0 {
-		t.Errorf("parseURL(%q): negative database %d", raw, ep.db)
+	if ep.DB < 0 {
+		t.Errorf("parseURL(%q): negative database %d", raw, ep.DB)
 	}
 	var canon url.URL
-	switch ep.network {
+	switch ep.Network {
 	case "tcp":
-		if _, err := netip.ParseAddr(ep.host); err != nil && !hostName.MatchString(ep.host) {
-			t.Errorf("parseURL(%q): host %q is neither an IP address nor a name", raw, ep.host)
+		if _, err := netip.ParseAddr(ep.Host); err != nil && !hostName.MatchString(ep.Host) {
+			t.Errorf("parseURL(%q): host %q is neither an IP address nor a name", raw, ep.Host)
 		}
-		host, port, err := net.SplitHostPort(ep.addr)
+		host, port, err := net.SplitHostPort(ep.Addr)
 		if err != nil {
-			t.Fatalf("parseURL(%q): address %q is not host:port: %v", raw, ep.addr, err)
+			t.Fatalf("parseURL(%q): address %q is not host:port: %v", raw, ep.Addr, err)
 		}
 		if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
-			t.Errorf("parseURL(%q): bad port in %q", raw, ep.addr)
+			t.Errorf("parseURL(%q): bad port in %q", raw, ep.Addr)
 		}
-		if host == "" || host != ep.host {
-			t.Errorf("parseURL(%q): host %q, address %q", raw, ep.host, ep.addr)
+		if host == "" || host != ep.Host {
+			t.Errorf("parseURL(%q): host %q, address %q", raw, ep.Host, ep.Addr)
 		}
-		canon = url.URL{Scheme: "redis", Host: ep.addr, Path: "/" + strconv.Itoa(ep.db)}
-		if ep.tls {
+		canon = url.URL{Scheme: "redis", Host: ep.Addr, Path: "/" + strconv.Itoa(ep.DB)}
+		if ep.TLS {
 			canon.Scheme = "rediss"
 		}
-		if ep.user != "" || ep.password != "" {
-			canon.User = url.UserPassword(ep.user, ep.password)
+		if ep.User != "" || ep.Password != "" {
+			canon.User = url.UserPassword(ep.User, ep.Password)
 		}
 	case "unix":
-		if !strings.HasPrefix(ep.addr, "/") || ep.tls || ep.host != "" {
+		if !strings.HasPrefix(ep.Addr, "/") || ep.TLS || ep.Host != "" {
 			t.Errorf("parseURL(%q): odd unix endpoint %+v", raw, redacted(ep))
 		}
-		canon = url.URL{Scheme: "unix", Path: ep.addr, RawQuery: "db=" + strconv.Itoa(ep.db)}
-		if ep.user != "" || ep.password != "" { // unix://user:password@/path: AUTH on the socket
-			canon.User = url.UserPassword(ep.user, ep.password)
+		canon = url.URL{Scheme: "unix", Path: ep.Addr, RawQuery: "db=" + strconv.Itoa(ep.DB)}
+		if ep.User != "" || ep.Password != "" { // unix://user:password@/path: AUTH on the socket
+			canon.User = url.UserPassword(ep.User, ep.Password)
 		}
 	default:
-		t.Fatalf("parseURL(%q): network %q", raw, ep.network)
+		t.Fatalf("parseURL(%q): network %q", raw, ep.Network)
 	}
 	again, err := parseURL(canon.String())
 	if err != nil {
-		t.Fatalf("parseURL(%q) = %+v, but its canonical URL %q fails: %v", raw, redacted(ep), redact(canon.String()), err)
+		t.Fatalf("parseURL(%q) = %+v, but its canonical URL %q fails: %v", raw, redacted(ep), nodeurl.Redact(canon.String()), err)
 	}
-	again.name, ep.name = "", ""
+	again.Name, ep.Name = "", ""
 	if again != ep {
-		t.Errorf("parseURL(%q) = %+v; its canonical URL %q gives %+v", raw, redacted(ep), redact(canon.String()), redacted(again))
+		t.Errorf("parseURL(%q) = %+v; its canonical URL %q gives %+v", raw, redacted(ep), nodeurl.Redact(canon.String()), redacted(again))
 	}
 }
 
 // redacted hides an endpoint's password for messages.
-func redacted(ep endpoint) endpoint {
-	if ep.password != "" {
-		ep.password = "xxxxx"
+func redacted(ep nodeurl.Endpoint) nodeurl.Endpoint {
+	if ep.Password != "" {
+		ep.Password = "xxxxx"
 	}
 	return ep
 }

@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redlock-go/redlock/internal/wait"
 	"github.com/redlock-go/redlock/observe"
 )
 
 // The waiting of an acquisition, a Mutex's or a Semaphore's: the loop of a
-// waiter in the Client's queue for its lock (queue.go), which tries when
+// waiter in the Client's queue for its lock (internal/wait), which tries when
 // its pacing says so, and the attempts it makes.
 
 // attempt is what one acquisition round found.
@@ -20,19 +21,12 @@ type attempt struct {
 	err     error                // ErrNoQuorum, rollback errors, or ctx.Err()
 	split   bool                 // not ok, but some nodes said yes: contenders split the vote
 	held    bool                 // not ok: a majority said another owner holds the lock (or several do, each some nodes)
-	free    []bool               // a Mutex's split attempt: per node, it said yes (nil otherwise; see waiters.tried)
-	blocked []bool               // a Mutex's failed attempt: per node, it said no (nil otherwise; see waiters.tried)
+	free    []bool               // a Mutex's split attempt: per node, it said yes (nil otherwise; see wait.Waiters.Tried)
+	blocked []bool               // a Mutex's failed attempt: per node, it said no (nil otherwise; see wait.Waiters.Tried)
 	subs    int                  // ok or split, and told its take: the clients subscribed (acquire.lua); -1: not told
 	took    time.Duration        // how long the attempt took
 	ended   bool                 // err is only ctx.Err(): it tells nothing of the nodes
 	nodes   []observe.NodeResult // failed for want of a quorum: what each node did (see stall); nil otherwise
-}
-
-// retryAfterError is how long a waiter waits after an attempt that failed
-// for want of a quorum before it tries again, with node timeout nodeTimeout.
-func retryAfterError(nodeTimeout time.Duration) time.Duration {
-	d := min(nodeTimeout, 50*time.Millisecond)
-	return d + jitter(d)
 }
 
 // A contender is one acquisition as it waits, a Mutex's or a
@@ -65,17 +59,17 @@ func (c *Client) await(ctx context.Context, maxWait time.Duration, a attempt, k 
 	}
 	defer c.listen(ctx, k.channels)()
 	if k.queue != k.channels[0] {
-		c.waiters.link(k.channels[0], k.queue)
-		defer c.waiters.unlink(k.channels[0], k.queue)
+		c.waiters.Link(k.channels[0], k.queue)
+		defer c.waiters.Unlink(k.channels[0], k.queue)
 	}
 	var intent string
 	if k.field != "" {
 		intent = intentOf(now().Add(-a.took), k.field)
 		c.intents.add(intent, k.intentKeys)
 	}
-	w := c.waiters.enqueue(k.queue, k.owner, a.took)
+	w := c.waiters.Enqueue(k.queue, k.owner, a.took)
 	won := false
-	defer func() { c.waiters.dequeue(k.queue, w, won && k.exclusive, k.lease) }()
+	defer func() { c.waiters.Dequeue(k.queue, w, won && k.exclusive, k.lease) }()
 	won, err := c.waitTurns(ctx, k, w, expired, a, intent)
 	if intent != "" {
 		c.withdraw(ctx, intent, won, k.intentKeys)
@@ -91,11 +85,11 @@ func (c *Client) listen(ctx context.Context, chs []string) (stop func()) {
 		c.subscribe(ctx, ch)
 	}
 	for _, ch := range chs[1:] {
-		c.waiters.link(ch, chs[0])
+		c.waiters.Link(ch, chs[0])
 	}
 	return func() {
 		for _, ch := range chs[1:] {
-			c.waiters.unlink(ch, chs[0])
+			c.waiters.Unlink(ch, chs[0])
 		}
 		for _, ch := range chs {
 			c.unsubscribe(ch)
@@ -112,19 +106,18 @@ func (c *Client) listen(ctx context.Context, chs []string) (stop func()) {
 // Close, or the error of an attempt that waiting will not mend. A stall
 // watches the attempts (see stall); a, when it was made, was the call's
 // first.
-func (c *Client) waitTurns(ctx context.Context, k *contender, w *waiter, expired <-chan time.Time, a attempt, intent string) (bool, error) {
-	p := pacing{timer: time.NewTimer(time.Hour)}
-	p.timer.Stop()
-	defer p.timer.Stop()
+func (c *Client) waitTurns(ctx context.Context, k *contender, w *wait.Waiter, expired <-chan time.Time, a attempt, intent string) (bool, error) {
+	p := wait.NewPacing()
+	defer p.Stop()
 	st := stall{what: k.what, name: k.name, begin: now().Add(-a.took)}
 	st.saw(ctx, c, a)
 	for {
 		select {
-		case <-w.wake:
-			if n, takeLease := c.waiters.look(k.queue); !p.hear(c.waiters, k.queue, n, takeLease) {
+		case <-w.Woken():
+			if !p.Woken(c.waiters, k.queue) {
 				continue
 			}
-		case <-p.timer.C:
+		case <-p.C():
 		case <-ctx.Done():
 			return false, waitEnded(ctx, k.what, k.name, a)
 		case <-expired:
@@ -132,7 +125,7 @@ func (c *Client) waitTurns(ctx context.Context, k *contender, w *waiter, expired
 		case <-c.done:
 			return false, ErrClosed
 		}
-		c.waiters.trying(k.queue) // news that came before this attempt is answered by it
+		c.waiters.Trying(k.queue) // news that came before this attempt is answered by it
 		next := k.try(intent)
 		switch {
 		case next.ok:
@@ -146,9 +139,14 @@ func (c *Client) waitTurns(ctx context.Context, k *contender, w *waiter, expired
 			a = next // an attempt that only saw ctx end keeps the one before
 		}
 		st.saw(ctx, c, next)
-		p.failed(c.waiters, a, next)
-		c.waiters.tried(k.queue, next.free, next.blocked)
+		p.Failed(c.waiters, a.paced(), next.paced())
+		c.waiters.Tried(k.queue, next.free, next.blocked)
 	}
+}
+
+// paced is what a's pacing reads of it.
+func (a attempt) paced() wait.Attempt {
+	return wait.Attempt{FreeIn: a.freeIn, Took: a.took, Err: a.err != nil, Split: a.split, Held: a.held}
 }
 
 // waitEnded is the error of a wait for what ("lock", "semaphore") called
@@ -159,111 +157,4 @@ func waitEnded(ctx context.Context, what, name string, a attempt) error {
 		return fmt.Errorf("redlock: %s %s: %w; last attempt: %w", what, quoteName(name), ctx.Err(), a.err)
 	}
 	return fmt.Errorf("redlock: %s %s: %w", what, quoteName(name), ctx.Err())
-}
-
-// pacing is when the head of a queue tries: it waits for news or its timer
-// (the quorum's PTTL, a lease), staggers its try after a release, or pauses
-// after a split vote. The timer always fires a try.
-type pacing struct {
-	timer  *time.Timer
-	state  paceState
-	first  bool          // staggering, and this Client's turn is first
-	splits int           // split votes in a row
-	split  bool          // waiting after a split vote that a majority denied: a release pauses first
-	took   time.Duration // how long the latest attempt took
-}
-
-type paceState uint8
-
-const (
-	waiting    paceState = iota // for news, or the timer
-	staggering                  // a release was heard; the timer fires the try
-	pausing                     // after a split vote: news waits for the timer
-)
-
-// arm sets the timer to fire after d, dropping a fire not yet received.
-func (p *pacing) arm(d time.Duration) {
-	if !p.timer.Stop() {
-		select {
-		case <-p.timer.C:
-		default:
-		}
-	}
-	p.timer.Reset(d)
-}
-
-// hear answers the queue's news of channel (see look); it reports whether
-// to try now. After a release a waiting head tries when its turn comes
-// (see stagger; at once when this Client is the only one waiting): the
-// first head of the waiting clients to try tells the others of its take,
-// which sends a head still staggering back to waiting, its timer at the
-// take's lease. A take never cuts a pause short.
-func (p *pacing) hear(ws *waiters, channel string, n news, lease time.Duration) bool {
-	switch {
-	case n == released && p.state == waiting && p.split:
-		p.split, p.state = false, pausing
-		p.arm(p.pause(p.took, ws.nodeTimeout))
-	case n == released && p.state == waiting:
-		d, first := ws.stagger(channel)
-		if d == 0 {
-			return true
-		}
-		p.state, p.first = staggering, first
-		p.arm(d)
-	case n == taken && p.state != pausing:
-		if p.state == staggering && p.first {
-			ws.passedOver(channel)
-		}
-		p.state = waiting
-		p.arm(lease + jitter(time.Millisecond))
-	}
-	return false
-}
-
-// failed sets the pace after a failed attempt, given a, the attempt that
-// decides the wait, and next, the latest one.
-func (p *pacing) failed(ws *waiters, a, next attempt) {
-	if !next.split {
-		p.splits = 0
-	}
-	p.state, p.split, p.took = waiting, false, next.took
-	switch {
-	case next.split && next.held:
-		// Some nodes said yes, but a majority said no: another owner
-		// holds the lock on a bare majority (a node it lacks took this
-		// attempt: a write that never landed, a node restarted empty), or
-		// three contenders or more split the nodes and all roll back.
-		// Polling would take the free node and roll it back again and
-		// again: wait for news, as after a refusal, or the majority's
-		// PTTL. The news of a release then pauses the head as after a
-		// split, so that contenders who all rolled back do not retry in
-		// lockstep. The releases of the nodes this attempt took are no
-		// news (see waiters.tried).
-		p.split = true
-		p.splits++
-		p.arm(a.freeIn + jitter(time.Millisecond))
-	case next.split:
-		// Contenders split the nodes and all rolled back; retrying at the
-		// next wake-up would keep them in lockstep (each rollback wakes the
-		// others). As Redlock prescribes, pause for a random time that
-		// wake-ups do not cut short, scaled by how long an attempt takes
-		// (sub-millisecond on a healthy cluster, longer when slow nodes
-		// keep attempts open), doubled with every split in a row so that
-		// many contenders spread out, and never above a node timeout: a
-		// pause ignores news, so a long one (slow attempts, many splits in
-		// a row) would keep the head out of every handoff meanwhile.
-		p.state = pausing
-		p.arm(p.pause(next.took, ws.nodeTimeout))
-		p.splits++
-	case a.err != nil:
-		p.arm(retryAfterError(ws.nodeTimeout))
-	default:
-		p.arm(a.freeIn + jitter(time.Millisecond))
-	}
-}
-
-// pause is how long a head pauses after a split vote (see failed), given
-// how long the attempt took and the longest pause.
-func (p *pacing) pause(took, most time.Duration) time.Duration {
-	return jitter(min((2*took+time.Millisecond)<<min(p.splits, 6), most))
 }

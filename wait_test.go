@@ -19,7 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Waiting (reentrant.go's waiting loop and queue.go's waiters; docs/algorithm.md,
+// Waiting (reentrant.go's waiting loop and internal/wait's waiters; docs/algorithm.md,
 // "Waiting"): a waiter takes the lock when a lease ends, and is woken by
 // pub/sub when the lock is released or forced, also with a node dead or after
 // a pub/sub reconnect; a lost message costs at most one TTL; a local Unlock

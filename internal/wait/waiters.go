@@ -1,4 +1,10 @@
-package redlock
+// Package wait is the waiting of one redlock Client for the locks it
+// wants: the queue of its waiters for each lock, what the head of each
+// queue heard on the lock's channel (releases and takes), the turns of the
+// waiting clients, and when a head tries (Pacing). It imports nothing of
+// the algorithm: the Client hands it plain values (its id, how many nodes,
+// the node timeout, what an attempt found) and asks it.
+package wait
 
 import (
 	"slices"
@@ -18,36 +24,36 @@ import (
 // ("+<lease ms>/<subscribers>/<owner>/<sequence>", internal/script/acquire.lua).
 // The queue keeps the latest news for its head, and for each node whether
 // the last thing it said was a take. A head that was about to try (see
-// pacing) and hears of a take waits for the next release instead; every
+// Pacing) and hears of a take waits for the next release instead; every
 // take on a node is followed there by the release that deletes the key (or
 // the key expires, which the lease of the take bounds), and that release
 // wakes the head even when another node already sent the same message: a
 // wake-up is never lost to a take.
 
-// waiters is the waiting of one Client: the queue of each lock channel,
+// Waiters is the waiting of one Client: the queue of each lock channel,
 // the links between channels, the queues kept idle for their turns, and
 // the Client's latest rollbacks. It owns this state: every change is one
 // of its methods, under its own mutex, which it never holds while it
-// calls out of this file. The Client makes one (newWaiters), and its
+// calls out of this package. The Client makes one (New), and its
 // node hooks, its Mutexes' attempts and releases, and its waits call it.
-type waiters struct {
+type Waiters struct {
 	id          string        // the Client's id: its own takes are not another client's turns
 	nodes       int           // how many nodes the Client has
 	nodeTimeout time.Duration // the Client's: no stagger is longer
 
 	mu         sync.Mutex              // protects queues, links, idle and rollbacks
 	queues     map[string]*waitQueue   // waiters per lock channel, FIFO, and the turns of locks waited for lately
-	links      map[string][]string     // channel -> the queues that also hear it (a MultiMutex's, see link)
+	links      map[string][]string     // channel -> the queues that also hear it (a MultiMutex's, see Link)
 	idle       []string                // channels whose queues had no waiter left, oldest first (see keepIdle)
 	nqueue     atomic.Int32            // len(queues), read without mu by the first attempt of a Lock
-	rollbacks  [rollbacksKept]rollback // the latest rollbacks' messages (see rollingBack)
+	rollbacks  [rollbacksKept]rollback // the latest rollbacks' messages (see RollingBack)
 	nrollbacks int                     // rollbacks recorded, in all
 }
 
-// newWaiters returns the waiting of a Client whose id is id, over nodes
+// New returns the waiting of a Client whose id is id, over nodes
 // nodes with node timeout nodeTimeout.
-func newWaiters(id string, nodes int, nodeTimeout time.Duration) *waiters {
-	return &waiters{
+func New(id string, nodes int, nodeTimeout time.Duration) *Waiters {
+	return &Waiters{
 		id:          id,
 		nodes:       nodes,
 		nodeTimeout: nodeTimeout,
@@ -65,33 +71,38 @@ const (
 	taken         // an attempt took the lock on a node: a try now would fail
 )
 
-// waiter is one goroutine blocked in Lock or TryLock.
-type waiter struct {
+// A Waiter is one goroutine blocked in an acquisition (a Lock, a
+// TryLock, a Semaphore's Acquire) in its Client's queue for a lock.
+type Waiter struct {
 	wake  chan struct{} // capacity 1: the queue has news; only the head is woken
-	owner *Mutex        // the owner waiting
+	owner any           // the owner waiting, compared by identity only (see Dequeue)
 }
+
+// Woken is the channel on which w hears that its queue has news for it,
+// the head: Pacing.Woken says whether to try.
+func (w *Waiter) Woken() <-chan struct{} { return w.wake }
 
 // waitQueue holds the waiters of one lock in this Client in arrival order,
 // and what its head has heard. The waiters' mu protects it.
 type waitQueue struct {
-	waiters []*waiter
+	waiters []*Waiter
 	news    news          // the latest, since the head last looked
 	lease   time.Duration // of the latest take: how long its key lives at most, unless renewed
 	last    string        // the last release message: every node sends the same one
 	took    time.Duration // how long this Client's attempts on the lock take (moving average)
 	subs    int           // clients subscribed to the channel at the latest take (on its node)
-	busy    time.Time     // until when a Lock queues without a first attempt (see contention)
+	busy    time.Time     // until when a Lock queues without a first attempt (see Contention)
 	turns   turns         // the order in which the waiting clients took the lock
 	taken   []bool        // per node: the last message it sent was a take
-	free    []bool        // per node: free at the head's latest attempt, a split one (see tried); nil: none
-	blocked []bool        // per node: it kept the lock from the head's latest attempt (see tried); nil: not told
+	free    []bool        // per node: free at the head's latest attempt, a split one (see Tried); nil: none
+	blocked []bool        // per node: it kept the lock from the head's latest attempt (see Tried); nil: not told
 	copies  []bool        // per node: it sent the last release while the head's attempt was under way
-	tries   int           // the head's attempts begun (see trying)
+	tries   int           // the head's attempts begun (see Trying)
 	lastAt  int           // tries when the last release was first heard
 	trying  bool          // the head's attempt is under way
 }
 
-func (w *waiter) signal() {
+func (w *Waiter) signal() {
 	select {
 	case w.wake <- struct{}{}:
 	default:
@@ -114,7 +125,7 @@ const maxIdleQueues = 64
 // keepIdle keeps the queue of channel, which has no waiter left, and
 // forgets the queue that has been idle longest when there are too many.
 // ws.mu must be held.
-func (ws *waiters) keepIdle(channel string) {
+func (ws *Waiters) keepIdle(channel string) {
 	ws.idle = append(ws.idle, channel)
 	if len(ws.idle) <= maxIdleQueues {
 		return
@@ -138,7 +149,7 @@ func (ws *waiters) keepIdle(channel string) {
 // Client's turn is first (see passedOver). A stagger never exceeds a node
 // timeout: it only waits for a take that, while the clients ahead still
 // wait, comes within a few attempt times.
-func (ws *waiters) stagger(channel string) (d time.Duration, first bool) {
+func (ws *Waiters) stagger(channel string) (d time.Duration, first bool) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	q := ws.queues[channel]
@@ -160,7 +171,7 @@ const minTook = 50 * time.Microsecond
 // allow for, and be passed over on every release without ever trying.
 // Halved at each pass, it tries within a few releases, and its next
 // attempts set it again.
-func (ws *waiters) passedOver(channel string) {
+func (ws *Waiters) passedOver(channel string) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	if q := ws.queues[channel]; q != nil {
@@ -240,11 +251,11 @@ func (t *turns) ahead(subs int) int {
 	return max(0, min(older, subs-1-newer))
 }
 
-// enqueue appends a waiter of owner for channel; took is how long its
+// Enqueue appends a waiter of owner for channel; took is how long its
 // first attempt took (0: none made). The head of a new queue is told to try
 // at once.
-func (ws *waiters) enqueue(channel string, owner *Mutex, took time.Duration) *waiter {
-	w := &waiter{wake: make(chan struct{}, 1), owner: owner}
+func (ws *Waiters) Enqueue(channel string, owner any, took time.Duration) *Waiter {
+	w := &Waiter{wake: make(chan struct{}, 1), owner: owner}
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	q := ws.queues[channel]
@@ -268,14 +279,14 @@ func (ws *waiters) enqueue(channel string, owner *Mutex, took time.Duration) *wa
 // Lock joins the queue without a first attempt.
 const busyFor = time.Second
 
-// contention says how a Lock of channel begins. queue: without a first
+// Contention says how a Lock of channel begins. queue: without a first
 // attempt, behind the waiters: this Client has waiters for the lock (the
 // queue is FIFO), or other clients waited for it at a take heard less than
 // busyFor ago (a first attempt would take it out of their turn whenever it
 // came just after a release). lately: this Client waited for the lock
 // lately (it keeps the queue, see keepIdle), so its first attempt tells
 // its take, for the turns.
-func (ws *waiters) contention(channel string) (queue, lately bool) {
+func (ws *Waiters) Contention(channel string) (queue, lately bool) {
 	if ws.nqueue.Load() == 0 {
 		return false, false // no lock waited for: the uncontended path takes no lock
 	}
@@ -285,17 +296,17 @@ func (ws *waiters) contention(channel string) (queue, lately bool) {
 	if q == nil {
 		return false, false
 	}
-	return len(q.waiters) > 0 || (q.subs > 1 && now().Before(q.busy)), true
+	return len(q.waiters) > 0 || (q.subs > 1 && time.Now().Before(q.busy)), true
 }
 
-// tookTurn records, for the turns, that an attempt of this Client took the
+// TookTurn records, for the turns, that an attempt of this Client took the
 // lock of channel, or wrote on some nodes and rolled back: the others heard
 // its take all the same, and count it as a turn taken; so must this
 // Client, or two clients could each see the other's turn as the later one.
 // subs is how many clients, this one included, were subscribed to the
 // channel at the take (0: unknown): a take is published only when others
 // are, so this is how this Client learns that the others stopped waiting.
-func (ws *waiters) tookTurn(channel string, subs int) {
+func (ws *Waiters) TookTurn(channel string, subs int) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	q := ws.queues[channel]
@@ -307,15 +318,15 @@ func (ws *waiters) tookTurn(channel string, subs int) {
 		q.subs = subs
 	}
 	if subs > 1 {
-		q.busy = now().Add(busyFor)
+		q.busy = time.Now().Add(busyFor)
 	}
 }
 
-// dequeue removes w. When w was the head, the next waiter becomes the head:
+// Dequeue removes w. When w was the head, the next waiter becomes the head:
 // it waits for the release of the hold w won (lease), or tries at once when
 // w left without the lock or the next waiter is w's owner too (its Lock is
 // a re-entrant one now).
-func (ws *waiters) dequeue(channel string, w *waiter, won bool, lease time.Duration) {
+func (ws *Waiters) Dequeue(channel string, w *Waiter, won bool, lease time.Duration) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	q := ws.queues[channel]
@@ -328,7 +339,7 @@ func (ws *waiters) dequeue(channel string, w *waiter, won bool, lease time.Durat
 		}
 		q.waiters = append(q.waiters[:i], q.waiters[i+1:]...)
 		if won {
-			q.lease = lease // the turn is counted by tookTurn
+			q.lease = lease // the turn is counted by TookTurn
 		}
 		if i == 0 {
 			// What the head's attempts found is not the next head's: an
@@ -351,7 +362,7 @@ func (ws *waiters) dequeue(channel string, w *waiter, won bool, lease time.Durat
 
 // look hands the head its news and clears it, with the lease of the
 // latest take.
-func (ws *waiters) look(channel string) (news, time.Duration) {
+func (ws *Waiters) look(channel string) (news, time.Duration) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	q := ws.queues[channel]
@@ -363,9 +374,9 @@ func (ws *waiters) look(channel string) (news, time.Duration) {
 	return n, q.lease
 }
 
-// trying clears the news of channel: the head is about to make an
+// Trying clears the news of channel: the head is about to make an
 // attempt, which answers it. News that comes during the attempt stays.
-func (ws *waiters) trying(channel string) {
+func (ws *Waiters) Trying(channel string) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	if q := ws.queues[channel]; q != nil {
@@ -377,7 +388,7 @@ func (ws *waiters) trying(channel string) {
 	}
 }
 
-// tried records what the head's attempt on the lock of channel found, when
+// Tried records what the head's attempt on the lock of channel found, when
 // it failed: per node, whether it was free (a split attempt only) and
 // whether it kept the lock from the head (nil, as for a Semaphore: not
 // told, so every node may have). Until the next attempt:
@@ -386,14 +397,14 @@ func (ws *waiters) trying(channel string) {
 //     Without that, the releases of other clients' attempts, each taking
 //     that free node and rolling it back, would wake the waiters of every
 //     client in turn while the lock is held on a bare majority. (The head's
-//     own rollbacks are left out by rollingBack.)
+//     own rollbacks are left out by RollingBack.)
 //   - A release's copy from a node that kept the lock from the head is
 //     news even when another node's copy woke the head before: a release
 //     reaches the nodes one after another, and the head that tried on the
 //     first copy can find the others still held. The copies that came
 //     during the attempt are counted here, once it is known which nodes
 //     kept the lock.
-func (ws *waiters) tried(channel string, free, blocked []bool) {
+func (ws *Waiters) Tried(channel string, free, blocked []bool) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	q := ws.queues[channel]
@@ -419,8 +430,8 @@ func (ws *waiters) tried(channel string, free, blocked []bool) {
 	clear(q.copies)
 }
 
-// timed records how long an attempt of the head took.
-func (ws *waiters) timed(channel string, took time.Duration) {
+// Timed records how long an attempt of the head took.
+func (ws *Waiters) Timed(channel string, took time.Duration) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	if q := ws.queues[channel]; q != nil && took > 0 {
@@ -428,11 +439,11 @@ func (ws *waiters) timed(channel string, took time.Duration) {
 	}
 }
 
-// wakeLocal tells the head of channel in this Client that the lock was
+// WakeLocal tells the head of channel in this Client that the lock was
 // released by this Client: an Unlock (msg names the release, as its
 // message on the nodes will) or a ForceUnlock (msg empty). The nodes'
 // messages of the same release, when they come, wake nobody again.
-func (ws *waiters) wakeLocal(channel, msg string) {
+func (ws *Waiters) WakeLocal(channel, msg string) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	ws.wakeLocked(ws.queues[channel], msg)
@@ -442,8 +453,8 @@ func (ws *waiters) wakeLocal(channel, msg string) {
 }
 
 // wakeLocked tells q, when there is one, of a release (msg, as for
-// wakeLocal). ws.mu must be held.
-func (ws *waiters) wakeLocked(q *waitQueue, msg string) {
+// WakeLocal). ws.mu must be held.
+func (ws *Waiters) wakeLocked(q *waitQueue, msg string) {
 	if q == nil || (msg != "" && msg == q.last) {
 		return
 	}
@@ -454,9 +465,9 @@ func (ws *waiters) wakeLocked(q *waitQueue, msg string) {
 	q.tell(released)
 }
 
-// heard takes a message from node i on channel: a take or a release, for
+// Heard takes a message from node i on channel: a take or a release, for
 // the queue of channel and every queue linked to it.
-func (ws *waiters) heard(i int, channel string, msg []byte) {
+func (ws *Waiters) Heard(i int, channel string, msg []byte) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	if q := ws.queues[channel]; q != nil {
@@ -471,12 +482,12 @@ func (ws *waiters) heard(i int, channel string, msg []byte) {
 
 // hearLocked gives q, the queue of channel, node i's message. ws.mu must
 // be held.
-func (ws *waiters) hearLocked(q *waitQueue, channel string, i int, msg []byte) {
+func (ws *Waiters) hearLocked(q *waitQueue, channel string, i int, msg []byte) {
 	if lease, subs, client, ok := parseTake(msg); ok {
 		q.taken[i] = true
 		q.lease, q.subs = lease, subs
 		if subs > 1 {
-			q.busy = now().Add(busyFor)
+			q.busy = time.Now().Add(busyFor)
 		}
 		if string(client) != ws.id {
 			q.turns.heard(hash(client), hash(msg))
@@ -490,7 +501,7 @@ func (ws *waiters) hearLocked(q *waitQueue, channel string, i int, msg []byte) {
 	}
 	if string(msg) == q.last && !q.taken[i] {
 		// A release already heard from another node: news only for a
-		// head that tried since and found this node held (see tried).
+		// head that tried since and found this node held (see Tried).
 		switch {
 		case q.tries == q.lastAt:
 			return // the head has not tried since: the news it has covers it
@@ -522,7 +533,7 @@ type rollback struct{ channel, msg string }
 // a rollback's message comes back within a round trip or two.
 const rollbacksKept = 16
 
-// rollingBack records msg, the release message that a rollback of this
+// RollingBack records msg, the release message that a rollback of this
 // Client's attempt on the lock of channel is about to publish (where its
 // write was the lock's key). When it comes back, it is the undoing of the
 // waiter's own failed attempt, not news of the lock: heard as a release,
@@ -533,7 +544,7 @@ const rollbacksKept = 16
 // rollback can come back once it has subscribed. Other clients, and this
 // Client's queues of other locks linked to the channel, hear it as a
 // release, which it is for them: the key they heard taken is gone.
-func (ws *waiters) rollingBack(channel, msg string) {
+func (ws *Waiters) RollingBack(channel, msg string) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	ws.rollbacks[ws.nrollbacks%rollbacksKept] = rollback{channel, msg}
@@ -542,8 +553,8 @@ func (ws *waiters) rollingBack(channel, msg string) {
 
 // undid reports whether msg, heard by the queue of channel, is the
 // message of one of this Client's latest rollbacks on that lock (see
-// rollingBack). ws.mu must be held.
-func (ws *waiters) undid(channel string, msg []byte) bool {
+// RollingBack). ws.mu must be held.
+func (ws *Waiters) undid(channel string, msg []byte) bool {
 	for _, r := range ws.rollbacks {
 		if r.msg == string(msg) && r.channel == channel {
 			return true
@@ -552,9 +563,9 @@ func (ws *waiters) undid(channel string, msg []byte) bool {
 	return false
 }
 
-// reconnected tells the head of every lock with waiters that node i's
+// Reconnected tells the head of every lock with waiters that node i's
 // pub/sub connection failed: its messages may have been missed.
-func (ws *waiters) reconnected(i int, channels []string) {
+func (ws *Waiters) Reconnected(i int, channels []string) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	for _, ch := range channels {
@@ -567,18 +578,18 @@ func (ws *waiters) reconnected(i int, channels []string) {
 	}
 }
 
-// link makes the queue of channel to hear the messages of the channel
-// from too, until unlink: the waiters of a MultiMutex queue on its first
+// Link makes the queue of channel to hear the messages of the channel
+// from too, until Unlink: the waiters of a MultiMutex queue on its first
 // lock's channel and wake for a release of any of its locks. Links are
 // counted: one per waiter.
-func (ws *waiters) link(from, to string) {
+func (ws *Waiters) Link(from, to string) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	ws.links[from] = append(ws.links[from], to)
 }
 
-// unlink removes one link made by link.
-func (ws *waiters) unlink(from, to string) {
+// Unlink removes one link made by Link.
+func (ws *Waiters) Unlink(from, to string) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	ls := ws.links[from]

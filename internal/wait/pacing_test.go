@@ -1,128 +1,24 @@
-package redlock
+package wait
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/redlock-go/redlock/observe"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// The waiting loop (reentrant.go: pacing and stall) without a network: over
-// every order in which the nodes' messages can arrive, a take never makes the
-// head miss the release that follows it, news that comes during an attempt is
-// answered after it, and the copies of one release wake the head once; the
-// head's pacing of its attempts; and the stall of a wait on a clock the test
-// moves: when it is said, how often, and what ends it.
-
-type stallEvents struct {
-	observe.NopObserver
-	stalls []observe.WaitStall
-}
-
-func (o *stallEvents) WaitStalled(_ context.Context, e observe.WaitStall) {
-	o.stalls = append(o.stalls, e)
-}
-
-func TestUnitStallWarnsOnceAMinute(t *testing.T) {
-	base := time.Now()
-	at := base
-	now = func() time.Time { return at }
-	defer func() { now = time.Now }()
-
-	var log bytes.Buffer
-	obs := &stallEvents{}
-	c := &Client{opts: defaultOptions(), quorum: 2, obs: obs}
-	c.opts.logger = slog.New(slog.NewTextHandler(&log, nil))
-	for _, name := range []string{"a", "b", "c"} {
-		c.peers = append(c.peers, &peer{Node: &Node{name: name}})
-	}
-	down := func(names ...string) attempt {
-		var errs []*NodeError
-		for _, n := range names {
-			errs = append(errs, &NodeError{Node: n, Err: errors.New("connection refused")})
-		}
-		var nodes = appendError(nil, errs[0])
-		for _, e := range errs[1:] {
-			nodes = appendError(nodes, e)
-		}
-		return attempt{err: &quorumError{op: "lock", n: 3, need: 2, nodes: nodes}, took: 10 * time.Millisecond}
-	}
-	busy := attempt{freeIn: time.Second}                    // another owner holds it: a quorum decided
-	canceled := attempt{err: context.Canceled, ended: true} // tells nothing of the nodes
-	warnings := func() int { return strings.Count(log.String(), "level=WARN") }
-
-	st := stall{what: "lock", name: "x"}
-	st.begin = now().Add(-10 * time.Millisecond) // as waitTurns sets it: the start of the call's first attempt
-	step := func(d time.Duration, a attempt) {
-		at = at.Add(d)
-		st.saw(context.Background(), c, a)
-	}
-
-	step(0, down("a", "b", "c")) // the call's first attempt: the stall counts from its start
-	step(4900*time.Millisecond, down("a", "b"))
-	assert.Zero(t, warnings(), "not before 5s")
-	step(200*time.Millisecond, down("a", "b"))
-	require.Equal(t, 1, warnings(), "at 5s")
-	require.Len(t, obs.stalls, 1)
-	e := obs.stalls[0]
-	assert.Equal(t, 5110*time.Millisecond, e.Stalled)
-	assert.Equal(t, 5110*time.Millisecond, e.Waited)
-	var names []string
-	for _, n := range e.Nodes {
-		names = append(names, n.Node)
-		assert.Equal(t, observe.AnswerFailed, n.Answer)
-	}
-	assert.Equal(t, []string{"a", "b"}, names, "the nodes of the last attempt, in order")
-	assert.Contains(t, log.String(), `nodes.a="connection refused" nodes.b="connection refused"`)
-	assert.Contains(t, log.String(), `lock=x waited=5.11s stalled=5.11s failed="2 of 3 nodes; 2 needed"`)
-
-	step(30*time.Second, down("a", "b"))
-	step(0, canceled)
-	assert.Equal(t, 1, warnings(), "not again within the minute")
-	step(30*time.Second, down("c", "b"))
-	assert.Equal(t, 2, warnings(), "again after a minute")
-	assert.Equal(t, []string{"b", "c"}, []string{obs.stalls[1].Nodes[0].Node, obs.stalls[1].Nodes[1].Node})
-
-	step(time.Second, busy) // the stall ends
-	step(time.Minute, down("a", "b"))
-	assert.Equal(t, 2, warnings(), "a new stall counts from its own first attempt")
-	step(5*time.Second, down("a", "b"))
-	assert.Equal(t, 3, warnings())
-	assert.Equal(t, 5*time.Second+10*time.Millisecond, obs.stalls[2].Stalled)
-
-	step(time.Second, busy)
-	step(0, down("a", "b"))
-	step(5*time.Second, down("a", "b"))
-	assert.Equal(t, 3, warnings(), "at most once a minute, stalls or not in between")
-}
-
-func TestUnitStallNotWarnedForContention(t *testing.T) {
-	for _, err := range []error{
-		nil, // taken by another owner
-		&quorumError{op: "lock", n: 3, need: 2, unheard: 1}, // gave up on a straggler: no node failed
-		errors.New("redlock: lock \"x\": acquired too late"),
-		context.DeadlineExceeded,
-	} {
-		assert.Empty(t, failingNodes(err), "%v", err)
-	}
-	quarantined := &NodeError{Node: "a", Err: ErrQuarantined}
-	nodes := failingNodes(joinRollback("x", &quorumError{op: "lock", n: 3, need: 2, nodes: appendError(nil, quarantined)}, errors.New("rollback")))
-	require.Len(t, nodes, 1, "a quorum error under a rollback's")
-	assert.Equal(t, observe.AnswerQuarantined, nodes[0].Answer)
-}
+// The waiting loop's pacing (pacing.go) without a network: over every
+// order in which the nodes' messages can arrive, a take never makes the
+// head miss the release that follows it, news that comes during an attempt
+// is answered after it, and the copies of one release wake the head once;
+// and the head's pacing of its attempts.
 
 // unitPacing is a head's pacing with a timer that never fires by itself.
-func unitPacing(t *testing.T) *pacing {
-	p := &pacing{timer: time.NewTimer(time.Hour)}
+func unitPacing(t *testing.T) *Pacing {
+	p := &Pacing{timer: time.NewTimer(time.Hour)}
 	t.Cleanup(func() { p.timer.Stop() })
 	return p
 }
@@ -152,7 +48,7 @@ func TestUnitNoWakeUpLostToATake(t *testing.T) {
 				cases++
 				c, _ := unitQueueClient(3)
 				c.queues["ch"].subs, c.queues["ch"].took = 3, time.Millisecond
-				c.heard(0, "ch", []byte(rel0))
+				c.Heard(0, "ch", []byte(rel0))
 				c.look("ch")
 				p.state = staggering // the head heard rel0 from node 0; its try is not due yet
 				tryNow := false
@@ -161,7 +57,7 @@ func TestUnitNoWakeUpLostToATake(t *testing.T) {
 					tryNow = p.hear(c, "ch", n, lease) || tryNow
 				}
 				for i, m := range msgs {
-					c.heard(m.node, "ch", []byte(m.text))
+					c.Heard(m.node, "ch", []byte(m.text))
 					if looks&(1<<i) != 0 {
 						look()
 					}
@@ -191,12 +87,12 @@ func TestUnitNewsDuringAnAttemptIsKept(t *testing.T) {
 		t.Run(fmt.Sprint(tc.during), func(t *testing.T) {
 			c, w := unitQueueClient(1)
 			p := unitPacing(t)
-			c.trying("ch")
+			c.Trying("ch")
 			for _, m := range tc.during {
-				c.heard(0, "ch", []byte(m))
+				c.Heard(0, "ch", []byte(m))
 			}
-			c.timed("ch", time.Millisecond) // as await does after every attempt
-			p.failed(c, attempt{freeIn: time.Minute}, attempt{})
+			c.Timed("ch", time.Millisecond) // as await does after every attempt
+			p.Failed(c, Attempt{FreeIn: time.Minute}, Attempt{})
 			again := false
 			select {
 			case <-w.wake:
@@ -266,7 +162,7 @@ func TestUnitPacing(t *testing.T) {
 	for i := 0; i < 100; i++ {
 		assert.Less(t, p.pause(time.Millisecond, c.nodeTimeout), 3*time.Millisecond, "the first pause: up to two attempt times and a millisecond")
 	}
-	p.failed(c, attempt{}, attempt{split: true, took: time.Millisecond})
+	p.Failed(c, Attempt{}, Attempt{Split: true, Took: time.Millisecond})
 	assert.Equal(t, pausing, p.state)
 	assert.False(t, p.hear(c, "ch", taken, time.Second))
 	assert.False(t, p.hear(c, "ch", released, 0))
@@ -335,20 +231,20 @@ func TestUnitReleaseCopiesAfterAnAttempt(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c, w := unitQueueClient(3)
 			c.rollbacks = [rollbacksKept]rollback{}
-			c.heard(2, "ch", []byte(rel))
+			c.Heard(2, "ch", []byte(rel))
 			c.look("ch") // the head woke on node 2's copy
 			<-w.wake
 			p := unitPacing(t)
-			c.trying("ch")
+			c.Trying("ch")
 			for _, m := range tc.during {
-				c.heard(m.node, "ch", []byte(m.text))
+				c.Heard(m.node, "ch", []byte(m.text))
 			}
-			c.rollingBack("ch", "self:2/9")
-			next := attempt{freeIn: time.Minute, split: true, held: true, free: slices.Clone(free), blocked: slices.Clone(blocked)}
-			p.failed(c, next, next)
-			c.tried("ch", next.free, next.blocked)
+			c.RollingBack("ch", "self:2/9")
+			next := Attempt{FreeIn: time.Minute, Split: true, Held: true}
+			p.Failed(c, next, next)
+			c.Tried("ch", slices.Clone(free), slices.Clone(blocked))
 			for _, m := range tc.after {
-				c.heard(m.node, "ch", []byte(m.text))
+				c.Heard(m.node, "ch", []byte(m.text))
 			}
 			due := false
 			select {
@@ -373,19 +269,19 @@ func TestUnitReleaseCopiesAfterASemaphoreAttempt(t *testing.T) {
 	const rel = "holder:1/5"
 	for _, during := range []bool{true, false} {
 		c, w := unitQueueClient(3)
-		c.heard(2, "ch", []byte(rel))
+		c.Heard(2, "ch", []byte(rel))
 		c.look("ch")
 		<-w.wake
 		p := unitPacing(t)
-		c.trying("ch")
+		c.Trying("ch")
 		if during {
-			c.heard(0, "ch", []byte(rel))
+			c.Heard(0, "ch", []byte(rel))
 		}
-		next := attempt{freeIn: time.Minute}
-		p.failed(c, next, next)
-		c.tried("ch", nil, nil)
+		next := Attempt{FreeIn: time.Minute}
+		p.Failed(c, next, next)
+		c.Tried("ch", nil, nil)
 		if !during {
-			c.heard(0, "ch", []byte(rel))
+			c.Heard(0, "ch", []byte(rel))
 		}
 		select {
 		case <-w.wake:
@@ -394,7 +290,7 @@ func TestUnitReleaseCopiesAfterASemaphoreAttempt(t *testing.T) {
 		default:
 			t.Fatalf("node 0's copy (during the attempt: %v) does not wake the head", during)
 		}
-		c.heard(0, "ch", []byte(rel)) // the same node again: nothing new
+		c.Heard(0, "ch", []byte(rel)) // the same node again: nothing new
 		select {
 		case <-w.wake:
 			t.Fatal("a node's copy woke the head twice")

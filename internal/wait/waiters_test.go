@@ -1,4 +1,4 @@
-package redlock
+package wait
 
 import (
 	"fmt"
@@ -10,11 +10,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The waiters' queue (queue.go) without a network: take messages are read
+// The waiters' queue (waiters.go) without a network: take messages are read
 // without allocating; turns give each waiting client a distinct place, change
 // only with the Client's own attempts and takes, and outlive an idle queue.
 // The interleavings of the nodes' messages are shared with the waiting loop's
-// tests (wait_internal_test.go).
+// tests (pacing_test.go).
 
 func TestUnitParseTake(t *testing.T) {
 	for _, tc := range []struct {
@@ -110,9 +110,9 @@ func TestUnitTurnsAreDistinct(t *testing.T) {
 
 // unitQueueClient is the waiting of a Client "self" of n nodes, with a
 // waiter at the head of channel "ch", whose attempts take a millisecond.
-func unitQueueClient(n int) (*waiters, *waiter) {
-	c := newWaiters("self", n, 250*time.Millisecond)
-	w := c.enqueue("ch", nil, time.Millisecond)
+func unitQueueClient(n int) (*Waiters, *Waiter) {
+	c := New("self", n, 250*time.Millisecond)
+	w := c.Enqueue("ch", nil, time.Millisecond)
 	c.look("ch") // the first news of a head: try at once
 	return c, w
 }
@@ -149,10 +149,10 @@ func interleavings(streams [][]message, f func([]message)) {
 // messages are not another client's.
 func TestUnitOwnTakesAreNotOthers(t *testing.T) {
 	c, _ := unitQueueClient(2)
-	c.heard(0, "ch", []byte("+30000/2/self:3/9"))
-	c.heard(1, "ch", []byte("+30000/2/self:3/9"))
+	c.Heard(0, "ch", []byte("+30000/2/self:3/9"))
+	c.Heard(1, "ch", []byte("+30000/2/self:3/9"))
 	assert.Empty(t, c.queues["ch"].turns.others)
-	c.heard(0, "ch", []byte("+30000/2/other:3/9"))
+	c.Heard(0, "ch", []byte("+30000/2/other:3/9"))
 	assert.Len(t, c.queues["ch"].turns.others, 1)
 }
 
@@ -161,35 +161,35 @@ func TestUnitOwnTakesAreNotOthers(t *testing.T) {
 // maxIdleQueues of them, forgetting those idle longest.
 func TestUnitIdleQueuesKeepTheirTurns(t *testing.T) {
 	c, w := unitQueueClient(1)
-	c.heard(0, "ch", []byte("+30000/2/other:1/1"))
-	c.tookTurn("ch", 2) // as await does when its attempt took the lock
-	c.dequeue("ch", w, true, time.Minute)
+	c.Heard(0, "ch", []byte("+30000/2/other:1/1"))
+	c.TookTurn("ch", 2) // as await does when its attempt took the lock
+	c.Dequeue("ch", w, true, time.Minute)
 	require.NotNil(t, c.queues["ch"], "an idle queue is kept")
-	queue, lately := c.contention("ch")
+	queue, lately := c.Contention("ch")
 	assert.True(t, queue, "other clients waited at a take heard less than busyFor ago")
 	assert.True(t, lately)
 	c.queues["ch"].busy = time.Time{}
-	queue, _ = c.contention("ch")
+	queue, _ = c.Contention("ch")
 	assert.False(t, queue, "an idle queue has no waiters, and other clients waited long ago")
-	c.tookTurn("ch", 2)
-	queue, _ = c.contention("ch")
+	c.TookTurn("ch", 2)
+	queue, _ = c.Contention("ch")
 	assert.True(t, queue)
-	c.tookTurn("ch", 1)
-	queue, _ = c.contention("ch")
+	c.TookTurn("ch", 1)
+	queue, _ = c.Contention("ch")
 	assert.False(t, queue, "at this Client's latest take, nobody else was subscribed")
 	assert.Equal(t, uint64(4), c.queues["ch"].turns.mine, "a take of this Client counts in the turns")
-	c.heard(0, "ch", []byte("+30000/2/other:1/2"))
-	c.wakeLocal("ch", "self:1/4") // nobody to tell: no panic
+	c.Heard(0, "ch", []byte("+30000/2/other:1/2"))
+	c.WakeLocal("ch", "self:1/4") // nobody to tell: no panic
 
-	w2 := c.enqueue("ch", nil, 0)
-	queue, _ = c.contention("ch")
+	w2 := c.Enqueue("ch", nil, 0)
+	queue, _ = c.Contention("ch")
 	assert.True(t, queue, "this Client has waiters")
 	assert.Equal(t, 0, c.queues["ch"].turns.ahead(2), "other took the lock after this client did")
-	c.dequeue("ch", w2, false, 0)
+	c.Dequeue("ch", w2, false, 0)
 
 	for i := 0; i < 2*maxIdleQueues; i++ {
 		ch := fmt.Sprint("idle", i)
-		c.dequeue(ch, c.enqueue(ch, nil, 0), false, 0)
+		c.Dequeue(ch, c.Enqueue(ch, nil, 0), false, 0)
 	}
 	assert.Len(t, c.queues, maxIdleQueues, "idle queues beyond the bound are forgotten, oldest first")
 	assert.NotNil(t, c.queues[fmt.Sprint("idle", 2*maxIdleQueues-1)])

@@ -108,3 +108,8 @@ func withCtx(ctx context.Context, err error) error {
 	}
 	return err
 }
+
+// errNilContext is the error of a call given a nil context.
+func errNilContext() error {
+	return invalid("nil context: pass context.Background() or a context with a deadline")
+}

@@ -105,7 +105,7 @@ type NodeStatus struct {
 // ErrClosed after Close and an error wrapping ErrInvalid for a nil ctx.
 func (c *Client) Status(ctx context.Context) ([]NodeStatus, error) {
 	if ctx == nil {
-		return nil, invalid("nil context: pass context.Background() or a context with a deadline")
+		return nil, errNilContext()
 	}
 	if err := c.ensureOpen(); err != nil {
 		return nil, err

@@ -330,39 +330,3 @@ func (c *Client) goRun(f func()) bool {
 	}()
 	return true
 }
-
-// worker is a long-lived goroutine of the Client (the watchdog loop, a
-// pub/sub reader): started at most once, registered with the Client so
-// that Close waits for it, and waited for by its owner's stop.
-type worker struct {
-	mu      sync.Mutex    // protects started and done
-	started bool          // the goroutine was started
-	done    chan struct{} // closed when it has returned
-}
-
-// start runs f in the worker's goroutine unless it was started before or
-// Close has begun.
-func (w *worker) start(c *Client, f func()) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.started || !c.goAdd(1) {
-		return
-	}
-	w.started = true
-	w.done = make(chan struct{})
-	go func() {
-		defer c.bg.Done()
-		defer close(w.done)
-		f()
-	}()
-}
-
-// wait returns once the goroutine, if it was started, has returned.
-func (w *worker) wait() {
-	w.mu.Lock()
-	started, done := w.started, w.done
-	w.mu.Unlock()
-	if started {
-		<-done
-	}
-}

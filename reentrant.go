@@ -81,7 +81,7 @@ func (m *Mutex) ensureUsable(ctx context.Context) error {
 	case m == nil || m.c == nil:
 		return invalid("a nil Mutex, or one not made by Client.NewMutex")
 	case ctx == nil:
-		return invalid("nil context: pass context.Background() or a context with a deadline")
+		return errNilContext()
 	case m.bad != nil:
 		return m.bad
 	case m.names == nil:

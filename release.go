@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"fmt"
+	"github.com/redlock-go/redlock/internal/node"
 	"sync"
 	"time"
 
@@ -31,7 +32,7 @@ import (
 type releaser struct {
 	c     *Client
 	every time.Duration // how often the loop sends the releases owed
-	loop  worker
+	loop  node.Worker
 	wake  chan struct{} // capacity 1: a release was added
 
 	mu   sync.Mutex             // protects owed
@@ -64,7 +65,7 @@ func (rl *releaser) add(h *hold, until time.Time) {
 	case rl.wake <- struct{}{}:
 	default:
 	}
-	rl.loop.start(rl.c, rl.run)
+	rl.loop.Start(rl.c.goRun, rl.run)
 }
 
 // run sends the releases owed, an interval after each was added and every

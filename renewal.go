@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"github.com/redlock-go/redlock/internal/node"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -66,7 +67,7 @@ type watchdog struct {
 	period time.Duration // lease/3: how often a hold is renewed
 	early  time.Duration // how far ahead of its due time a hold may go, to share a call
 	base   time.Time     // the queue's times are durations since base
-	loop   worker
+	loop   node.Worker
 	wake   chan struct{} // capacity 1: a hold was pushed to an empty queue
 	slots  chan struct{} // one per chunk in flight, up to chunksInFlight
 	freed  chan struct{} // capacity 1: a chunk in flight was answered
@@ -150,10 +151,10 @@ func (wd *watchdog) drop(h *hold) {
 }
 
 // start starts the loop if it is not running.
-func (wd *watchdog) start() { wd.loop.start(wd.c, wd.run) }
+func (wd *watchdog) start() { wd.loop.Start(wd.c.goRun, wd.run) }
 
 // stop waits for the loop to exit; Close cancels the client's context first.
-func (wd *watchdog) stop() { wd.loop.wait() }
+func (wd *watchdog) stop() { wd.loop.Wait() }
 
 // run sends renewals as they fall due, and checks the pub/sub connections
 // every period, until Close.

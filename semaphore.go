@@ -164,7 +164,7 @@ func (s *Semaphore) ensureUsable(ctx context.Context) error {
 	case s == nil || s.c == nil:
 		return invalid("a nil Semaphore, or one not made by Client.NewSemaphore")
 	case ctx == nil:
-		return invalid("nil context: pass context.Background() or a context with a deadline")
+		return errNilContext()
 	case s.bad != nil:
 		return s.bad
 	}

@@ -38,7 +38,7 @@ type native struct {
 	pipes   []*pipe
 	next    atomic.Uint32 // round-robin over the pipes
 
-	loop    worker         // run: keeps the pipes connected
+	loop    Worker         // run: keeps the pipes connected
 	broken  chan struct{}  // capacity 1: a pipe's connection broke
 	serving sync.WaitGroup // the goroutines of the pipes serving a connection
 }
@@ -54,7 +54,7 @@ func newNative(cfg *Config) *native {
 }
 
 // start starts connecting the pipes in the background.
-func (t *native) start() { t.loop.start(&t.cfg.Hooks, t.run) }
+func (t *native) start() { t.loop.Start(t.cfg.Hooks.Go, t.run) }
 
 // identified records what INFO server said of the process, read at at,
 // before the pipe serves: a run_id that changed is a restart seen.

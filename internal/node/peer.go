@@ -250,25 +250,27 @@ func jitter(d time.Duration) time.Duration {
 	return rand.N(d)
 }
 
-// worker is a long-lived goroutine of the layer (a connecting loop, a
-// pub/sub reader): started at most once, registered with the Client so
-// that Close waits for it, and waited for by its owner's stop.
-type worker struct {
+// Worker is a long-lived goroutine (a connecting loop, a pub/sub reader,
+// the Client's watchdog and releaser loops): started at most once,
+// registered by its spawn with the Client so that Close waits for it, and
+// waited for by its owner's stop.
+type Worker struct {
 	mu      sync.Mutex    // protects started and done
 	started bool          // the goroutine was started
 	done    chan struct{} // closed when it has returned
 }
 
-// start runs f in the worker's goroutine unless it was started before or
-// Close has begun.
-func (w *worker) start(h *Hooks, f func()) {
+// Start runs f in the worker's goroutine, through spawn (which runs a
+// function in a goroutine of the Client, or reports false once Close has
+// begun), unless it was started before.
+func (w *Worker) Start(spawn func(func()) bool, f func()) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.started {
 		return
 	}
 	done := make(chan struct{})
-	if !h.Go(func() {
+	if !spawn(func() {
 		defer close(done)
 		f()
 	}) {
@@ -277,8 +279,8 @@ func (w *worker) start(h *Hooks, f func()) {
 	w.started, w.done = true, done
 }
 
-// wait returns once the goroutine, if it was started, has returned.
-func (w *worker) wait() {
+// Wait returns once the goroutine, if it was started, has returned.
+func (w *Worker) Wait() {
 	w.mu.Lock()
 	started, done := w.started, w.done
 	w.mu.Unlock()

@@ -41,7 +41,7 @@ type subscriber struct {
 	pending     map[string][]chan<- bool // told when the channel is confirmed
 	stopped     bool
 
-	reader worker
+	reader Worker
 }
 
 func newSubscriber(cfg *Config) *subscriber {
@@ -71,7 +71,7 @@ func (s *subscriber) add(channel string, ok chan<- bool) {
 	if s.refs[channel] == 1 && s.conn != nil {
 		s.sendLocked("SUBSCRIBE", channel)
 	}
-	s.reader.start(&s.cfg.Hooks, s.run)
+	s.reader.Start(s.cfg.Hooks.Go, s.run)
 }
 
 // remove counts one waiter of channel less, unsubscribing after the last.
@@ -132,7 +132,7 @@ func (s *subscriber) stop() {
 		s.conn.Close()
 	}
 	s.mu.Unlock()
-	s.reader.wait()
+	s.reader.Wait()
 }
 
 // run is the reader: connect, subscribe to every channel with waiters, hand
@@ -260,7 +260,7 @@ func (s *subscriber) confirm(channel string) {
 // Subscribe and Unsubscribe calls of one channel never race.
 type foreignListener struct {
 	cfg  *Config
-	loop worker
+	loop Worker
 	wake chan struct{} // capacity 1: the waiters changed
 
 	mu      sync.Mutex               // protects the fields below
@@ -289,7 +289,7 @@ func (l *foreignListener) add(channel string, ok chan<- bool) {
 	}
 	l.mu.Unlock()
 	l.signal()
-	l.loop.start(&l.cfg.Hooks, l.run)
+	l.loop.Start(l.cfg.Hooks.Go, l.run)
 }
 
 func (l *foreignListener) remove(channel string) {
@@ -312,7 +312,7 @@ func (l *foreignListener) remove(channel string) {
 func (l *foreignListener) ping() {}
 
 // stop waits for the loop, which ends at Close and closes the PubSub.
-func (l *foreignListener) stop() { l.loop.wait() }
+func (l *foreignListener) stop() { l.loop.Wait() }
 
 func (l *foreignListener) signal() {
 	select {

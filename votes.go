@@ -1,15 +1,13 @@
 package redlock
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
+	"github.com/redlock-go/redlock/internal/node"
 	"github.com/redlock-go/redlock/observe"
 )
 
@@ -81,21 +79,9 @@ func (e *duplicateError) Error() string {
 
 func (e *duplicateError) Unwrap() error { return ErrDuplicateNode }
 
-// claim is one server process known on one node.
-type claim struct {
-	p       *peer
-	i       int
-	addr    string
-	runID   string
-	learned time.Time
-}
-
 // recheckVotes decides again, after the client read a server's identity,
-// which nodes do not vote. Of the nodes that share a server process, each
-// ranks by the earliest time it read the run_id of a process it shares
-// (by the order of the nodes on a tie), and a node duplicates the
-// best-ranked node it shares a process with. The ranks are a total order,
-// so one node of every group of duplicates votes. It reports each change:
+// which nodes do not vote (internal/node's Duplicates: one node of every
+// group that shares a server process votes). It reports each change:
 // a node found duplicating another at Error level, one that no longer does
 // at Info, and both through the Observer.
 func (c *Client) recheckVotes() {
@@ -108,16 +94,16 @@ func (c *Client) recheckVotes() {
 	}
 	var changes []change
 	c.votes.mu.Lock()
-	shared, rank := c.sharedClaims()
+	ns := make([]*node.Peer, len(c.peers))
+	for i, p := range c.peers {
+		ns[i] = p.n
+	}
+	dups := node.Duplicates(ns)
 	any := false
-	for _, p := range c.peers {
+	for i, p := range c.peers {
 		var d *duplicate
-		for _, cl := range shared[p] {
-			for _, o := range cl.others {
-				if rank(o.p) < rank(p) && (d == nil || rank(o.p) < rank(d.of)) {
-					d = &duplicate{of: o.p, addr: o.addr, runID: o.runID}
-				}
-			}
+		if nd := dups[i]; nd != nil {
+			d = &duplicate{of: c.peers[nd.Of], addr: nd.Addr, runID: nd.RunID}
 		}
 		any = any || d != nil
 		was := p.dup.Load()
@@ -131,55 +117,6 @@ func (c *Client) recheckVotes() {
 	for _, ch := range changes {
 		c.reportVote(ch.p, ch.was, ch.now)
 	}
-}
-
-// sharedClaim is a node's claim on a process that other nodes reach too.
-type sharedClaim struct {
-	claim
-	others []claim // the other nodes' claims on the same process
-}
-
-// sharedClaims returns, for every node, its claims on server processes
-// that other nodes reach too, and the nodes' ranks (lower votes first):
-// by the earliest such claim, then by the order of the nodes.
-func (c *Client) sharedClaims() (map[*peer][]sharedClaim, func(*peer) int) {
-	byID := make(map[string][]claim)
-	for i, p := range c.peers {
-		for addr, proc := range p.n.Processes() {
-			if id, learned := proc.Identity(); id != "" {
-				byID[id] = append(byID[id], claim{p: p, i: i, addr: addr, runID: id, learned: learned})
-			}
-		}
-	}
-	shared := make(map[*peer][]sharedClaim)
-	earliest := make(map[*peer]claim)
-	for _, cls := range byID {
-		for _, cl := range cls {
-			var others []claim
-			for _, o := range cls {
-				if o.p != cl.p {
-					others = append(others, o)
-				}
-			}
-			if len(others) == 0 {
-				continue
-			}
-			shared[cl.p] = append(shared[cl.p], sharedClaim{cl, others})
-			if e, ok := earliest[cl.p]; !ok || cl.learned.Before(e.learned) {
-				earliest[cl.p] = cl
-			}
-		}
-	}
-	ranked := make([]*peer, 0, len(earliest))
-	for p := range earliest {
-		ranked = append(ranked, p)
-	}
-	slices.SortFunc(ranked, func(a, b *peer) int {
-		ea, eb := earliest[a], earliest[b]
-		return cmp.Or(ea.learned.Compare(eb.learned), cmp.Compare(ea.i, eb.i))
-	})
-	rank := func(p *peer) int { return slices.Index(ranked, p) }
-	return shared, rank
 }
 
 // reportVote says that node p stopped or started voting: now is the node

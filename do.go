@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/redlock-go/redlock/internal/lockname"
 )
 
 // Do runs fn while this owner holds the lock: it locks as Lock does
@@ -54,7 +56,7 @@ func (m *Mutex) Do(ctx context.Context, fn func(ctx context.Context) error) (err
 func (m *Mutex) cancelOnRisk(cancel context.CancelCauseFunc) (stop func()) {
 	h := m.current()
 	if h == nil {
-		cancel(fmt.Errorf("redlock: lock %s: the hold ended before fn ran: %w", quoteName(m.name), ErrNotHeld))
+		cancel(fmt.Errorf("redlock: lock %s: the hold ended before fn ran: %w", lockname.Quote(m.name), ErrNotHeld))
 		return func() {}
 	}
 	risk := h.atRisk()
@@ -78,10 +80,10 @@ func (m *Mutex) riskCause(h *hold) error {
 	select {
 	case <-h.lost:
 		if err := m.c.ensureOpen(); err != nil {
-			return fmt.Errorf("redlock: lock %s: the Client was closed, which released the hold: %w", quoteName(m.name), err)
+			return fmt.Errorf("redlock: lock %s: the Client was closed, which released the hold: %w", lockname.Quote(m.name), err)
 		}
-		return fmt.Errorf("redlock: lock %s: the hold was lost: %w", quoteName(m.name), ErrNotHeld)
+		return fmt.Errorf("redlock: lock %s: the hold was lost: %w", lockname.Quote(m.name), ErrNotHeld)
 	default:
-		return fmt.Errorf("redlock: lock %s: a renewal reached no quorum; the hold ends at its validity unless a later renewal succeeds: %w", quoteName(m.name), ErrNoQuorum)
+		return fmt.Errorf("redlock: lock %s: a renewal reached no quorum; the hold ends at its validity unless a later renewal succeeds: %w", lockname.Quote(m.name), ErrNoQuorum)
 	}
 }

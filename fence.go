@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redlock-go/redlock/internal/lockname"
 	"github.com/redlock-go/redlock/internal/script"
 )
 
@@ -77,9 +78,9 @@ func (m *Mutex) fenceToken(ctx context.Context, r *round) (int64, error) {
 		case wb.ballot.won():
 			return token, nil
 		case wb.ballot.no == 0:
-			return 0, wb.noQuorum("fencing token write-back for " + quoteName(m.name))
+			return 0, wb.noQuorum("fencing token write-back for " + lockname.Quote(m.name))
 		}
 		token = max(token, seen)
 	}
-	return 0, fmt.Errorf("redlock: lock %s: the fencing token's write-back met a larger counter %d times in a row: %w", quoteName(m.name), fenceRounds, ErrNoQuorum)
+	return 0, fmt.Errorf("redlock: lock %s: the fencing token's write-back met a larger counter %d times in a row: %w", lockname.Quote(m.name), fenceRounds, ErrNoQuorum)
 }

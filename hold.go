@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redlock-go/redlock/internal/lockname"
 	"github.com/redlock-go/redlock/observe"
 )
 
@@ -255,11 +256,11 @@ func (h *hold) unregister(why endReason) {
 	m.mu.Unlock()
 	switch {
 	case why == endExpired && !renew:
-		m.c.opts.logger.Debug("redlock: fixed lease ended", "lock", logName(m.name))
+		m.c.opts.logger.Debug("redlock: fixed lease ended", "lock", lockname.Log(m.name))
 	case why == endExpired:
-		m.c.opts.logger.Warn("redlock: lock lost: validity ended without renewal on a quorum", "lock", logName(m.name))
+		m.c.opts.logger.Warn("redlock: lock lost: validity ended without renewal on a quorum", "lock", lockname.Log(m.name))
 	case why == endTaken:
-		m.c.opts.logger.Warn("redlock: lock lost: held by another owner on a majority", "lock", logName(m.name))
+		m.c.opts.logger.Warn("redlock: lock lost: held by another owner on a majority", "lock", lockname.Log(m.name))
 	}
 	m.c.wd.drop(h)
 	m.c.holds.track(m, false)

@@ -3,6 +3,8 @@ package redlock
 import (
 	"slices"
 	"strings"
+
+	"github.com/redlock-go/redlock/internal/lockname"
 )
 
 // maxMultiNames is the most names a MultiMutex takes: every call sends the
@@ -84,7 +86,7 @@ func (c *Client) checkNames(sorted []string) error {
 			return err
 		}
 		if i > 0 && sorted[i-1] == name {
-			return invalid("NewMultiMutex: lock name %s given twice", quoteName(name))
+			return invalid("NewMultiMutex: lock name %s given twice", lockname.Quote(name))
 		}
 	}
 	if c == nil {
@@ -108,7 +110,7 @@ func (c *Client) checkOneSlot(names []string) error {
 		for _, name := range names[1:] {
 			if slot(name) != first {
 				return invalid("NewMultiMutex: on node %s, a Redis Cluster, lock names %s and %s hash to different slots (%d, %d); a MultiMutex needs its names in one slot there",
-					p.name, quoteName(names[0]), quoteName(name), first, slot(name))
+					p.name, lockname.Quote(names[0]), lockname.Quote(name), first, slot(name))
 			}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redlock-go/redlock/internal/lockname"
 	"github.com/redlock-go/redlock/internal/script"
 	"github.com/redlock-go/redlock/observe"
 )
@@ -207,7 +208,7 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew bool, intent
 		if ctx.Err() != nil {
 			a.err, a.ended = ctx.Err(), true
 		} else {
-			a.err, a.nodes = r.noQuorum("lock "+quoteName(m.name)+" (publishing the longest lease in use)"), r.nodeResults()
+			a.err, a.nodes = r.noQuorum("lock "+lockname.Quote(m.name)+" (publishing the longest lease in use)"), r.nodeResults()
 		}
 		return a
 	}
@@ -269,14 +270,14 @@ func (m *Mutex) failedAttempt(ctx context.Context, r *round, lease, elapsed time
 	case fenceErr != nil:
 		a.err = fenceErr
 	case lostMeanwhile:
-		a.err = fmt.Errorf("redlock: lock %s: the hold ended (its validity ran out) while this re-entrant acquisition was made: %w", quoteName(m.name), ErrNotHeld)
+		a.err = fmt.Errorf("redlock: lock %s: the hold ended (its validity ran out) while this re-entrant acquisition was made: %w", lockname.Quote(m.name), ErrNotHeld)
 	case r.ballot.won():
-		a.err = fmt.Errorf("redlock: lock %s: acquired too late: %v elapsed of a %v lease", quoteName(m.name), elapsed.Round(time.Microsecond), lease)
+		a.err = fmt.Errorf("redlock: lock %s: acquired too late: %v elapsed of a %v lease", lockname.Quote(m.name), elapsed.Round(time.Microsecond), lease)
 	case !r.ballot.denied():
-		a.err, a.nodes = r.noQuorum("lock "+quoteName(m.name)), r.nodeResults()
+		a.err, a.nodes = r.noQuorum("lock "+lockname.Quote(m.name)), r.nodeResults()
 	}
 	if undoErr != nil {
-		a.err = joinRollback(quoteName(m.name), a.err, undoErr)
+		a.err = joinRollback(lockname.Quote(m.name), a.err, undoErr)
 	}
 	return a
 }
@@ -454,7 +455,7 @@ func (m *Mutex) release(ctx context.Context, note *releaseNote) error {
 	case observe.UnlockNotHeld:
 		return ErrNotHeld
 	}
-	op := "unlock " + quoteName(m.name)
+	op := "unlock " + lockname.Quote(m.name)
 	if handOver {
 		// The last hold has ended whatever the nodes did; the Client
 		// finishes its release. No renewal was sent after dropped, so no
@@ -489,7 +490,7 @@ func (m *Mutex) confirmRelease(ctx context.Context, h *hold, note *releaseNote) 
 		r := m.c.fanout(ctx, h.releaseCall(0, seq, true), classifyReleased, (*ballot).certain, nil)
 		if !r.ballot.won() {
 			note.set(observe.UnlockNoQuorum, r)
-			return withCtx(ctx, r.noQuorum("unlock "+quoteName(m.name)+" (a retry; the hold has ended and its release is retried in the background)"))
+			return withCtx(ctx, r.noQuorum("unlock "+lockname.Quote(m.name)+" (a retry; the hold has ended and its release is retried in the background)"))
 		}
 		note.set(observe.UnlockReleased, r)
 		m.wakeLocal("")
@@ -527,12 +528,12 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 	var err error
 	switch {
 	case len(owners) == 0 && !seen.ballot.won():
-		err = withCtx(ctx, seen.noQuorum("force unlock "+quoteName(m.name)))
+		err = withCtx(ctx, seen.noQuorum("force unlock "+lockname.Quote(m.name)))
 	case len(owners) == 0:
 		r.ballot = newBallot(len(c.peers)) // nothing held anywhere: not forced
 		r.ballot.no = seen.ballot.yes
 	case !r.ballot.won() && !r.ballot.denied():
-		err = withCtx(ctx, r.noQuorum("force unlock "+quoteName(m.name)))
+		err = withCtx(ctx, r.noQuorum("force unlock "+lockname.Quote(m.name)))
 	}
 	if c.obs != nil {
 		c.forceDone(ctx, m, r, r.ballot.won(), err, since(start))
@@ -586,7 +587,7 @@ func (m *Mutex) inspect(ctx context.Context, op string, pred func(script.State) 
 	case r.ballot.denied():
 		return false, nil
 	}
-	return false, withCtx(ctx, r.noQuorum(op+" "+quoteName(m.name)))
+	return false, withCtx(ctx, r.noQuorum(op+" "+lockname.Quote(m.name)))
 }
 
 // IsLocked reports whether any owner holds the lock on a quorum of nodes.

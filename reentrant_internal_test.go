@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/redlock-go/redlock/internal/lockname"
 	"github.com/redlock-go/redlock/internal/script"
 	"github.com/redlock-go/redlock/redlocktest"
 	"github.com/stretchr/testify/assert"
@@ -357,11 +358,11 @@ func TestUnitQuoteName(t *testing.T) {
 		{strings.Repeat("a", 63) + "éé", strconv.Quote(strings.Repeat("a", 63)) + "… (67 bytes)"},
 	}
 	for _, tt := range tests {
-		got := quoteName(tt.name)
+		got := lockname.Quote(tt.name)
 		assert.Equal(t, tt.want, got)
 		assert.True(t, utf8.ValidString(got))
 	}
-	assert.Equal(t, strings.Repeat("a", 64)+"… (65 bytes)", logName(strings.Repeat("a", 65)))
+	assert.Equal(t, strings.Repeat("a", 64)+"… (65 bytes)", lockname.Log(strings.Repeat("a", 65)))
 }
 
 // TestForceUnlockSparesAHoldTakenMeanwhile: a ForceUnlock reaches the nodes

@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"fmt"
+	"github.com/redlock-go/redlock/internal/lockname"
 	"github.com/redlock-go/redlock/internal/node"
 	"sync"
 	"time"
@@ -169,12 +170,12 @@ func (rl *releaser) send(ctx context.Context, es []*owedRelease) {
 			rl.forget(e)
 			e.h.free()
 			m.wakeLocal("")
-			c.opts.logger.Debug("redlock: release confirmed in the background after Unlock reached no quorum", "lock", logName(m.name), "tries", e.tries)
+			c.opts.logger.Debug("redlock: release confirmed in the background after Unlock reached no quorum", "lock", lockname.Log(m.name), "tries", e.tries)
 		case !now().Before(e.until):
 			rl.forget(e)
 			e.h.free()
 			c.opts.logger.Warn("redlock: gave up a release that Unlock could not confirm: its lease has run out on every node",
-				"lock", logName(m.name), "tries", e.tries, "released", released, "err", nodeErrs.ErrorOrNil())
+				"lock", lockname.Log(m.name), "tries", e.tries, "released", released, "err", nodeErrs.ErrorOrNil())
 		}
 	}
 }
@@ -215,13 +216,13 @@ func (c *Client) releaseHolds(ctx context.Context, ms []*Mutex) *multierror.Erro
 		released, nodeErrs := c.tallyRelease(results, j)
 		h.closed()
 		if released < c.quorum {
-			errs = appendError(errs, c.releaseError("release "+quoteName(h.m.name)+" on close", released, nodeErrs))
+			errs = appendError(errs, c.releaseError("release "+lockname.Quote(h.m.name)+" on close", released, nodeErrs))
 		}
 	}
 	for k, e := range owed {
 		released, nodeErrs := c.tallyRelease(results, len(hs)+k)
 		if released < c.quorum {
-			errs = appendError(errs, c.releaseError("release "+quoteName(e.h.m.name)+" on close (its Unlock reached no quorum)", released, nodeErrs))
+			errs = appendError(errs, c.releaseError("release "+lockname.Quote(e.h.m.name)+" on close (its Unlock reached no quorum)", released, nodeErrs))
 			continue
 		}
 		e.h.free()

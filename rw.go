@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/redlock-go/redlock/internal/lockname"
 	"github.com/redlock-go/redlock/internal/script"
 )
 
@@ -202,7 +203,7 @@ func (rw *RWMutex) TryLock(ctx context.Context, wait, lease time.Duration) (bool
 // intent when it did not get it.
 func (rw *RWMutex) lockWrite(ctx context.Context, take func() (bool, error)) (bool, error) {
 	if rw.r.holds() && !rw.w.holds() {
-		return false, invalid("RWMutex %s: Lock while this owner holds read holds and no write hold would wait for itself: RUnlock first", quoteName(rw.name))
+		return false, invalid("RWMutex %s: Lock while this owner holds read holds and no write hold would wait for itself: RUnlock first", lockname.Quote(rw.name))
 	}
 	ok, err := take()
 	if !ok && rw.w.ensureUsable(ctx) == nil && !errors.Is(err, ErrInvalid) {

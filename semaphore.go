@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/go-multierror"
 
+	"github.com/redlock-go/redlock/internal/lockname"
 	"github.com/redlock-go/redlock/internal/script"
 	"github.com/redlock-go/redlock/observe"
 )
@@ -133,9 +134,9 @@ func checkSemaphore(name string, permits, prefix int) error {
 	}
 	switch {
 	case permits < 1 || permits > MaxPermits:
-		return invalid("semaphore %s: %d permits; from 1 to %d (MaxPermits)", quoteName(name), permits, MaxPermits)
+		return invalid("semaphore %s: %d permits; from 1 to %d (MaxPermits)", lockname.Quote(name), permits, MaxPermits)
 	case permits*(prefix+len(name)+len("{}:sem:1024:lock")) > maxScanBytes:
-		return invalid("semaphore %s: %d permits of a %d-byte name: a scan would send more than %d bytes of keys", quoteName(name), permits, len(name), maxScanBytes)
+		return invalid("semaphore %s: %d permits of a %d-byte name: a scan would send more than %d bytes of keys", lockname.Quote(name), permits, len(name), maxScanBytes)
 	}
 	return nil
 }
@@ -608,7 +609,7 @@ func (t *slotTally) noQuorum() error {
 	}
 	b := t.r.ballot
 	return &quorumError{
-		op: "scan of semaphore " + quoteName(t.s.name), yes: len(t.nodes), unheard: b.n - b.yes - b.no - b.failed,
+		op: "scan of semaphore " + lockname.Quote(t.s.name), yes: len(t.nodes), unheard: b.n - b.yes - b.no - b.failed,
 		need: t.q, n: b.n, nodes: errs,
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/redlock-go/redlock/internal/lockname"
 	"github.com/redlock-go/redlock/observe"
 )
 
@@ -63,7 +64,7 @@ func (s *stall) saw(ctx context.Context, c *Client, a attempt) {
 		down++
 	}
 	c.opts.logger.Warn("redlock: waiting while attempts reach no quorum because nodes fail",
-		s.what, logName(s.name), "waited", e.Waited.Round(time.Millisecond), "stalled", e.Stalled.Round(time.Millisecond),
+		s.what, lockname.Log(s.name), "waited", e.Waited.Round(time.Millisecond), "stalled", e.Stalled.Round(time.Millisecond),
 		"failed", fmt.Sprintf("%d of %d nodes; %d needed", down, len(c.peers), c.quorum),
 		slog.Group("nodes", why...))
 	if c.obs != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redlock-go/redlock/internal/lockname"
 	"github.com/redlock-go/redlock/internal/wait"
 	"github.com/redlock-go/redlock/observe"
 )
@@ -154,7 +155,7 @@ func (a attempt) paced() wait.Attempt {
 // it was something else.
 func waitEnded(ctx context.Context, what, name string, a attempt) error {
 	if a.err != nil && !a.ended {
-		return fmt.Errorf("redlock: %s %s: %w; last attempt: %w", what, quoteName(name), ctx.Err(), a.err)
+		return fmt.Errorf("redlock: %s %s: %w; last attempt: %w", what, lockname.Quote(name), ctx.Err(), a.err)
 	}
-	return fmt.Errorf("redlock: %s %s: %w", what, quoteName(name), ctx.Err())
+	return fmt.Errorf("redlock: %s %s: %w", what, lockname.Quote(name), ctx.Err())
 }

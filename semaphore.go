@@ -12,6 +12,7 @@ import (
 
 	"github.com/redlock-go/redlock/internal/lockname"
 	"github.com/redlock-go/redlock/internal/script"
+	"github.com/redlock-go/redlock/internal/slots"
 	"github.com/redlock-go/redlock/observe"
 )
 
@@ -288,7 +289,7 @@ func (s *Semaphore) attempt(ctx context.Context, lease time.Duration, renew bool
 	}
 	scanned := now()
 	t := s.scanSlots(ctx, intent)
-	if s.c.obs != nil && len(t.freeSet) == 0 {
+	if s.c.obs != nil && len(t.Free) == 0 {
 		s.scanDone(ctx, t, since(scanned))
 	}
 	if t.err != nil {
@@ -296,18 +297,18 @@ func (s *Semaphore) attempt(ctx context.Context, lease time.Duration, renew bool
 	}
 	var p *Permit
 	a := attempt{freeIn: -1}
-	if len(t.freeSet) > 0 {
-		p, a = s.claim(ctx, &t.freeSet, lease, renew, intent)
+	if len(t.Free) > 0 {
+		p, a = s.claim(ctx, &t.Free, lease, renew, intent)
 	}
-	s.setRoom(len(t.freeSet) > 0)
+	s.setRoom(len(t.Free) > 0)
 	if p == nil && a.err == nil {
 		switch {
-		case len(t.freeSet) > 0:
+		case len(t.Free) > 0:
 			a.freeIn = 0
 		case a.freeIn < 0:
-			a.freeIn = t.soonest(lease)
+			a.freeIn = t.Soonest(lease)
 		default:
-			a.freeIn = min(a.freeIn, t.soonest(lease))
+			a.freeIn = min(a.freeIn, t.Soonest(lease))
 		}
 		a.split = a.split || split
 	}
@@ -452,27 +453,21 @@ func (s *Semaphore) released(p *Permit) {
 	s.room, s.freed = true, p.slot
 }
 
-// slotTally is what a scan found, counted as the nodes answer: per slot,
-// the counted nodes where it is free and where it is taken.
+// slotTally is what a scan found, counted as the nodes answer
+// (internal/slots' Tally), with the scan's round and errors.
 type slotTally struct {
-	s       *Semaphore
-	r       *round
-	q       int
-	seen    []bool // per node: its answer (or failure) was counted
-	nodes   []int  // the nodes whose answers count, in the order they came
-	out     int    // nodes that failed, or answered but do not count
-	errs    *multierror.Error
-	free    []int32 // per slot: counted nodes where it is free
-	taken   []int32 // per slot: counted nodes where it is taken
-	open    int     // slots neither free nor taken on a majority yet
-	freeSet []int   // the slots free on a majority: free[i] reached q
-	err     error   // not enough nodes counted: ErrNoQuorum, or ctx's error
-	ended   bool    // err is only ctx.Err()
+	*slots.Tally
+	s     *Semaphore
+	r     *round
+	seen  []bool // per node: its answer (or failure) was counted
+	errs  *multierror.Error
+	err   error // not enough nodes counted: ErrNoQuorum, or ctx's error
+	ended bool  // err is only ctx.Err()
 }
 
 // scanSlots reads every slot on every node, and decides as soon as a slot
 // is free on a majority, or none can be. The slots free on a majority
-// are in the tally's freeSet.
+// are in the tally's Free.
 func (s *Semaphore) scanSlots(ctx context.Context, intent string) *slotTally {
 	c := s.c
 	scan := s.scan
@@ -482,7 +477,7 @@ func (s *Semaphore) scanSlots(ctx context.Context, intent string) *slotTally {
 	t := newSlotTally(s, c.launch(scan, classifySlots(s.permits), nil))
 	t.r.collect(ctx, t.certain)
 	t.certain(&t.r.ballot) // counts the nodes collect gave up on
-	if len(t.nodes) < t.q && t.open > 0 {
+	if len(t.Nodes) < t.s.c.quorum && t.Open() {
 		switch {
 		case ctx.Err() != nil:
 			t.err, t.ended = ctx.Err(), true
@@ -511,24 +506,18 @@ func (s *Semaphore) scanDone(ctx context.Context, t *slotTally, took time.Durati
 	}
 	s.c.obs.AttemptDone(ctx, observe.Attempt{
 		Lock: s.name, Outcome: acquireOutcome(ctx, false, t.err), Took: took,
-		No: len(t.nodes), Failed: failed, Nodes: nodes, Err: t.err,
+		No: len(t.Nodes), Failed: failed, Nodes: nodes, Err: t.err,
 	})
 }
 
 // newSlotTally counts the answers of r, a scan of s's slots.
 func newSlotTally(s *Semaphore, r *round) *slotTally {
 	n := len(r.nodes)
-	return &slotTally{
-		s: s, r: r, q: s.c.quorum, open: s.permits,
-		seen: make([]bool, n), nodes: make([]int, 0, n),
-		free: make([]int32, s.permits), taken: make([]int32, s.permits),
-	}
+	return &slotTally{Tally: slots.New(n, s.c.quorum, s.permits), s: s, r: r, seen: make([]bool, n)}
 }
 
 // certain counts the answers that came since it last ran, and reports
-// whether the scan is decided: a slot is free on a majority, every slot
-// is taken on too many nodes to be, too many nodes failed, or all
-// answered.
+// whether the scan is decided: the tally is certain, or all answered.
 func (t *slotTally) certain(b *ballot) bool {
 	for i := range t.r.nodes {
 		if sl := t.r.nodes[i]; sl.got && !t.seen[i] {
@@ -536,68 +525,23 @@ func (t *slotTally) certain(b *ballot) bool {
 			t.count(i, sl)
 		}
 	}
-	n := len(t.r.nodes)
-	return len(t.freeSet) > 0 || t.open == 0 || t.out > n-t.q || b.done()
+	return t.Certain() || b.done()
 }
 
 // count counts node i, which collect counted as sl.
 func (t *slotTally) count(i int, sl slot) {
 	c, p := t.s.c, t.s.c.peers[i]
 	if sl.vote != voteYes {
-		t.out++
+		t.Exclude()
 		return
 	}
 	if qerr := c.quarantined(p, t.s.scan.Key()); qerr != nil {
-		t.out++
+		t.Exclude()
 		t.errs = appendError(t.errs, p.fail(qerr))
 		return
 	}
-	t.nodes = append(t.nodes, i)
 	pttls, _ := script.ParseSlots(t.r.reply(i), t.s.permits) // a vote yes: it parsed
-	n := int32(len(t.r.nodes))
-	for j := range pttls {
-		if pttls.PTTL(j) == -2 {
-			if t.free[j]++; t.free[j] == int32(t.q) {
-				t.open--
-				t.freeSet = append(t.freeSet, j)
-			}
-		} else if t.taken[j]++; t.taken[j] == n-int32(t.q)+1 {
-			t.open--
-		}
-	}
-}
-
-// soonest is how long until the soonest slot not free now is free on a
-// majority, by the PTTLs the counted nodes answered (a key without expiry
-// counts as lease), lease when no slot can tell.
-func (t *slotTally) soonest(lease time.Duration) time.Duration {
-	best := lease
-	n := len(t.r.nodes)
-	ttls := make([]time.Duration, 0, n)
-	pttls := make([]script.PTTLs, len(t.nodes))
-	for k, i := range t.nodes {
-		pttls[k], _ = script.ParseSlots(t.r.reply(i), t.s.permits)
-	}
-	for j := 0; j < t.s.permits; j++ {
-		if t.free[j] >= int32(t.q) {
-			continue // claimed by this attempt, and taken by another owner
-		}
-		ttls = ttls[:0]
-		for _, p := range pttls {
-			switch pttl := p.PTTL(j); {
-			case pttl == -2:
-				ttls = append(ttls, 0)
-			case pttl < 0:
-				ttls = append(ttls, lease)
-			default:
-				ttls = append(ttls, time.Duration(pttl)*time.Millisecond)
-			}
-		}
-		if d, ok := quorumTTL(ttls, n); ok && d < best {
-			best = d
-		}
-	}
-	return best
+	t.Count(i, pttls)
 }
 
 // noQuorum is the ErrNoQuorum error of a scan that too few nodes answered
@@ -609,8 +553,8 @@ func (t *slotTally) noQuorum() error {
 	}
 	b := t.r.ballot
 	return &quorumError{
-		op: "scan of semaphore " + lockname.Quote(t.s.name), yes: len(t.nodes), unheard: b.n - b.yes - b.no - b.failed,
-		need: t.q, n: b.n, nodes: errs,
+		op: "scan of semaphore " + lockname.Quote(t.s.name), yes: len(t.Nodes), unheard: b.n - b.yes - b.no - b.failed,
+		need: t.s.c.quorum, n: b.n, nodes: errs,
 	}
 }
 

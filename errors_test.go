@@ -11,6 +11,8 @@ import (
 	"github.com/hashicorp/go-multierror"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/redlock-go/redlock/internal/vote"
 )
 
 // The error types (errors.go): *NodeError and the no-quorum aggregate, their
@@ -52,7 +54,7 @@ func TestUnitQuorumError(t *testing.T) {
 	nodes := []*peer{{Node: NewNode("n1", unitPool(nil))}, {Node: NewNode("n2", unitPool(nil))}, {Node: NewNode("n3", unitPool(nil))}}
 	tests := []struct {
 		name    string
-		votes   []vote
+		votes   []vote.Vote
 		errs    []error
 		is      []error
 		msgHas  []string
@@ -60,7 +62,7 @@ func TestUnitQuorumError(t *testing.T) {
 	}{
 		{
 			name:    "two nodes timed out",
-			votes:   []vote{voteYes, voteFailed, voteFailed},
+			votes:   []vote.Vote{vote.Yes, vote.Failed, vote.Failed},
 			errs:    []error{nil, nodes[1].fail(context.DeadlineExceeded), nodes[2].fail(io.EOF)},
 			is:      []error{ErrNoQuorum, context.DeadlineExceeded, io.EOF},
 			msgHas:  []string{"no quorum", "unit op", "1 of 3 nodes said yes", "2 failed", "2 yes needed", "n2", "n3", "deadline exceeded", "EOF"},
@@ -68,7 +70,7 @@ func TestUnitQuorumError(t *testing.T) {
 		},
 		{
 			name:    "every node failed",
-			votes:   []vote{voteFailed, voteFailed, voteFailed},
+			votes:   []vote.Vote{vote.Failed, vote.Failed, vote.Failed},
 			errs:    []error{nodes[0].fail(ErrClosed), nodes[1].fail(ErrClosed), nodes[2].fail(context.DeadlineExceeded)},
 			is:      []error{ErrNoQuorum, ErrClosed, context.DeadlineExceeded},
 			msgHas:  []string{"0 of 3", "n1", "n2", "n3"},
@@ -76,7 +78,7 @@ func TestUnitQuorumError(t *testing.T) {
 		},
 		{
 			name:   "no node errors",
-			votes:  []vote{voteYes, voteNo},
+			votes:  []vote.Vote{vote.Yes, vote.No},
 			errs:   []error{nil, nil, nil},
 			is:     []error{ErrNoQuorum},
 			msgHas: []string{"1 of 3 nodes said yes", "1 said no", "0 failed, 1 not waited for"},
@@ -84,12 +86,12 @@ func TestUnitQuorumError(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := &round{ballot: newBallot(len(nodes)), nodes: make([]slot, len(tt.errs))}
+			r := &round{ballot: vote.NewBallot(len(nodes)), nodes: make([]slot, len(tt.errs))}
 			for i, err := range tt.errs {
 				r.nodes[i].err = err
 			}
 			for _, v := range tt.votes {
-				r.ballot.add(v)
+				r.ballot.Add(v)
 			}
 			err := r.noQuorum("unit op")
 			require.Error(t, err)

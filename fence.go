@@ -7,6 +7,7 @@ import (
 
 	"github.com/redlock-go/redlock/internal/lockname"
 	"github.com/redlock-go/redlock/internal/script"
+	"github.com/redlock-go/redlock/internal/vote"
 )
 
 // Fencing (WithFencing): a lock's counter on every node, and the token a
@@ -51,7 +52,7 @@ const fenceRounds = 4
 func (m *Mutex) fenceToken(ctx context.Context, r *round) (int64, error) {
 	var token int64
 	for i, sl := range r.nodes {
-		if sl.vote != voteYes {
+		if sl.vote != vote.Yes {
 			continue // not heard: its outcome may still be written
 		}
 		if a, err := script.ParseAcquire(r.reply(i)); err == nil && a.N > token {
@@ -62,22 +63,22 @@ func (m *Mutex) fenceToken(ctx context.Context, r *round) (int64, error) {
 	for range fenceRounds {
 		token++
 		var seen int64
-		below := func(reply interface{}) vote {
+		below := func(reply interface{}) vote.Vote {
 			n, err := script.ParseFence(reply)
 			switch {
 			case err != nil:
-				return voteFailed
+				return vote.Failed
 			case n < token:
-				return voteYes
+				return vote.Yes
 			}
 			seen = max(seen, n) // collect runs one answer at a time
-			return voteNo
+			return vote.No
 		}
-		wb := m.c.fanout(ctx, m.fenceCall(token, ttl), below, (*ballot).certain, nil)
+		wb := m.c.fanout(ctx, m.fenceCall(token, ttl), below, (*vote.Ballot).Certain, nil)
 		switch {
-		case wb.ballot.won():
+		case wb.ballot.Won():
 			return token, nil
-		case wb.ballot.no == 0:
+		case wb.ballot.No == 0:
 			return 0, wb.noQuorum("fencing token write-back for " + lockname.Quote(m.name))
 		}
 		token = max(token, seen)

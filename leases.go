@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock/internal/script"
+	"github.com/redlock-go/redlock/internal/vote"
 )
 
 // The longest lease in use, shared through the nodes. A restarted node
@@ -62,8 +63,8 @@ func (c *Client) shareLease(ctx context.Context) *round {
 		return nil // another acquisition published it meanwhile
 	}
 	start := since(s.base)
-	r := c.exchangeLeases(ctx, time.Duration(l), (*ballot).certain)
-	if !r.ballot.won() {
+	r := c.exchangeLeases(ctx, time.Duration(l), (*vote.Ballot).Certain)
+	if !r.ballot.Won() {
 		return r
 	}
 	s.published.Store(l)
@@ -74,11 +75,11 @@ func (c *Client) shareLease(ctx context.Context) *round {
 // exchangeLeases publishes lease on every node, learns the longest lease
 // in use from the replies that came before stop said the round is
 // decided, and returns the round: a node votes yes once it stored it.
-func (c *Client) exchangeLeases(ctx context.Context, lease time.Duration, stop func(*ballot) bool) *round {
+func (c *Client) exchangeLeases(ctx context.Context, lease time.Duration, stop func(*vote.Ballot) bool) *round {
 	cl := script.LeasesCall(c.leasesKey(), lease.Milliseconds(), leaseKeep(lease).Milliseconds())
-	r := c.fanout(ctx, cl, classifyLeases, stop, nil)
+	r := c.fanout(ctx, cl, vote.Leases, stop, nil)
 	for i, sl := range r.nodes {
-		if sl.vote == voteYes {
+		if sl.vote == vote.Yes {
 			ms, _ := script.ParseLeases(r.reply(i))
 			c.learnLease(time.Duration(ms) * time.Millisecond)
 		}
@@ -120,6 +121,6 @@ func (c *Client) rereadLeases() {
 	go func() {
 		defer c.bg.Done()
 		defer s.rereading.Store(false)
-		c.exchangeLeases(c.ctx, time.Duration(c.maxLease.Load()), (*ballot).done)
+		c.exchangeLeases(c.ctx, time.Duration(c.maxLease.Load()), (*vote.Ballot).Done)
 	}()
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock/internal/node"
+	"github.com/redlock-go/redlock/internal/vote"
 	"github.com/redlock-go/redlock/observe"
 )
 
@@ -45,9 +46,9 @@ func (r *round) nodeResults() []observe.NodeResult {
 			res.Answer = observe.AnswerUnheard
 		case sl.err != nil && errors.Is(sl.err, ErrQuarantined):
 			res.Answer = observe.AnswerQuarantined
-		case sl.vote == voteYes:
+		case sl.vote == vote.Yes:
 			res.Answer = observe.AnswerYes
-		case sl.vote == voteNo:
+		case sl.vote == vote.No:
 			res.Answer = observe.AnswerNo
 		default:
 			res.Answer = observe.AnswerFailed
@@ -65,7 +66,7 @@ func (c *Client) attemptDone(ctx context.Context, m *Mutex, r *round, a attempt,
 	b := r.ballot
 	c.obs.AttemptDone(ctx, observe.Attempt{
 		Lock: m.name, Outcome: acquireOutcome(ctx, a.ok, a.err), Took: took,
-		Yes: b.yes, No: b.no, Failed: b.failed, Nodes: r.nodeResults(), Err: a.err,
+		Yes: b.Yes, No: b.No, Failed: b.Failed, Nodes: r.nodeResults(), Err: a.err,
 	})
 }
 
@@ -166,7 +167,7 @@ func (m *Mutex) unlockObserved(ctx context.Context, op observe.Op) error {
 	err := m.release(ctx, &note)
 	e := observe.Release{Lock: m.name, Outcome: note.outcome, Took: since(start), Err: err}
 	if r := note.r; r != nil {
-		e.Yes, e.No, e.Failed, e.Nodes = r.ballot.yes, r.ballot.no, r.ballot.failed, r.nodeResults()
+		e.Yes, e.No, e.Failed, e.Nodes = r.ballot.Yes, r.ballot.No, r.ballot.Failed, r.nodeResults()
 	}
 	c.obs.ReleaseDone(ctx, e)
 	return err
@@ -175,7 +176,7 @@ func (m *Mutex) unlockObserved(ctx context.Context, op observe.Op) error {
 // forceDone reports the end of a ForceUnlock of m.
 func (c *Client) forceDone(ctx context.Context, m *Mutex, r *round, deleted bool, err error, took time.Duration) {
 	b := r.ballot
-	c.obs.ForceDone(ctx, observe.Force{Lock: m.name, Deleted: deleted, Took: took, Yes: b.yes, No: b.no, Failed: b.failed, Nodes: r.nodeResults(), Err: err})
+	c.obs.ForceDone(ctx, observe.Force{Lock: m.name, Deleted: deleted, Took: took, Yes: b.Yes, No: b.No, Failed: b.Failed, Nodes: r.nodeResults(), Err: err})
 }
 
 // holdStarted reports the start of h.

@@ -13,79 +13,13 @@ import (
 
 	"github.com/redlock-go/redlock/internal/node"
 	"github.com/redlock-go/redlock/internal/script"
+	"github.com/redlock-go/redlock/internal/vote"
 )
-
-// vote is one node's answer to a question the quorum decides.
-type vote uint8
-
-const (
-	voteFailed vote = iota // no useful answer: an error or a timeout
-	voteYes
-	voteNo
-)
-
-// quorum is the number of nodes that make a majority of n.
-func quorum(n int) int { return n/2 + 1 }
-
-// quorumTTL is how long until a majority of nodes is free, given the PTTLs the
-// nodes answered (0 for a node that is free now). A node that did not answer
-// is missing from ttls. It reports false when too few nodes answered to say.
-func quorumTTL(ttls []time.Duration, n int) (time.Duration, bool) {
-	q := quorum(n)
-	if len(ttls) < q {
-		return 0, false
-	}
-	// Selection of the q-th smallest; n is small, insertion sort is enough.
-	s := make([]time.Duration, len(ttls))
-	copy(s, ttls)
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
-	return s[q-1], true
-}
-
-// ballot counts the votes of n nodes on a yes-or-no question decided by a
-// majority, and says as soon as the outcome is certain.
-type ballot struct {
-	n, need         int
-	yes, no, failed int
-}
-
-func newBallot(n int) ballot { return ballot{n: n, need: quorum(n)} }
-
-func (b *ballot) add(v vote) {
-	switch v {
-	case voteYes:
-		b.yes++
-	case voteNo:
-		b.no++
-	default:
-		b.failed++
-	}
-}
-
-// won: a majority said yes.
-func (b *ballot) won() bool { return b.yes >= b.need }
-
-// denied: enough nodes said no that a majority of yes is impossible whatever
-// the others answer.
-func (b *ballot) denied() bool { return b.no > b.n-b.need }
-
-// unreachable: so many nodes failed that a majority of answers is impossible.
-func (b *ballot) unreachable() bool { return b.failed > b.n-b.need }
-
-// done: every node has answered or failed.
-func (b *ballot) done() bool { return b.yes+b.no+b.failed == b.n }
-
-// certain: the outcome can no longer change, or nothing more will come.
-func (b *ballot) certain() bool { return b.won() || b.denied() || b.unreachable() || b.done() }
 
 // slot is how a round counted one node.
 type slot struct {
 	err   error // nil unless it failed
-	vote  vote
+	vote  vote.Vote
 	got   bool // counted before the decision: answered, failed, or given up on
 	heard bool // counted from its own answer (in the round's outcomes)
 }
@@ -112,10 +46,10 @@ type stragglers struct {
 type round struct {
 	c        *Client
 	call     call // sent to every node
-	ballot   ballot
+	ballot   vote.Ballot
 	nodes    []slot    // by node, in the Client's order: what collect counted
 	outcomes []outcome // by node: its answer, written by Receive before it tells collect
-	classify func(interface{}) vote
+	classify func(interface{}) vote.Vote
 	answers  chan int // nodes that answered, from receive to collect
 	start    time.Time
 
@@ -154,19 +88,19 @@ type nodeErr struct {
 // never waits for a straggler after that, nor after ctx is done. classify
 // turns a node's reply into its vote. With an undo the round is an
 // acquisition (see round) and must be settled with settle.
-func (c *Client) fanout(ctx context.Context, cl call, classify func(interface{}) vote, stop func(*ballot) bool, undo func() call) *round {
+func (c *Client) fanout(ctx context.Context, cl call, classify func(interface{}) vote.Vote, stop func(*vote.Ballot) bool, undo func() call) *round {
 	r := c.launch(cl, classify, undo)
 	r.collect(ctx, stop)
 	return r
 }
 
 // launch sends cl to every node, due a node timeout from now.
-func (c *Client) launch(cl call, classify func(interface{}) vote, undo func() call) *round {
+func (c *Client) launch(cl call, classify func(interface{}) vote.Vote, undo func() call) *round {
 	n := len(c.peers)
 	r := &round{
 		c:        c,
 		call:     cl,
-		ballot:   newBallot(n),
+		ballot:   vote.NewBallot(n),
 		nodes:    make([]slot, n),
 		outcomes: make([]outcome, n),
 		classify: classify,
@@ -215,7 +149,7 @@ func (r *round) Receive(i int, reply interface{}, err error) {
 // ends first, the node timeout passes, or an acquisition gives up on its
 // slowest nodes, the nodes not heard from count as failed; their answers
 // may still come, and receive takes them.
-func (r *round) collect(ctx context.Context, stop func(*ballot) bool) {
+func (r *round) collect(ctx context.Context, stop func(*vote.Ballot) bool) {
 	timeout := startTimer(r.c.opts.nodeTimeout - since(r.start))
 	defer stopTimer(timeout)
 	var patience *time.Timer // armed once an acquisition met another owner
@@ -244,7 +178,7 @@ func (r *round) collect(ctx context.Context, stop func(*ballot) bool) {
 			r.abandon(ctx.Err())
 			return
 		}
-		if r.undo != nil && r.ballot.no > 0 && !r.ballot.won() {
+		if r.undo != nil && r.ballot.No > 0 && !r.ballot.Won() {
 			// Patience: four times as long as the answers so far took, and
 			// at least a quarter of the node timeout.
 			d := max(4*since(r.start)+time.Millisecond, r.c.opts.nodeTimeout/4)
@@ -261,16 +195,16 @@ func (r *round) collect(ctx context.Context, stop func(*ballot) bool) {
 // record counts node i's answer.
 func (r *round) record(i int) {
 	p, o := r.c.peers[i], r.outcomes[i]
-	v := voteFailed
+	v := vote.Failed
 	var err error
 	if o.err == nil {
 		v = r.classify(o.reply)
 		if derr := r.c.duplicated(p); derr != nil {
-			v, err = voteFailed, p.fail(derr)
+			v, err = vote.Failed, p.fail(derr)
 		} else if r.undo != nil {
 			qerr := r.c.quarantined(p, r.call.Key())
 			if qerr != nil {
-				v, err = voteFailed, p.fail(qerr)
+				v, err = vote.Failed, p.fail(qerr)
 			}
 			if r.c.obs != nil {
 				r.c.checkQuarantine(p, r.call.Key(), qerr)
@@ -280,11 +214,11 @@ func (r *round) record(i int) {
 		err = p.fail(o.err)
 	}
 	r.nodes[i] = slot{err: err, vote: v, got: true, heard: true}
-	r.ballot.add(v)
+	r.ballot.Add(v)
 }
 
 // reply is node i's reply. Only for a node whose answer collect counted
-// (heard, so any vote but voteFailed): any other's may still be written.
+// (heard, so any vote but vote.Failed): any other's may still be written.
 func (r *round) reply(i int) interface{} { return r.outcomes[i].reply }
 
 // abandon counts every node not heard from as failed with err, and with
@@ -294,7 +228,7 @@ func (r *round) abandon(err error) {
 		if !r.nodes[i].got {
 			r.nodes[i].err = p.fail(p.unanswered(err))
 			r.nodes[i].got = true
-			r.ballot.add(voteFailed)
+			r.ballot.Add(vote.Failed)
 		}
 	}
 }
@@ -310,9 +244,9 @@ func (p *peer) unanswered(err error) error {
 
 // mayHaveApplied reports whether a node's call may have changed its state:
 // it said yes, or it failed after the command may have been sent.
-func mayHaveApplied(reply interface{}, err error, classify func(interface{}) vote) bool {
+func mayHaveApplied(reply interface{}, err error, classify func(interface{}) vote.Vote) bool {
 	if err == nil {
-		return classify(reply) == voteYes
+		return classify(reply) == vote.Yes
 	}
 	return !errors.Is(err, errNotSent)
 }
@@ -348,7 +282,7 @@ func (r *round) settle(failed bool) error {
 		}
 		u.sent = true
 		now = append(now, i)
-		if sl.heard && sl.vote == voteYes {
+		if sl.heard && sl.vote == vote.Yes {
 			u.waited = true
 			waited++
 		}
@@ -438,7 +372,7 @@ func (r *round) nodeErrors() *multierror.Error {
 // noQuorum is the ErrNoQuorum error of this round for op.
 func (r *round) noQuorum(op string) error {
 	b := r.ballot
-	return &quorumError{op: op, yes: b.yes, no: b.no, unheard: b.n - b.yes - b.no - b.failed, need: b.need, n: b.n, nodes: r.nodeErrors()}
+	return &quorumError{op: op, yes: b.Yes, no: b.No, unheard: b.N - b.Yes - b.No - b.Failed, need: b.Need, n: b.N, nodes: r.nodeErrors()}
 }
 
 // batchResult is what one node answered to a broadcast.

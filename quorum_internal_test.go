@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock/internal/script"
+	"github.com/redlock-go/redlock/internal/vote"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -22,10 +23,10 @@ import (
 func TestUnitQuorum(t *testing.T) {
 	want := map[int]int{1: 1, 2: 2, 3: 2, 4: 3, 5: 3, 6: 4, 7: 4}
 	for n := 1; n <= 7; n++ {
-		assert.Equal(t, want[n], quorum(n), "quorum(%d)", n)
+		assert.Equal(t, want[n], vote.Quorum(n), "vote.Quorum(%d)", n)
 		// A quorum is a strict majority, and any two quorums share a node.
-		assert.Greater(t, 2*quorum(n), n, "quorum(%d) is a majority", n)
-		assert.LessOrEqual(t, 2*(quorum(n)-1), n, "quorum(%d) is the smallest majority", n)
+		assert.Greater(t, 2*vote.Quorum(n), n, "vote.Quorum(%d) is a majority", n)
+		assert.LessOrEqual(t, 2*(vote.Quorum(n)-1), n, "vote.Quorum(%d) is the smallest majority", n)
 	}
 }
 
@@ -56,7 +57,7 @@ func TestUnitQuorumTTL(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			in := slices.Clone(tt.ttls)
-			got, ok := quorumTTL(tt.ttls, tt.n)
+			got, ok := vote.QuorumTTL(tt.ttls, tt.n)
 			assert.Equal(t, tt.wantOK, ok)
 			assert.Equal(t, tt.want, got)
 			assert.Equal(t, in, tt.ttls, "quorumTTL must not modify its input")
@@ -82,14 +83,14 @@ func (s unitBallotState) String() string {
 	return "{" + strings.Join(parts, " ") + "}"
 }
 
-func unitState(b *ballot) unitBallotState {
+func unitState(b *vote.Ballot) unitBallotState {
 	return unitBallotState{
-		won:         b.won(),
-		denied:      b.denied(),
-		unreachable: b.unreachable(),
-		done:        b.done(),
-		certain:     b.certain(),
-		unwinnable:  b.n-b.no-b.failed < b.need, // a majority of yes can no longer be reached
+		won:         b.Won(),
+		denied:      b.Denied(),
+		unreachable: b.Unreachable(),
+		done:        b.Done(),
+		certain:     b.Certain(),
+		unwinnable:  b.N-b.No-b.Failed < b.Need, // a majority of yes can no longer be reached
 	}
 }
 
@@ -108,7 +109,7 @@ func TestUnitBallot(t *testing.T) {
 		lostDone = unitBallotState{unwinnable: true, done: true, certain: true}
 	)
 	type step struct {
-		v    vote
+		v    vote.Vote
 		want unitBallotState
 	}
 	tests := []struct {
@@ -116,43 +117,43 @@ func TestUnitBallot(t *testing.T) {
 		n     int
 		steps []step
 	}{
-		{"1: yes", 1, []step{{voteYes, wonDone}}},
-		{"1: no", 1, []step{{voteNo, deniedDone}}},
-		{"1: failed", 1, []step{{voteFailed, unreachableDone}}},
+		{"1: yes", 1, []step{{vote.Yes, wonDone}}},
+		{"1: no", 1, []step{{vote.No, deniedDone}}},
+		{"1: failed", 1, []step{{vote.Failed, unreachableDone}}},
 
-		{"3: yes yes decides with one unanswered", 3, []step{{voteYes, none}, {voteYes, won}, {voteNo, wonDone}}},
-		{"3: no no decides with one unanswered", 3, []step{{voteNo, none}, {voteNo, denied}, {voteYes, deniedDone}}},
-		{"3: failed failed decides with one unanswered", 3, []step{{voteFailed, none}, {voteFailed, unreachable}, {voteYes, unreachableDone}}},
-		{"3: yes no yes", 3, []step{{voteYes, none}, {voteNo, none}, {voteYes, wonDone}}},
-		{"3: failed yes yes", 3, []step{{voteFailed, none}, {voteYes, none}, {voteYes, wonDone}}},
-		{"3: yes no failed", 3, []step{{voteYes, none}, {voteNo, none}, {voteFailed, lostDone}}},
-		{"3: no failed", 3, []step{{voteNo, none}, {voteFailed, lostOpen}, {voteYes, lostDone}}},
+		{"3: yes yes decides with one unanswered", 3, []step{{vote.Yes, none}, {vote.Yes, won}, {vote.No, wonDone}}},
+		{"3: no no decides with one unanswered", 3, []step{{vote.No, none}, {vote.No, denied}, {vote.Yes, deniedDone}}},
+		{"3: failed failed decides with one unanswered", 3, []step{{vote.Failed, none}, {vote.Failed, unreachable}, {vote.Yes, unreachableDone}}},
+		{"3: yes no yes", 3, []step{{vote.Yes, none}, {vote.No, none}, {vote.Yes, wonDone}}},
+		{"3: failed yes yes", 3, []step{{vote.Failed, none}, {vote.Yes, none}, {vote.Yes, wonDone}}},
+		{"3: yes no failed", 3, []step{{vote.Yes, none}, {vote.No, none}, {vote.Failed, lostDone}}},
+		{"3: no failed", 3, []step{{vote.No, none}, {vote.Failed, lostOpen}, {vote.Yes, lostDone}}},
 
 		{"5: three yes decides with two unanswered", 5, []step{
-			{voteYes, none}, {voteYes, none}, {voteYes, won}, {voteNo, won}, {voteNo, wonDone}}},
+			{vote.Yes, none}, {vote.Yes, none}, {vote.Yes, won}, {vote.No, won}, {vote.No, wonDone}}},
 		{"5: three no decides with two unanswered", 5, []step{
-			{voteNo, none}, {voteNo, none}, {voteNo, denied}, {voteYes, denied}, {voteYes, deniedDone}}},
+			{vote.No, none}, {vote.No, none}, {vote.No, denied}, {vote.Yes, denied}, {vote.Yes, deniedDone}}},
 		{"5: three failed decides with two unanswered", 5, []step{
-			{voteFailed, none}, {voteFailed, none}, {voteFailed, unreachable}, {voteYes, unreachable}, {voteYes, unreachableDone}}},
+			{vote.Failed, none}, {vote.Failed, none}, {vote.Failed, unreachable}, {vote.Yes, unreachable}, {vote.Yes, unreachableDone}}},
 		{"5: yes no yes no yes", 5, []step{
-			{voteYes, none}, {voteNo, none}, {voteYes, none}, {voteNo, none}, {voteYes, wonDone}}},
+			{vote.Yes, none}, {vote.No, none}, {vote.Yes, none}, {vote.No, none}, {vote.Yes, wonDone}}},
 		{"5: yes yes failed failed yes", 5, []step{
-			{voteYes, none}, {voteYes, none}, {voteFailed, none}, {voteFailed, none}, {voteYes, wonDone}}},
+			{vote.Yes, none}, {vote.Yes, none}, {vote.Failed, none}, {vote.Failed, none}, {vote.Yes, wonDone}}},
 		{"5: no failed no failed yes", 5, []step{
-			{voteNo, none}, {voteFailed, none}, {voteNo, lostOpen}, {voteFailed, lostOpen}, {voteYes, lostDone}}},
+			{vote.No, none}, {vote.Failed, none}, {vote.No, lostOpen}, {vote.Failed, lostOpen}, {vote.Yes, lostDone}}},
 		{"5: yes yes no no failed", 5, []step{
-			{voteYes, none}, {voteYes, none}, {voteNo, none}, {voteNo, none}, {voteFailed, lostDone}}},
+			{vote.Yes, none}, {vote.Yes, none}, {vote.No, none}, {vote.No, none}, {vote.Failed, lostDone}}},
 		{"5: no no failed failed failed", 5, []step{
-			{voteNo, none}, {voteNo, none}, {voteFailed, lostOpen}, {voteFailed, lostOpen}, {voteFailed, unreachableDone}}},
+			{vote.No, none}, {vote.No, none}, {vote.Failed, lostOpen}, {vote.Failed, lostOpen}, {vote.Failed, unreachableDone}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := newBallot(tt.n)
-			require.Equal(t, quorum(tt.n), b.need)
+			b := vote.NewBallot(tt.n)
+			require.Equal(t, vote.Quorum(tt.n), b.Need)
 			require.Equal(t, none, unitState(&b), "before any vote")
 			for i, s := range tt.steps {
-				b.add(s.v)
-				assert.Equal(t, s.want, unitState(&b), "after vote %d (yes=%d no=%d failed=%d)", i+1, b.yes, b.no, b.failed)
+				b.Add(s.v)
+				assert.Equal(t, s.want, unitState(&b), "after vote %d (yes=%d no=%d failed=%d)", i+1, b.Yes, b.No, b.Failed)
 			}
 		})
 	}
@@ -170,11 +171,11 @@ func TestUnitRoundAfterClose(t *testing.T) {
 	var r *round
 	var err error
 	unitNoPanic(t, func() {
-		r = c.fanout(context.Background(), m.acquireCall(1, 30000, 1, 0, "", false, false), classifyAcquire, (*ballot).certain, m.rollback(1, 0, 30*time.Second))
+		r = c.fanout(context.Background(), m.acquireCall(1, 30000, 1, 0, "", false, false), vote.Acquire, (*vote.Ballot).Certain, m.rollback(1, 0, 30*time.Second))
 		err = r.settle(true)
 	})
 	require.NoError(t, err, "no node said yes: nothing to roll back")
-	assert.True(t, r.ballot.unreachable())
+	assert.True(t, r.ballot.Unreachable())
 	require.ErrorIs(t, r.noQuorum("lock"), ErrClosed)
 	assert.Less(t, time.Since(start), 100*time.Millisecond, "a closed client's nodes fail at once")
 }
@@ -193,7 +194,7 @@ func TestUnitStrayCalls(t *testing.T) {
 		{"refused by the node", serverError("WRONGTYPE Operation against a key holding the wrong kind of value"), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &round{answers: make(chan int, 1), outcomes: make([]outcome, 1), classify: classifyRelease}
+			r := &round{answers: make(chan int, 1), outcomes: make([]outcome, 1), classify: vote.Release}
 			r.late.inflight.Store(1)
 			r.Receive(0, int64(1), tc.err)
 			assert.Equal(t, tc.astray, r.late.astray.Load())

@@ -53,6 +53,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock/internal/node"
+	"github.com/redlock-go/redlock/internal/vote"
 	"github.com/redlock-go/redlock/internal/wait"
 	"github.com/redlock-go/redlock/observe"
 )
@@ -170,7 +171,7 @@ func newClient(nodes []*Node, o options) (*Client, error) {
 	c := &Client{
 		opts:   o,
 		id:     hex.EncodeToString(id[:]),
-		quorum: quorum(len(nodes)),
+		quorum: vote.Quorum(len(nodes)),
 		drift:  drift(o.lease, o.driftFactor),
 		ctx:    ctx,
 		cancel: cancel,
@@ -200,9 +201,9 @@ func newClient(nodes []*Node, o options) (*Client, error) {
 func warnFewNodes(o options, n int) {
 	switch n {
 	case 1:
-		o.logger.Warn("redlock: a single node: no fault tolerance; while it is down or restarting no lock can be taken or renewed; use 3 or more independent masters (5 tolerate 2 failures)", "nodes", n, "quorum", quorum(n))
+		o.logger.Warn("redlock: a single node: no fault tolerance; while it is down or restarting no lock can be taken or renewed; use 3 or more independent masters (5 tolerate 2 failures)", "nodes", n, "quorum", vote.Quorum(n))
 	case 2:
-		o.logger.Warn("redlock: 2 nodes: a majority of 2 is 2, so no failure is tolerated; one node down or restarting stops every lock; use 3 or more independent masters (5 tolerate 2 failures)", "nodes", n, "quorum", quorum(n))
+		o.logger.Warn("redlock: 2 nodes: a majority of 2 is 2, so no failure is tolerated; one node down or restarting stops every lock; use 3 or more independent masters (5 tolerate 2 failures)", "nodes", n, "quorum", vote.Quorum(n))
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redlock-go/redlock/internal/lockname"
 	"github.com/redlock-go/redlock/internal/script"
+	"github.com/redlock-go/redlock/internal/vote"
 	"github.com/redlock-go/redlock/observe"
 )
 
@@ -220,8 +221,8 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew bool, intent
 		fencing = c.fenceTTL(lease).Milliseconds()
 	}
 	cl := m.acquireCall(prev+1, lease.Milliseconds(), seq, fencing, intent, tell, subscribed)
-	r := c.fanout(ctx, cl, classifyAcquire, (*ballot).certain, m.rollback(seq, prev, lease))
-	ok := r.ballot.won() && validity(lease, since(start), dr) > 0
+	r := c.fanout(ctx, cl, vote.Acquire, (*vote.Ballot).Certain, m.rollback(seq, prev, lease))
+	ok := r.ballot.Won() && validity(lease, since(start), dr) > 0
 	var token int64
 	var fenceErr error
 	if ok && fencing != 0 {
@@ -253,15 +254,15 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew bool, intent
 // token's write-back and of its rollback; lostMeanwhile says that it won,
 // re-entrant, after its hold ended.
 func (m *Mutex) failedAttempt(ctx context.Context, r *round, lease, elapsed time.Duration, subs int, lostMeanwhile bool, fenceErr, undoErr error) attempt {
-	a := attempt{freeIn: m.freeIn(r, lease), split: r.ballot.yes > 0, held: r.ballot.no >= r.ballot.need, subs: subs, took: elapsed}
+	a := attempt{freeIn: m.freeIn(r, lease), split: r.ballot.Yes > 0, held: r.ballot.No >= r.ballot.Need, subs: subs, took: elapsed}
 	a.blocked = make([]bool, len(r.nodes))
 	if a.split {
 		a.free = make([]bool, len(r.nodes))
 	}
 	for i, sl := range r.nodes {
-		a.blocked[i] = sl.got && sl.vote == voteNo
+		a.blocked[i] = sl.got && sl.vote == vote.No
 		if a.free != nil {
-			a.free[i] = sl.got && sl.vote == voteYes
+			a.free[i] = sl.got && sl.vote == vote.Yes
 		}
 	}
 	switch {
@@ -271,9 +272,9 @@ func (m *Mutex) failedAttempt(ctx context.Context, r *round, lease, elapsed time
 		a.err = fenceErr
 	case lostMeanwhile:
 		a.err = fmt.Errorf("redlock: lock %s: the hold ended (its validity ran out) while this re-entrant acquisition was made: %w", lockname.Quote(m.name), ErrNotHeld)
-	case r.ballot.won():
+	case r.ballot.Won():
 		a.err = fmt.Errorf("redlock: lock %s: acquired too late: %v elapsed of a %v lease", lockname.Quote(m.name), elapsed.Round(time.Microsecond), lease)
-	case !r.ballot.denied():
+	case !r.ballot.Denied():
 		a.err, a.nodes = r.noQuorum("lock "+lockname.Quote(m.name)), r.nodeResults()
 	}
 	if undoErr != nil {
@@ -306,7 +307,7 @@ func joinRollback(name string, err, undoErr error) error {
 func subscribers(r *round) int {
 	most := int64(-1)
 	for i, sl := range r.nodes {
-		if sl.vote != voteYes {
+		if sl.vote != vote.Yes {
 			continue
 		}
 		if a, err := script.ParseAcquire(r.reply(i)); err == nil {
@@ -325,9 +326,9 @@ func (m *Mutex) freeIn(r *round, lease time.Duration) time.Duration {
 			continue
 		}
 		switch sl.vote {
-		case voteYes:
+		case vote.Yes:
 			ttls = append(ttls, 0)
-		case voteNo:
+		case vote.No:
 			if a, _ := script.ParseAcquire(r.reply(i)); a.N >= 0 {
 				ttls = append(ttls, time.Duration(a.N)*time.Millisecond)
 			} else {
@@ -335,7 +336,7 @@ func (m *Mutex) freeIn(r *round, lease time.Duration) time.Duration {
 			}
 		}
 	}
-	if d, ok := quorumTTL(ttls, len(r.nodes)); ok {
+	if d, ok := vote.QuorumTTL(ttls, len(r.nodes)); ok {
 		return d
 	}
 	return lease
@@ -443,7 +444,7 @@ func (m *Mutex) release(ctx context.Context, note *releaseNote) error {
 		c.wd.drop(h)
 	}
 	seq := m.seq.Add(1)
-	r := c.fanout(ctx, h.releaseCall(target, seq, true), classifyRelease, (*ballot).certain, nil)
+	r := c.fanout(ctx, h.releaseCall(target, seq, true), vote.Release, (*vote.Ballot).Certain, nil)
 	if target == 0 {
 		m.wakeLocal(m.field + "/" + strconv.FormatInt(seq, 10))
 	}
@@ -467,11 +468,11 @@ func (m *Mutex) release(ctx context.Context, note *releaseNote) error {
 }
 
 // releaseOutcomeOf is what the nodes said to a release, by its ballot.
-func releaseOutcomeOf(b *ballot) releaseOutcome {
+func releaseOutcomeOf(b *vote.Ballot) releaseOutcome {
 	switch {
-	case b.won():
+	case b.Won():
 		return releaseConfirmed
-	case b.denied():
+	case b.Denied():
 		return releaseDenied
 	}
 	return releaseUnknown
@@ -487,8 +488,8 @@ func releaseOutcomeOf(b *ballot) releaseOutcome {
 func (m *Mutex) confirmRelease(ctx context.Context, h *hold, note *releaseNote) error {
 	note.set(observe.UnlockReleased, nil)
 	if seq, unsure := h.unconfirmed(); unsure {
-		r := m.c.fanout(ctx, h.releaseCall(0, seq, true), classifyReleased, (*ballot).certain, nil)
-		if !r.ballot.won() {
+		r := m.c.fanout(ctx, h.releaseCall(0, seq, true), vote.Released, (*vote.Ballot).Certain, nil)
+		if !r.ballot.Won() {
 			note.set(observe.UnlockNoQuorum, r)
 			return withCtx(ctx, r.noQuorum("unlock "+lockname.Quote(m.name)+" (a retry; the hold has ended and its release is retried in the background)"))
 		}
@@ -522,23 +523,23 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 	owners, seen := m.holders(ctx)
 	r := seen
 	if len(owners) > 0 {
-		r = c.fanout(ctx, m.forceCall(msg, c.opts.lease.Milliseconds(), owners), classifyForce, (*ballot).done, nil)
+		r = c.fanout(ctx, m.forceCall(msg, c.opts.lease.Milliseconds(), owners), vote.Force, (*vote.Ballot).Done, nil)
 	}
 	m.wakeLocal("")
 	var err error
 	switch {
-	case len(owners) == 0 && !seen.ballot.won():
+	case len(owners) == 0 && !seen.ballot.Won():
 		err = withCtx(ctx, seen.noQuorum("force unlock "+lockname.Quote(m.name)))
 	case len(owners) == 0:
-		r.ballot = newBallot(len(c.peers)) // nothing held anywhere: not forced
-		r.ballot.no = seen.ballot.yes
-	case !r.ballot.won() && !r.ballot.denied():
+		r.ballot = vote.NewBallot(len(c.peers)) // nothing held anywhere: not forced
+		r.ballot.No = seen.ballot.Yes
+	case !r.ballot.Won() && !r.ballot.Denied():
 		err = withCtx(ctx, r.noQuorum("force unlock "+lockname.Quote(m.name)))
 	}
 	if c.obs != nil {
-		c.forceDone(ctx, m, r, r.ballot.won(), err, since(start))
+		c.forceDone(ctx, m, r, r.ballot.Won(), err, since(start))
 	}
-	return r.ballot.won(), err
+	return r.ballot.Won(), err
 }
 
 // holders reads the owners of the lock on every node (holders.lua), for
@@ -548,10 +549,10 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 func (m *Mutex) holders(ctx context.Context) (map[string]int64, *round) {
 	owners := make(map[string]int64)
 	var mu sync.Mutex
-	classify := func(reply interface{}) vote {
+	classify := func(reply interface{}) vote.Vote {
 		hs, err := script.ParseHolders(reply)
 		if err != nil {
-			return voteFailed
+			return vote.Failed
 		}
 		mu.Lock()
 		defer mu.Unlock()
@@ -560,9 +561,9 @@ func (m *Mutex) holders(ctx context.Context) (map[string]int64, *round) {
 				owners[h.Field] = h.Seq
 			}
 		}
-		return voteYes
+		return vote.Yes
 	}
-	r := m.c.fanout(ctx, m.holdersCall(), classify, (*ballot).done, nil)
+	r := m.c.fanout(ctx, m.holdersCall(), classify, (*vote.Ballot).Done, nil)
 	mu.Lock()
 	defer mu.Unlock()
 	return maps.Clone(owners), r
@@ -575,16 +576,16 @@ func (m *Mutex) inspect(ctx context.Context, op string, pred func(script.State) 
 	if err := m.ensureUsable(ctx); err != nil {
 		return false, err
 	}
-	classify := func(reply interface{}) vote {
+	classify := func(reply interface{}) vote.Vote {
 		s, err := script.ParseInspect(reply)
-		return voteOf(pred(s), err)
+		return vote.Of(pred(s), err)
 	}
-	stop := func(b *ballot) bool { return b.won() || b.denied() || b.done() }
+	stop := func(b *vote.Ballot) bool { return b.Won() || b.Denied() || b.Done() }
 	r := m.c.fanout(ctx, m.inspectCall(), classify, stop, nil)
 	switch {
-	case r.ballot.won():
+	case r.ballot.Won():
 		return true, nil
-	case r.ballot.denied():
+	case r.ballot.Denied():
 		return false, nil
 	}
 	return false, withCtx(ctx, r.noQuorum(op+" "+lockname.Quote(m.name)))

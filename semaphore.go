@@ -13,6 +13,7 @@ import (
 	"github.com/redlock-go/redlock/internal/lockname"
 	"github.com/redlock-go/redlock/internal/script"
 	"github.com/redlock-go/redlock/internal/slots"
+	"github.com/redlock-go/redlock/internal/vote"
 	"github.com/redlock-go/redlock/observe"
 )
 
@@ -474,7 +475,7 @@ func (s *Semaphore) scanSlots(ctx context.Context, intent string) *slotTally {
 	if intent != "" {
 		scan = script.SlotsCall(s.keys, intent, c.intentMargin())
 	}
-	t := newSlotTally(s, c.launch(scan, classifySlots(s.permits), nil))
+	t := newSlotTally(s, c.launch(scan, vote.Slots(s.permits), nil))
 	t.r.collect(ctx, t.certain)
 	t.certain(&t.r.ballot) // counts the nodes collect gave up on
 	if len(t.Nodes) < t.s.c.quorum && t.Open() {
@@ -518,20 +519,20 @@ func newSlotTally(s *Semaphore, r *round) *slotTally {
 
 // certain counts the answers that came since it last ran, and reports
 // whether the scan is decided: the tally is certain, or all answered.
-func (t *slotTally) certain(b *ballot) bool {
+func (t *slotTally) certain(b *vote.Ballot) bool {
 	for i := range t.r.nodes {
 		if sl := t.r.nodes[i]; sl.got && !t.seen[i] {
 			t.seen[i] = true
 			t.count(i, sl)
 		}
 	}
-	return t.Certain() || b.done()
+	return t.Certain() || b.Done()
 }
 
 // count counts node i, which collect counted as sl.
 func (t *slotTally) count(i int, sl slot) {
 	c, p := t.s.c, t.s.c.peers[i]
-	if sl.vote != voteYes {
+	if sl.vote != vote.Yes {
 		t.Exclude()
 		return
 	}
@@ -553,17 +554,8 @@ func (t *slotTally) noQuorum() error {
 	}
 	b := t.r.ballot
 	return &quorumError{
-		op: "scan of semaphore " + lockname.Quote(t.s.name), yes: len(t.Nodes), unheard: b.n - b.yes - b.no - b.failed,
-		need: t.s.c.quorum, n: b.n, nodes: errs,
-	}
-}
-
-// classifySlots reads slots.lua's reply of permits PTTLs as a vote: yes
-// when it is one.
-func classifySlots(permits int) func(interface{}) vote {
-	return func(reply interface{}) vote {
-		_, err := script.ParseSlots(reply, permits)
-		return voteOf(true, err)
+		op: "scan of semaphore " + lockname.Quote(t.s.name), yes: len(t.Nodes), unheard: b.N - b.Yes - b.No - b.Failed,
+		need: t.s.c.quorum, n: b.N, nodes: errs,
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/redlock-go/redlock/internal/vote"
 )
 
 // A Semaphore before any network (semaphore.go): the checks of its
@@ -116,7 +118,7 @@ func unitScan(t *testing.T, tt unitScanCase, lease time.Duration) {
 		permits = len(tt.answers[0].pttls)
 	}
 	s := c.NewSemaphore("unit", permits)
-	r := &round{c: c, ballot: newBallot(tt.nodes), nodes: make([]slot, tt.nodes), outcomes: make([]outcome, tt.nodes), classify: classifySlots(permits)}
+	r := &round{c: c, ballot: vote.NewBallot(tt.nodes), nodes: make([]slot, tt.nodes), outcomes: make([]outcome, tt.nodes), classify: vote.Slots(permits)}
 	tally := newSlotTally(s, r)
 	counted := 0
 	for _, a := range tt.answers {

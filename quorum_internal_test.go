@@ -230,9 +230,10 @@ func TestUnitQuarantinedShardTakesOnlyItsHolds(t *testing.T) {
 	partly := c.countedHolds(p, hs)
 	assert.Equal(t, []bool{true, false, true, false}, partly)
 
-	r := &renewal{hs: hs, counted: []bool{false}, partly: [][]bool{partly}}
+	r := vote.NewRenewal(1, len(hs))
+	r.Count(0, false, partly)
 	for k, want := range partly {
-		assert.Equal(t, want, r.counts(0, k), "hold %d", k)
+		assert.Equal(t, want, r.Counts(0, k), "hold %d", k)
 	}
 	native := makePeer(c, NewNode("native", unitPool(nil)), 0)
 	assert.Nil(t, c.countedHolds(native, hs), "a native node is one server")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redlock-go/redlock/internal/fifo"
 	"github.com/redlock-go/redlock/internal/script"
+	"github.com/redlock-go/redlock/internal/vote"
 )
 
 // renewBatch is how many holds one renew.lua call extends: enough that a
@@ -278,14 +279,11 @@ func (wd *watchdog) noteLag(at, lag time.Duration, holds int) {
 		"late", lag, "period", wd.period, "lost after about", wd.c.opts.lease-wd.c.drift-wd.period, "holds", live)
 }
 
-// renewal is the outcome of one chunk's renewal on every node, by hold.
+// renewal is the outcome of one chunk's renewal on every node, by hold
+// (internal/vote's Renewal counts it).
 type renewal struct {
-	hs      []*hold
-	counted []bool   // by node: every server of it counts (none in restart quarantine or a duplicate)
-	partly  [][]bool // by node: nil, or by hold where some server of the node does not count (see counts)
-	yes     []int32  // by hold: counted nodes where it is held and extended
-	other   []int32  // by hold: nodes where another owner holds it
-	absent  []bool   // by node, then hold: the key was absent there (a lock of it, none another owner's)
+	*vote.Renewal
+	hs []*hold
 }
 
 // renew renews one chunk of holds on every node: one renew.lua call each,
@@ -298,28 +296,20 @@ func (wd *watchdog) renew(ctx context.Context, hs []*hold) {
 	cl := wd.renewCall(hs)
 	res := c.broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return []call{cl} })
 	n := len(c.peers)
-	r := &renewal{hs: hs, counted: make([]bool, n), partly: make([][]bool, n), yes: make([]int32, len(hs)), other: make([]int32, len(hs)), absent: make([]bool, n*len(hs))}
+	r := &renewal{Renewal: vote.NewRenewal(n, len(hs)), hs: hs}
 	for i, res := range res {
-		r.counted[i] = res.counted
+		var partly []bool
 		if !res.counted && res.err == nil {
-			r.partly[i] = c.countedHolds(c.peers[i], hs)
+			partly = c.countedHolds(c.peers[i], hs)
 		}
-		wd.tally(i, res, hs, func(k int, v int64) {
-			switch {
-			case v == 1 && r.counts(i, k):
-				r.yes[k]++
-			case v == 0:
-				r.absent[i*len(hs)+k] = true
-			case v == -1:
-				r.other[k]++
-			}
-		})
+		r.Count(i, res.counted, partly)
+		wd.tally(i, res, hs, func(k int, v int64) { r.Answer(i, k, v) })
 	}
 	wd.repair(ctx, r)
 	until := start.Add(c.opts.lease - c.drift)
 	renewed, taken := 0, 0
 	for k, h := range hs {
-		switch h.renewed(until, renewTally{yes: int(r.yes[k]), gone: r.gone(k), nodes: n, quorum: c.quorum}) {
+		switch h.renewed(until, renewTally{yes: r.Yes(k), gone: r.Gone(k), nodes: n, quorum: c.quorum}) {
 		case renewExtended:
 			renewed++
 		case renewTaken:
@@ -364,51 +354,6 @@ func (h *hold) renewArgs() []interface{} {
 	return args
 }
 
-// counts reports whether node i's answers for hold k count toward its
-// quorum. A node over a Transport may be a Redis Cluster: a server of it
-// in restart quarantine, or one that votes through another node, takes
-// away only the holds whose keys it serves.
-func (r *renewal) counts(i, k int) bool {
-	if p := r.partly[i]; p != nil {
-		return p[k]
-	}
-	return r.counted[i]
-}
-
-// gone is on how many nodes hold k was gone: absent (deleted), or another
-// owner's.
-func (r *renewal) gone(k int) int {
-	missing := int(r.other[k])
-	for i := range r.counted {
-		if r.absent[i*len(r.hs)+k] {
-			missing++
-		}
-	}
-	return missing
-}
-
-// repairable reports whether hold k may be written back on the nodes where
-// its key is absent: that is a fresh acquisition there, so it needs no
-// other owner anywhere and enough nodes, held or absent, to make a
-// majority, and at least one node still holding it, so that a lock forced
-// away everywhere (ForceUnlock) stays away. A hold renewed on a quorum is
-// always repairable.
-func (r *renewal) repairable(k, quorum int) bool {
-	yes := int(r.yes[k])
-	if yes >= quorum {
-		return true
-	}
-	if yes == 0 || r.other[k] > 0 {
-		return false
-	}
-	for i := range r.counted {
-		if r.counts(i, k) && r.absent[i*len(r.hs)+k] {
-			yes++
-		}
-	}
-	return yes >= quorum
-}
-
 // repair writes holds back on nodes that answered "absent" (restarted
 // empty, or never reached by the acquisition); the repaired nodes count
 // toward this renewal's quorum unless they are in quarantine. Every
@@ -428,7 +373,7 @@ func (wd *watchdog) repair(ctx context.Context, r *renewal) {
 	for i := range c.peers {
 		var entries []script.RepairEntry
 		for k, h := range r.hs {
-			if !r.absent[i*len(r.hs)+k] || !r.repairable(k, c.quorum) {
+			if !r.Absent(i, k) || !r.Repairable(k, c.quorum) {
 				continue
 			}
 			count, seq, ok := h.repairing(late)
@@ -460,8 +405,8 @@ func (wd *watchdog) repair(ctx context.Context, r *renewal) {
 			fixed[j] = r.hs[k]
 		}
 		wd.tally(i, res, fixed, func(j int, v int64) {
-			if v == 1 && r.counts(i, fixes[i][j]) {
-				r.yes[fixes[i][j]]++
+			if v == 1 {
+				r.Answer(i, fixes[i][j], v) // held again there
 			}
 		})
 		if mayLand(res) {

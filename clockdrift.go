@@ -1,10 +1,6 @@
 package redlock
 
-import (
-	"math/rand/v2"
-	"sync"
-	"time"
-)
+import "time"
 
 // now is the clock of every validity computation. Times it returns carry
 // Go's monotonic reading, so elapsed times do not jump with the wall clock.
@@ -13,36 +9,6 @@ var now = time.Now
 
 // since is the time elapsed from start on the monotonic clock.
 func since(start time.Time) time.Duration { return now().Sub(start) }
-
-// timers keeps stopped timers for reuse: a round needs one or two, and a
-// Lock+Unlock two rounds. Since Go 1.23 a stopped timer never delivers a
-// stale tick, so a reused one fires only for its new duration.
-var timers = sync.Pool{New: func() any {
-	t := time.NewTimer(time.Hour)
-	t.Stop()
-	return t
-}}
-
-// startTimer returns a timer that fires after d; stopTimer gives it back.
-func startTimer(d time.Duration) *time.Timer {
-	t := timers.Get().(*time.Timer)
-	t.Reset(d)
-	return t
-}
-
-// stopTimer stops t and keeps it for reuse.
-func stopTimer(t *time.Timer) {
-	t.Stop()
-	timers.Put(t)
-}
-
-// jitter returns a random duration in [0, d).
-func jitter(d time.Duration) time.Duration {
-	if d <= 0 {
-		return 0
-	}
-	return rand.N(d)
-}
 
 // drift is the allowance for clock-rate differences between this process and
 // the Redis nodes over one lease: lease*factor plus 2 ms for timer resolution.

@@ -9,8 +9,9 @@ import (
 )
 
 // The clock arithmetic (clockdrift.go): the drift allowed for a lease
-// (lease*factor + 2ms), the validity an acquisition leaves (lease - elapsed
-// - drift), and the random jitter of retries. Pure functions, table-tested.
+// (lease*factor + 2ms) and the validity an acquisition leaves (lease -
+// elapsed - drift). Pure functions, table-tested; internal/timer tests the
+// random jitter of retries.
 
 func TestUnitDrift(t *testing.T) {
 	tests := []struct {
@@ -48,17 +49,5 @@ func TestUnitValidity(t *testing.T) {
 		t.Run(fmt.Sprintf("%v-%v-%v", tt.lease, tt.elapsed, tt.drift), func(t *testing.T) {
 			assert.Equal(t, tt.want, validity(tt.lease, tt.elapsed, tt.drift))
 		})
-	}
-}
-
-func TestUnitJitter(t *testing.T) {
-	assert.Zero(t, jitter(0))
-	assert.Zero(t, jitter(-time.Second))
-	for _, d := range []time.Duration{1, time.Millisecond, time.Second} {
-		for i := 0; i < 100; i++ {
-			j := jitter(d)
-			assert.GreaterOrEqual(t, j, time.Duration(0))
-			assert.Less(t, j, d)
-		}
 	}
 }

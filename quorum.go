@@ -13,6 +13,7 @@ import (
 
 	"github.com/redlock-go/redlock/internal/node"
 	"github.com/redlock-go/redlock/internal/script"
+	"github.com/redlock-go/redlock/internal/timer"
 	"github.com/redlock-go/redlock/internal/vote"
 )
 
@@ -150,13 +151,13 @@ func (r *round) Receive(i int, reply interface{}, err error) {
 // slowest nodes, the nodes not heard from count as failed; their answers
 // may still come, and receive takes them.
 func (r *round) collect(ctx context.Context, stop func(*vote.Ballot) bool) {
-	timeout := startTimer(r.c.opts.nodeTimeout - since(r.start))
-	defer stopTimer(timeout)
+	timeout := timer.Start(r.c.opts.nodeTimeout - since(r.start))
+	defer timer.Stop(timeout)
 	var patience *time.Timer // armed once an acquisition met another owner
 	var giveUp <-chan time.Time
 	defer func() {
 		if patience != nil {
-			stopTimer(patience)
+			timer.Stop(patience)
 		}
 	}()
 	for !stop(&r.ballot) {
@@ -183,7 +184,7 @@ func (r *round) collect(ctx context.Context, stop func(*vote.Ballot) bool) {
 			// at least a quarter of the node timeout.
 			d := max(4*since(r.start)+time.Millisecond, r.c.opts.nodeTimeout/4)
 			if patience == nil {
-				patience = startTimer(d)
+				patience = timer.Start(d)
 				giveUp = patience.C
 			} else {
 				patience.Reset(d)

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/go-multierror"
 
 	"github.com/redlock-go/redlock/internal/script"
+	"github.com/redlock-go/redlock/internal/timer"
 )
 
 // The releases the Client sends for its owners, outside an Unlock's own
@@ -81,14 +82,14 @@ func (rl *releaser) run() {
 				return
 			}
 		}
-		t := startTimer(rl.every + jitter(rl.every/4))
+		t := timer.Start(rl.every + timer.Jitter(rl.every/4))
 		select {
 		case <-t.C:
 		case <-c.ctx.Done():
-			stopTimer(t)
+			timer.Stop(t)
 			return
 		}
-		stopTimer(t)
+		timer.Stop(t)
 		es := rl.take(false)
 		for len(es) > 0 {
 			n := min(len(es), renewBatch)

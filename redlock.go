@@ -266,6 +266,19 @@ func (c *Client) Close() error {
 	return c.closeErr
 }
 
+// usable is the rest of a lock value's check once it is known made by
+// this Client: an error wrapping ErrInvalid for a nil ctx, bad (why its
+// arguments make it unusable) when set, ErrClosed after Close.
+func (c *Client) usable(ctx context.Context, bad error) error {
+	switch {
+	case ctx == nil:
+		return errNilContext()
+	case bad != nil:
+		return bad
+	}
+	return c.ensureOpen()
+}
+
 // ensureOpen returns ErrClosed after Close.
 func (c *Client) ensureOpen() error {
 	if c.closed.Load() {

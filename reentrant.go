@@ -79,19 +79,14 @@ func (m *Mutex) Name() string {
 // that Client.NewMutex did not make, or a name that is empty or too long;
 // ErrClosed after Close.
 func (m *Mutex) ensureUsable(ctx context.Context) error {
-	switch {
-	case m == nil || m.c == nil:
+	if m == nil || m.c == nil {
 		return invalid("a nil Mutex, or one not made by Client.NewMutex")
-	case ctx == nil:
-		return errNilContext()
-	case m.bad != nil:
-		return m.bad
-	case m.names == nil:
-		if err := checkName("lock", m.name); err != nil {
-			return err
-		}
 	}
-	return m.c.ensureOpen()
+	bad := m.bad
+	if bad == nil && m.names == nil {
+		bad = checkName("lock", m.name)
+	}
+	return m.c.usable(ctx, bad)
 }
 
 // Lock waits until this owner holds the lock, or ctx is done. The hold is

@@ -163,15 +163,10 @@ func (s *Semaphore) Permits() int {
 // Semaphore that Client.NewSemaphore did not make or made with bad
 // arguments; ErrClosed after Close.
 func (s *Semaphore) ensureUsable(ctx context.Context) error {
-	switch {
-	case s == nil || s.c == nil:
+	if s == nil || s.c == nil {
 		return invalid("a nil Semaphore, or one not made by Client.NewSemaphore")
-	case ctx == nil:
-		return errNilContext()
-	case s.bad != nil:
-		return s.bad
 	}
-	return s.c.ensureOpen()
+	return s.c.usable(ctx, s.bad)
 }
 
 // Acquire waits until it holds a permit, or ctx is done. With lease 0 the

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/redlock-go/redlock/internal/script"
+	"github.com/redlock-go/redlock/internal/timer"
 	"io"
 	"net"
 	"strconv"
@@ -99,7 +100,7 @@ func (t *native) run() {
 		t.cfg.Hooks.Reached(err)
 		t.cfg.Logger.Debug("redlock: connecting failed", "node", t.cfg.Name, "err", err)
 		backoff = min(max(2*backoff, minBackoff), maxBackoff)
-		wait := backoff + jitter(backoff/2)
+		wait := backoff + timer.Jitter(backoff/2)
 		for _, p := range t.pipes {
 			p.goDown(err)
 		}

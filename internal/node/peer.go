@@ -10,7 +10,6 @@ package node
 import (
 	"context"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -241,14 +240,6 @@ const (
 	minBackoff = 10 * time.Millisecond
 	maxBackoff = 500 * time.Millisecond
 )
-
-// jitter returns a random duration in [0, d).
-func jitter(d time.Duration) time.Duration {
-	if d <= 0 {
-		return 0
-	}
-	return rand.N(d)
-}
 
 // Worker is a long-lived goroutine (a connecting loop, a pub/sub reader,
 // the Client's watchdog and releaser loops): started at most once,

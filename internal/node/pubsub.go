@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"github.com/redlock-go/redlock/internal/timer"
 	"sync"
 	"time"
 
@@ -147,7 +148,7 @@ func (s *subscriber) run() {
 			select {
 			case <-s.cfg.Hooks.Ctx.Done():
 				return
-			case <-time.After(backoff + jitter(backoff)):
+			case <-time.After(backoff + timer.Jitter(backoff)):
 			}
 			if backoff < time.Second {
 				backoff *= 2
@@ -341,7 +342,7 @@ func (l *foreignListener) run() {
 				return
 			}
 			l.cfg.Logger.Debug("redlock: pub/sub change failed", "node", l.cfg.Name, "err", err)
-			retry = time.After(backoff + jitter(backoff/2))
+			retry = time.After(backoff + timer.Jitter(backoff/2))
 			backoff = min(2*backoff, maxBackoff)
 			continue
 		}

@@ -1,7 +1,7 @@
 package wait
 
 import (
-	"math/rand/v2"
+	"github.com/redlock-go/redlock/internal/timer"
 	"time"
 )
 
@@ -89,7 +89,7 @@ func (p *Pacing) hear(ws *Waiters, channel string, n news, lease time.Duration) 
 			ws.passedOver(channel)
 		}
 		p.state = waiting
-		p.arm(lease + jitter(time.Millisecond))
+		p.arm(lease + timer.Jitter(time.Millisecond))
 	}
 	return false
 }
@@ -115,7 +115,7 @@ func (p *Pacing) Failed(ws *Waiters, a, next Attempt) {
 		// news (see Waiters.Tried).
 		p.split = true
 		p.splits++
-		p.arm(a.FreeIn + jitter(time.Millisecond))
+		p.arm(a.FreeIn + timer.Jitter(time.Millisecond))
 	case next.Split:
 		// Contenders split the nodes and all rolled back; retrying at the
 		// next wake-up would keep them in lockstep (each rollback wakes the
@@ -132,27 +132,19 @@ func (p *Pacing) Failed(ws *Waiters, a, next Attempt) {
 	case a.Err:
 		p.arm(retryAfterError(ws.nodeTimeout))
 	default:
-		p.arm(a.FreeIn + jitter(time.Millisecond))
+		p.arm(a.FreeIn + timer.Jitter(time.Millisecond))
 	}
 }
 
 // pause is how long a head pauses after a split vote (see Failed), given
 // how long the attempt took and the longest pause.
 func (p *Pacing) pause(took, most time.Duration) time.Duration {
-	return jitter(min((2*took+time.Millisecond)<<min(p.splits, 6), most))
+	return timer.Jitter(min((2*took+time.Millisecond)<<min(p.splits, 6), most))
 }
 
 // retryAfterError is how long a waiter waits after an attempt that failed
 // for want of a quorum before it tries again, with node timeout nodeTimeout.
 func retryAfterError(nodeTimeout time.Duration) time.Duration {
 	d := min(nodeTimeout, 50*time.Millisecond)
-	return d + jitter(d)
-}
-
-// jitter returns a random duration in [0, d).
-func jitter(d time.Duration) time.Duration {
-	if d <= 0 {
-		return 0
-	}
-	return rand.N(d)
+	return d + timer.Jitter(d)
 }

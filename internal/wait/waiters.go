@@ -7,6 +7,7 @@
 package wait
 
 import (
+	"github.com/redlock-go/redlock/internal/timer"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -157,7 +158,7 @@ func (ws *Waiters) stagger(channel string) (d time.Duration, first bool) {
 		return 0, true
 	}
 	ahead := q.turns.ahead(q.subs)
-	return min(time.Duration(ahead)*2*q.took+jitter(q.took/2), ws.nodeTimeout), ahead == 0
+	return min(time.Duration(ahead)*2*q.took+timer.Jitter(q.took/2), ws.nodeTimeout), ahead == 0
 }
 
 // minTook is the least attempt time a head's stagger counts with.

@@ -92,6 +92,24 @@ func eventuallyCounts(t *testing.T, cl *redlocktest.Cluster, name string, want [
 	}, time.Second, 5*time.Millisecond, "counts of %s on the nodes never became %v (now %v)", name, want, counts(t, cl, name))
 }
 
+// eventuallyOnEvery waits until every key exists on every node. A call
+// returns at the majority, and its writes to the minority may still be
+// on their way: a test that changes one node's keys waits for them first,
+// or the late write lands after the change and undoes it.
+func eventuallyOnEvery(t *testing.T, cl *redlocktest.Cluster, keys ...string) {
+	t.Helper()
+	for i := 0; i < cl.N(); i++ {
+		require.Eventually(t, func() bool {
+			args := make([]any, len(keys))
+			for k, key := range keys {
+				args[k] = key
+			}
+			n, err := redis.Int(cl.Do(i, "EXISTS", args...))
+			return err == nil && n == len(keys)
+		}, 5*time.Second, time.Millisecond, "%v never all reached node %d", keys, i)
+	}
+}
+
 // eventuallyFree asserts that nobody holds name on any node.
 func eventuallyFree(t *testing.T, cl *redlocktest.Cluster, name string) {
 	t.Helper()

@@ -148,6 +148,7 @@ func TestTryLockDecidedByDeadNodesIsNoQuorum(t *testing.T) {
 	ctx := context.Background()
 	a := dial(t, cl).NewMutex("split-live")
 	require.NoError(t, a.Lock(ctx))
+	eventuallyOnEvery(t, cl, keyOf("split-live"))
 	require.NoError(t, cl.Kill(3))
 	require.NoError(t, cl.Kill(4))
 	_, err := cl.Do(2, "DEL", "redlock:{split-live}:lock") // free on node 2 only

@@ -668,7 +668,9 @@ func TestRepairDoesNotPutAReaderBackWhereAWriterHolds(t *testing.T) {
 	ctx := context.Background()
 	rw := dial(t, cl, redlock.WithLease(lease)).NewRWMutex("rw-reader-repair")
 	require.NoError(t, rw.RLock(ctx))
+	eventuallyOnEvery(t, cl, rwKey("rw-reader-repair", "readers"))
 	reader := onlyField(t, cl, 1, rwKey("rw-reader-repair", "readers"))
+	eventuallyOnEvery(t, cl, rwKey("rw-reader-repair", "r:"+reader))
 	_, err := cl.Do(0, "DEL", rwKey("rw-reader-repair", "readers"), rwKey("rw-reader-repair", "r:"+reader))
 	require.NoError(t, err)
 	_, err = cl.Do(0, "HSET", rwKey("rw-reader-repair", "lock"), "writer:1", 1, "writer:1#", 1)
@@ -697,6 +699,7 @@ func TestRepairDoesNotPutAWriterBackWhereAReaderHolds(t *testing.T) {
 	ctx := context.Background()
 	rw := dial(t, cl, redlock.WithLease(lease)).NewRWMutex("rw-writer-repair")
 	require.NoError(t, rw.Lock(ctx))
+	eventuallyOnEvery(t, cl, rwKey("rw-writer-repair", "lock"))
 	_, err := cl.Do(0, "DEL", rwKey("rw-writer-repair", "lock"))
 	require.NoError(t, err)
 	for _, key := range []string{rwKey("rw-writer-repair", "readers"), rwKey("rw-writer-repair", "r:reader:1")} {
@@ -718,6 +721,9 @@ func TestRepairDoesNotPutAWriterBackWhereAReaderHolds(t *testing.T) {
 	// A reader whose own hash is gone (its process died) does not count:
 	// the writer is written back beside its stale field.
 	require.NoError(t, rw.Lock(ctx))
+	// Node 0 refuses the writer while the reader's hash is there; a
+	// late acquisition that lands after the DEL gets a yes, and either way the
+	// watchdog's repair puts the writer there.
 	_, err = cl.Do(0, "DEL", rwKey("rw-writer-repair", "lock"), rwKey("rw-writer-repair", "r:reader:1"))
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {

@@ -138,6 +138,9 @@ type costWindowResult struct {
 // costWindow runs one window of g goroutines of Lock+Unlock with c under
 // the CPU profiler, the nodes' commandstats reset before it.
 func costWindow(cl *redlocktest.Cluster, c *contender, g, round int, window, opTimeout time.Duration) (costWindowResult, error) {
+	// The calls the previous window left in flight (a release returns at
+	// a majority) end within the node timeout: not counted in this one.
+	time.Sleep(nodeTimeout)
 	for i := 0; i < cl.N(); i++ {
 		if _, err := cl.Do(i, "CONFIG", "RESETSTAT"); err != nil {
 			return costWindowResult{}, err
@@ -224,7 +227,9 @@ const (
 	stBuild    = "build"
 	stQueue    = "queue"
 	stWrite    = "write"
+	stWriteSys = "write: syscall"
 	stRead     = "read"
+	stReadSys  = "read: syscall"
 	stParse    = "parse"
 	stDecide   = "decide"
 	stLock     = "lock state"
@@ -236,7 +241,7 @@ const (
 )
 
 // stageOrder is the order of the report's rows.
-var stageOrder = []string{stBuild, stQueue, stWrite, stRead, stParse, stDecide, stLock, stLoop, stGC, stRuntime, stProfiler, stOther}
+var stageOrder = []string{stBuild, stQueue, stWrite, stWriteSys, stRead, stReadSys, stParse, stDecide, stLock, stLoop, stGC, stRuntime, stProfiler, stOther}
 
 // Function name prefixes of the code classified.
 const (
@@ -258,7 +263,8 @@ var gcFuncs = []string{"runtime.gcBgMarkWorker", "runtime.gcAssistAlloc", "runti
 // collector's when one of gcFuncs is on it, else the stage of the frame
 // nearest the leaf that belongs to one (funcStage), so that the standard
 // library and the runtime (allocation, a syscall, waking a goroutine) are
-// charged to the stage that called them. A stack with no such frame is the
+// charged to the stage that called them; the system calls of write and read
+// are rows of their own. A stack with no such frame is the
 // profiler's, the runtime's (scheduling, timers, network poller) or, with
 // some other frame, other's; fn is then the frame nearest the leaf outside
 // the runtime, for the report's list.
@@ -270,9 +276,9 @@ func stageOf(stack []string) (stage, fn string) {
 			}
 		}
 	}
-	for _, f := range stack {
+	for i, f := range stack {
 		if s := funcStage(f); s != "" {
-			return s, ""
+			return withSyscall(s, stack[:i]), ""
 		}
 	}
 	for _, f := range stack {
@@ -286,6 +292,20 @@ func stageOf(stack []string) (stage, fn string) {
 		}
 	}
 	return stRuntime, ""
+}
+
+// withSyscall splits the write and read stages: their samples in a
+// system call (below, the frames nearer the leaf) are the kernel's work.
+func withSyscall(stage string, below []string) string {
+	if stage != stWrite && stage != stRead {
+		return stage
+	}
+	for _, f := range below {
+		if strings.HasPrefix(f, "syscall.") || strings.Contains(f, "runtime/syscall") {
+			return stage + ": syscall"
+		}
+	}
+	return stage
 }
 
 // funcStage is the stage of one function, "" for none.

@@ -17,7 +17,9 @@ func TestStageOf(t *testing.T) {
 		stage, fn   string
 		description string
 	}{
-		{[]string{"syscall.Syscall", "net.(*conn).Write", "bufio.(*Writer).Flush", pkgRedigo + "(*conn).Flush", pkgNode + "(*pipe).write"}, stWrite, "", "redlock's write syscall"},
+		{[]string{"syscall.Syscall", "net.(*conn).Write", "bufio.(*Writer).Flush", pkgRedigo + "(*conn).Flush", pkgNode + "(*pipe).write"}, stWriteSys, "", "redlock's write syscall"},
+		{[]string{pkgRedigo + "(*conn).writeArg", pkgRedigo + "(*conn).Send", pkgNode + "(*pipe).write"}, stWrite, "", "redigo's encoding"},
+		{[]string{"internal/runtime/syscall/linux.Syscall6", "syscall.Syscall", "internal/poll.(*FD).Read", "bufio.(*Reader).fill", pkgRedigo + "(*conn).readLine", pkgBench + "(*floorConn).read"}, stReadSys, "", "the floor's read syscall"},
 		{[]string{"runtime.mallocgc", pkgScript + "AcquireCall", pkgRoot + "(*Mutex).try"}, stBuild, "", "an allocation of a call builder"},
 		{[]string{pkgScript + "parseAcquire", pkgScript + "ParseAcquire", pkgVote + "Acquire", pkgRoot + "(*round).collect"}, stParse, "", "reply parsing"},
 		{[]string{pkgVote + "(*Ballot).Add", pkgRoot + "(*round).record"}, stDecide, "", "the ballot"},
@@ -78,7 +80,7 @@ func fakeCost() *costResult {
 			Cpu: write + decide + 10*time.Millisecond, Srv: time.Duration(evalUsec+int64(ops)*10) * time.Microsecond,
 			Stages: map[string]time.Duration{stWrite: write, stDecide: decide, stOther: 10 * time.Millisecond},
 			Other:  []costFn{{"time.goFunc", 10 * time.Millisecond}},
-			Cmds:   []costCmd{{"evalsha", int64(10 * ops), evalUsec}, {"publish", int64(5 * ops), int64(ops)}}}
+			Cmds:   []costCmd{{"evalsha", int64(10 * ops), evalUsec}, {"publish", int64(5 * ops), int64(ops)}, {"pubsub|numsub", 1, 1}}}
 	}
 	return &costResult{Rounds: 2, Window: time.Second, Cases: []*costCase{
 		mk("unc", kRedlock, 1000, 60*time.Millisecond, 20*time.Millisecond, 120000),
@@ -114,6 +116,9 @@ func TestCostSection(t *testing.T) {
 		if !strings.Contains(doc, want) {
 			t.Errorf("the cost section lacks %q", want)
 		}
+	}
+	if strings.Contains(doc, "NUMSUB") {
+		t.Errorf("a command of 0.001 calls per op has a row")
 	}
 	res.Cost = nil
 	doc, err = renderDoc(res, nil)

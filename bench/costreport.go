@@ -11,8 +11,10 @@ import (
 var stageWhat = map[string][2]string{
 	stBuild:    {"internal/script's call builders (`AcquireCall`, `ReleaseCall`, `Script.Call`…); redigo `Script`", "– (inline in `TryLock`: lock state)"},
 	stQueue:    {"internal/node but its writer and reader: `Peer.Send`, `native.send`, `pipe.submit`, waking the writer", "`floorConn.submit`"},
-	stWrite:    {"internal/node `pipe.write`/`take`; redigo `conn.Send`/`Flush`/`write*`; the write syscall, which on loopback also delivers the bytes to the server's socket and wakes it", "`floorConn.write`; the same redigo"},
-	stRead:     {"internal/node `pipe.read`/`pop`; redigo `conn.Receive`/`read*`, the read syscall", "`floorConn.read`; the same redigo"},
+	stWrite:    {"internal/node `pipe.write`/`take`; redigo `conn.Send`/`Flush`/`write*`", "`floorConn.write`; the same redigo"},
+	stWriteSys: {"the write stage's system calls: on loopback the kernel also delivers the bytes to the server's socket and wakes it", "the same"},
+	stRead:     {"internal/node `pipe.read`/`pop`; redigo `conn.Receive`/`read*`", "`floorConn.read`; the same redigo"},
+	stReadSys:  {"the read stage's system calls", "the same"},
 	stParse:    {"internal/script `Parse*`, its reply helpers; internal/vote's classifiers (`vote.Acquire`…); redigo's conversions", "– (inline in `pipeHold.receive`: decide)"},
 	stDecide:   {"the root's quorum round (`round.*`: `Receive`, `collect`, `settle`; `Client.fanout`/`launch`); internal/vote's `Ballot`", "`pipeHold.receive`/`release`/`cleanup`, `tally`"},
 	stLock:     {"the rest of the root package: `NewMutex`, `Mutex.Lock`/`try`/`Unlock`, `grant`, the hold, contexts", "`pipeLock.TryLock`/`Unlock`, `pollLock`"},
@@ -115,7 +117,9 @@ func costServerTable(c *costResult, name string) string {
 	for _, cc := range []*costCase{rl, fp} {
 		if cc != nil {
 			for _, m := range cc.Cmds {
-				names[m.Name] = true
+				if float64(m.Calls) >= minCallsPerOp*float64(cc.Ops) {
+					names[m.Name] = true
+				}
 			}
 		}
 	}
@@ -155,6 +159,11 @@ func costServerTable(c *costResult, name string) string {
 		[]string{"redis CPU (`/proc`, 10 ms ticks)", "", "", srv(rl), "", "", srv(fp)})
 	return table([]string{"command", "redlock calls/op", "µs/call", "µs/op", "floor (pipelined) calls/op", "µs/call", "µs/op"}, rows)
 }
+
+// minCallsPerOp is the fewest calls per op of a command that gets a row:
+// rarer ones (a subscription, a rollback) are left out of the table, not
+// out of the sum.
+const minCallsPerOp = 0.005
 
 // cmdCells are a command's calls per op, µs per call and µs per op in one
 // case.

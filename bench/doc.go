@@ -242,6 +242,7 @@ func reportFuncs(plots map[string]string) template.FuncMap {
 		"adaptersUncTable": adaptersUncTable, "adaptersParagraph": adaptersParagraph,
 		"adaptersTputTable": func(a *adaptersResult) string { return layersTputTable(tputOf(a), adapterLabels, nil) },
 		"shardsTable":       shardsTable, "shardsSpread": shardsSpread, "shardsIdle": shardsIdle, "cpuBoundText": cpuBoundText,
+		"costStageTable": costStageTable, "costServerTable": costServerTable, "costOther": costOther, "costParagraph": costParagraph,
 		"familyTable": familyTable, "familyRatioTable": familyRatioTable, "familyParagraph": familyParagraph, "familyWarnings": familyWarnings,
 		"goredisPoolSize": goredisPoolSize, "shardsMembers": func() int { return shardsMembers },
 		"familyPermits": func() int { return familyPermits }, "familyNames": func() int { return familyNames },

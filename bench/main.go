@@ -69,6 +69,7 @@ type config struct {
 	Adapters            adaptersConfig
 	Shards              shardsConfig
 	Family              familyConfig
+	Cost                costConfig
 }
 
 var quickCfg = config{
@@ -88,6 +89,7 @@ var quickCfg = config{
 	Adapters: adaptersConfig{UncRounds: 4, UncOps: 200, UncBudget: 400 * time.Millisecond, TputRounds: 3, TputWindow: 300 * time.Millisecond},
 	Shards:   shardsConfig{Rounds: 3, Window: 400 * time.Millisecond, Idle: time.Second},
 	Family:   familyConfig{Rounds: 3, Window: 300 * time.Millisecond},
+	Cost:     costConfig{Rounds: 2, Window: 1500 * time.Millisecond},
 }
 
 var fullCfg = config{
@@ -110,6 +112,7 @@ var fullCfg = config{
 	Adapters: adaptersConfig{UncRounds: 15, UncOps: 1000, UncBudget: 2 * time.Second, TputRounds: 7, TputWindow: 2 * time.Second},
 	Shards:   shardsConfig{Rounds: 7, Window: 2 * time.Second, Idle: 3 * time.Second},
 	Family:   familyConfig{Rounds: 7, Window: 2 * time.Second},
+	Cost:     costConfig{Rounds: 3, Window: 4 * time.Second},
 }
 
 func (c *config) fill() {
@@ -155,13 +158,14 @@ type results struct {
 	Adapters             *adaptersResult
 	Shards               *shardsResult
 	Family               *familyResult // RWMutex, Semaphore, MultiMutex and Do
+	Cost                 *costResult   // the per-op cost breakdown
 	FamilyNote           string        // where a merged family section comes from
 	Failures             []string      // scenarios that could not run, and why
 }
 
 func main() {
 	quick := flag.Bool("quick", false, "run every scenario briefly (under a minute)")
-	only := flag.String("only", "", "comma-separated scenarios to run (unc,tput,cont,faults,deadmaj,herd,waiters,restart,scripts,scale,adapters,shards,family); default all")
+	only := flag.String("only", "", "comma-separated scenarios to run (unc,tput,cont,faults,deadmaj,herd,waiters,restart,scripts,cost,scale,adapters,shards,family); default all")
 	root := flag.String("root", "..", "the redlock repository (for internal/script/ and docs/)")
 	write := flag.Bool("write", true, "write benchmarks.md and img/*.svg into -docs")
 	docs := flag.String("docs", "", "the docs directory to write (default: -root/docs)")
@@ -262,6 +266,14 @@ func runAll(quick bool, only, root, commit string, logf func(string, ...any)) (*
 	if want("unc") || want("tput") || want("cont") || want("herd") {
 		if err := runMain(res, cfg, want, scripts, logf); err != nil {
 			fail("main cluster", err)
+		}
+	}
+	if want("cost") {
+		logf("per-op cost breakdown")
+		var err error
+		if res.Cost, err = runCost(cfg, logf); err != nil {
+			res.Cost = nil
+			fail("cost breakdown", err)
 		}
 	}
 	if want("faults") {

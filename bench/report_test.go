@@ -20,6 +20,7 @@ func fakeRun() *results {
 		{Kind: kFloor, Lat: lat, Ops: 3, Mallocs: 30, Cpu: 40 * time.Microsecond, Srv: 50 * time.Microsecond, Ratio: 1},
 	}}
 	res.Dead = res.Unc
+	res.Cost = fakeCost()
 	res.Family = fakeFamily([]int64{700, 800})
 	res.Scale = &scaleResult{Nproc: 2, Curve: []*scaleRun{
 		{ScaleCase: ScaleCase{Holds: 1000, Lease: 3 * time.Second, Periods: 2}, Period: time.Second, Alive: 1000, Renewed: 1000,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 )
 
 // stageWhat says which functions each stage covers, for redlock and for
@@ -197,21 +198,7 @@ func costParagraph(c *costResult, name string) string {
 		return ""
 	}
 	perOp := func(cc *costCase, us int64) float64 { return float64(us) / float64(cc.Ops) }
-	type gap struct {
-		stage string
-		d     float64
-	}
-	var gaps []gap
-	for _, s := range stageOrder {
-		gaps = append(gaps, gap{s, perOp(rl, rl.Stages[s].Microseconds()) - perOp(fp, fp.Stages[s].Microseconds())})
-	}
-	sort.SliceStable(gaps, func(i, j int) bool { return gaps[i].d > gaps[j].d })
-	var most []string
-	for _, g := range gaps[:3] {
-		if g.d > 0 {
-			most = append(most, fmt.Sprintf("%s +%.1f µs", g.stage, g.d))
-		}
-	}
+	most := stageGaps(rl, fp, 3)
 	cpuA, cpuB := perOp(rl, rl.Cpu.Microseconds()), perOp(fp, fp.Cpu.Microseconds())
 	srvA, srvB := rl.commandUsec()/float64(rl.Ops), fp.commandUsec()/float64(fp.Ops)
 	s := fmt.Sprintf("Client CPU per op: redlock %.1f µs, %s the pipelined floor's %.1f µs", cpuA, fmtRatio(cpuA/cpuB), cpuB)
@@ -219,4 +206,52 @@ func costParagraph(c *costResult, name string) string {
 		s += "; the stages where redlock spends most beyond the floor: " + strings.Join(most, ", ")
 	}
 	return s + fmt.Sprintf(". Server command time per op (five nodes): redlock %.1f µs, %s the floor's %.1f µs.", srvA, fmtRatio(srvA/srvB), srvB)
+}
+
+// stageGaps are the (at most n) stages where redlock's client CPU per op
+// exceeds the pipelined floor's most, with by how much: "write +10.0 µs".
+func stageGaps(rl, fp *costCase, n int) []string {
+	perOp := func(cc *costCase, d time.Duration) float64 { return float64(d.Microseconds()) / float64(cc.Ops) }
+	type gap struct {
+		stage string
+		d     float64
+	}
+	var gaps []gap
+	for _, s := range stageOrder {
+		gaps = append(gaps, gap{s, perOp(rl, rl.Stages[s]) - perOp(fp, fp.Stages[s])})
+	}
+	sort.SliceStable(gaps, func(i, j int) bool { return gaps[i].d > gaps[j].d })
+	var most []string
+	for _, g := range gaps[:min(n, len(gaps))] {
+		if g.d > 0 {
+			most = append(most, fmt.Sprintf("%s +%.1f µs", g.stage, g.d))
+		}
+	}
+	return most
+}
+
+// commandGaps are the (at most n) commands where redlock's server time per
+// op exceeds the pipelined floor's most, with by how much.
+func commandGaps(rl, fp *costCase, n int) []string {
+	type gap struct {
+		name string
+		d    float64
+	}
+	var gaps []gap
+	for _, m := range rl.Cmds {
+		f, _ := fp.cmd(m.Name)
+		gaps = append(gaps, gap{m.Name, float64(m.Usec)/float64(rl.Ops) - float64(f.Usec)/float64(fp.Ops)})
+	}
+	sort.SliceStable(gaps, func(i, j int) bool { return gaps[i].d > gaps[j].d })
+	var most []string
+	for _, g := range gaps[:min(n, len(gaps))] {
+		if g.d >= 0.05 {
+			label := "`" + strings.ToUpper(g.name) + "`"
+			if !topLevel[g.name] {
+				label += " (inside the scripts)"
+			}
+			most = append(most, fmt.Sprintf("%s +%.1f µs", label, g.d))
+		}
+	}
+	return most
 }

@@ -129,15 +129,22 @@ func dmStatus(d *deadMajResult) string {
 // at scale.
 const noWatchdog = "redsync has no watchdog: a holder renews with `Extend`, one fan-out per lock, so 10,000 locks cost 10,000 round trips per node per period; there is nothing to run here."
 
+// scriptsText is what the scripts scenario says of a Lock+Unlock's server
+// time, redlock's against the floor's; "" when it did not run.
+func scriptsText(res *results) string {
+	sc := res.Scripts
+	if sc == nil {
+		return ""
+	}
+	p := scriptPairs(sc)
+	return fmt.Sprintf(" In scripts alone a Lock+Unlock costs redlock %.1f µs of server time per node and the floor %.1f µs (see Server time per script call): %.0f against %.0f µs over five nodes.", p[0].usec, p[2].usec, 5*p[0].usec, 5*p[2].usec)
+}
+
 // missedNotes says, for each missed target, by how much and what the
 // run's own numbers show about why.
 func missedNotes(res *results) string {
 	var notes []string
-	scripts := ""
-	if sc := res.Scripts; sc != nil {
-		p := scriptPairs(sc)
-		scripts = fmt.Sprintf(" In scripts alone a Lock+Unlock costs redlock %.1f µs of server time per node and the floor %.1f µs (see Server time per script call): %.0f against %.0f µs over five nodes.", p[0].usec, p[2].usec, 5*p[0].usec, 5*p[2].usec)
-	}
+	scripts := scriptsText(res)
 	if rl, rs, fl, fp := find(res.Tput, kRedlock), find(res.Tput, kRedsync), find(res.Tput, kFloor), find(res.Tput, kFloorPipe); rl != nil && rs != nil && fl != nil && fp != nil && rl.Ops > 0 {
 		xf, xs := rl.median()/fl.median(), rl.median()/rs.median()
 		cpu, srv := perOp(rl.Cpu, rl.Ops), perOp(rl.Srv, rl.Ops)
@@ -175,23 +182,23 @@ func missedNotes(res *results) string {
 		}
 	}
 	for _, f := range []struct {
-		name  string
-		s     *seqScenario
-		limit float64
-	}{{"2 of 5 slow", res.Slow, 1.1}, {"2 of 5 paused", res.Paused, 1.15}, {"2 of 5 dead", res.Dead, 1.05}} {
+		name       string
+		s          *seqScenario
+		limit, was float64
+	}{{"2 of 5 slow", res.Slow, 1.1, before29.Slow}, {"2 of 5 paused", res.Paused, 1.15, before29.Paused}, {"2 of 5 dead", res.Dead, 1.05, before29.Dead}} {
 		if f.s == nil || f.s.get(kRedlock) == nil || f.s.get(kFloor) == nil {
 			continue
 		}
 		rl, fl := f.s.get(kRedlock), f.s.get(kFloor)
-		if rl.Ratio <= f.limit {
+		if rl.Ratio <= f.limit && notAbove(rl.Ratio, f.was) {
 			continue
 		}
 		base := math.NaN()
 		if u != nil {
 			base = u.ratioOf(kRedlock)
 		}
-		note := fmt.Sprintf("**%s** (p50 %s the floor, target %s; %s the pipelined floor; healthy nodes in the same run: %s): both decide at the third answer and never wait for the faulty nodes; per op, redlock spent %s of client CPU and %s of server CPU, the floor %s and %s.",
-			f.name, fmtRatio(rl.Ratio), fmtRatio(f.limit), fmtRatio(rl.Pipe), fmtRatio(base), fmtDur(rl.Cpu), fmtDur(rl.Srv), fmtDur(fl.Cpu), fmtDur(fl.Srv))
+		note := fmt.Sprintf("**%s** (p50 %s the floor, target %s and no worse than %s at %s; %s the pipelined floor; healthy nodes in the same run: %s): both decide at the third answer and never wait for the faulty nodes; per op, redlock spent %s of client CPU and %s of server CPU, the floor %s and %s.",
+			f.name, fmtRatio(rl.Ratio), fmtRatio(f.limit), fmtRatio(f.was), before29.Commit, fmtRatio(rl.Pipe), fmtRatio(base), fmtDur(rl.Cpu), fmtDur(rl.Srv), fmtDur(fl.Cpu), fmtDur(fl.Srv))
 		if f.s == res.Slow {
 			note += " Every byte also passes through the in-process proxy, so the client's CPU counts twice here."
 		}
@@ -215,9 +222,17 @@ func missedNotes(res *results) string {
 	if h := res.Handoff; h != nil && find(h, kRedlock) != nil && find(h, kRedsync) != nil {
 		hl, hs := find(h, kRedlock), find(h, kRedsync)
 		g := pct(hl.Gaps, 50)
-		if x := hl.median() / hs.median(); g > before.Gap || x < before.HandoffRedsync || hl.Ratio < before.HandoffF {
-			notes = append(notes, fmt.Sprintf("**Handoff** (gap p50 %s, p99 %s; %.0f acquisitions/s, %s redsync's and %s the floor's; before: %s, %s and %s): a cycle is at least the %v critical section plus the gap, so the rate follows the mean gap, which the tail weighs on: the mean cycle was %s. The gap is the release reaching the nodes, the unlock message reaching the head waiter and the waiter's acquire round trip, each of which needs the CPUs the five servers and the client share. redsync's rate is set by its random sleeps between tries (50–250 ms), so the ratio to it also varies with those.",
-				fmtDur(g), fmtDur(pct(hl.Gaps, 99)), hl.median(), fmtRatio(x), fmtRatio(hl.Ratio), fmtDur(before.Gap), fmtRatio(before.HandoffRedsync), fmtRatio(before.HandoffF), res.Cfg.Crit, fmtDur(time.Duration(float64(time.Second)/hl.median()))))
+		b := before29
+		if x := hl.median() / hs.median(); g > before.Gap || x < before.HandoffRedsync || hl.Ratio < before.HandoffF ||
+			!notAboveDur(g, b.Gap) || !notBelow(x, b.HandoffRedsync) || !notBelow(hl.Ratio, b.HandoffF) {
+			notes = append(notes, fmt.Sprintf("**Handoff** (gap p50 %s, p99 %s; %.0f acquisitions/s, %s redsync's and %s the floor's; at %s: %s, %s and %s; at %s: %s, %s and %s): a cycle is at least the %v critical section plus the gap, so the rate follows the mean gap, which the tail weighs on: the mean cycle was %s. The gap is the release reaching the nodes, the unlock message reaching the head waiter and the waiter's acquire round trip, each of which needs the CPUs the five servers and the client share. redsync's rate is set by its random sleeps between tries (50–250 ms), so the ratio to it also varies with those.",
+				fmtDur(g), fmtDur(pct(hl.Gaps, 99)), hl.median(), fmtRatio(x), fmtRatio(hl.Ratio), before.Commit, fmtDur(before.Gap), fmtRatio(before.HandoffRedsync), fmtRatio(before.HandoffF),
+				b.Commit, fmtDur(b.Gap), fmtRatio(b.HandoffRedsync), fmtRatio(b.HandoffF), res.Cfg.Crit, fmtDur(time.Duration(float64(time.Second)/hl.median()))))
+		}
+	}
+	for _, g := range closeTargets(res) {
+		if g.ran && !g.met && g.why != "" {
+			notes = append(notes, fmt.Sprintf("**%s**: %s, missed%s. %s", g.what, g.now, g.by, g.why))
 		}
 	}
 	if len(notes) == 0 {

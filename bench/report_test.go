@@ -70,3 +70,172 @@ func TestPlots(t *testing.T) {
 		t.Errorf("%d plots, want 4", len(svgs))
 	}
 }
+
+// closeRun is a run of every scenario issue 29's targets read, each of
+// them met (good) or each of them missed.
+func closeRun(good bool) *results {
+	pick := func(g, b float64) float64 {
+		if good {
+			return g
+		}
+		return b
+	}
+	res := &results{Mode: "full", Cfg: fullCfg, Machine: machineInfo{Nproc: 2, Commit: "abc"}}
+	res.Cfg.fill()
+	tput := func(k kind, ops float64, cpu, srv time.Duration) *tputResult {
+		n := int(ops)
+		return &tputResult{Kind: k, OpsSec: []float64{ops}, Ops: n, Elapsed: time.Second, Cpu: time.Duration(n) * cpu, Srv: time.Duration(n) * srv, Busy: 0.98}
+	}
+	res.Tput = []*tputResult{
+		tput(kRedlock, pick(18000, 12000), time.Duration(pick(38, 50))*time.Microsecond, time.Duration(pick(60, 97))*time.Microsecond),
+		tput(kFloorPipe, 20000, 40*time.Microsecond, 55*time.Microsecond),
+	}
+	lat := func(p50 time.Duration) []time.Duration { return []time.Duration{p50 / 2, p50, 2 * p50} }
+	seq := func(ratio float64) *seqScenario {
+		return &seqScenario{Results: []*seqResult{
+			{Kind: kRedlock, Lat: lat(time.Duration(ratio * 250e3)), Ops: 3, Mallocs: pick(28, 46), Cpu: 200 * time.Microsecond, Srv: 300 * time.Microsecond, Ratio: ratio, Pipe: pick(1.02, 1.2)},
+			{Kind: kFloor, Lat: lat(250 * time.Microsecond), Ops: 3, Mallocs: 79, Ratio: 1, Pipe: 1},
+			{Kind: kFloorPipe, Lat: lat(230 * time.Microsecond), Ops: 3, Mallocs: 30, Ratio: 0.92, Pipe: 1},
+		}}
+	}
+	res.Unc = seq(1)
+	res.Slow, res.Paused, res.Dead = seq(pick(1.0, 1.08)), seq(pick(1.05, 1.1)), seq(pick(0.8, 0.95))
+	res.Handoff = []*contResult{
+		{Kind: kRedlock, AcqPerSec: []float64{pick(500, 400)}, Gaps: []time.Duration{time.Duration(pick(550, 700)) * time.Microsecond}, Ratio: pick(1.5, 1.2)},
+		{Kind: kRedsync, AcqPerSec: []float64{40}},
+		{Kind: kFloor, AcqPerSec: []float64{pick(333, 333)}, Ratio: 1},
+	}
+	run := func(holds int, perHoldRound, unlockP99 time.Duration, lost int) *scaleRun {
+		cpu := perHoldRound * time.Duration(holds) * 3 // three rounds
+		return &scaleRun{ScaleCase: ScaleCase{Holds: holds, Lease: 3 * time.Second, Periods: 3}, Period: time.Second, Window: 3 * time.Second,
+			Held: holds, Alive: holds, Renewed: holds, LostWindow: lost, LostAfter: lost, ClientCPU: cpu / 4, ServerCPU: cpu - cpu/4,
+			Idle: 2 * time.Second, IdleSrv: 10 * time.Millisecond, Intervals: []time.Duration{time.Second}, Delays: []time.Duration{40 * time.Millisecond},
+			UnlockLat: []time.Duration{time.Millisecond, unlockP99}}
+	}
+	// 100k: server CPU per hold per node per round 1.5 or 3 µs (three
+	// quarters of the CPU is the servers', over five nodes).
+	res.Cost = fakeCost()
+	for _, c := range res.Cost.Cases {
+		if c.Case == "tput" {
+			c.Goroutines = 32
+		}
+	}
+	res.Scripts = &scriptCosts{Rows: []*scriptCost{{Name: scAcquireFree, Usec: []float64{7}}, {Name: scReleaseLast, Usec: []float64{5}},
+		{Name: scFloorSet, Usec: []float64{4}}, {Name: scFloorDel, Usec: []float64{3}}, {Name: scRenew1000, Usec: []float64{3300}}}}
+	res.AllocSites = map[kind][]allocSite{kRedlock: {{Fn: "x", PerOp: 20}}}
+	res.Scale = &scaleResult{Nproc: 2, Runs: []*scaleRun{
+		run(1000, 30*time.Microsecond, 5*time.Millisecond, 0),
+		run(10000, time.Duration(pick(15, 20))*time.Microsecond, 6*time.Millisecond, 0),
+		run(100000, time.Duration(pick(10, 20))*time.Microsecond, time.Duration(pick(8, 30))*time.Millisecond, int(pick(0, 7))),
+	}}
+	return res
+}
+
+// closeWhats are the first cells of issue 29's rows of the Targets table.
+var closeWhats = []string{
+	"32 goroutines: ops/s ≥ 0.85× the pipelined floor's",
+	"32 goroutines: redis CPU per op ≤ 1.30× the pipelined floor's (all five nodes)",
+	"32 goroutines: client CPU per op ≤ the pipelined floor's",
+	"uncontended p50 ≤ 1.05× the pipelined floor's",
+	"allocations per Lock+Unlock ≤ 30",
+	"renewal, 100k holds, 3s lease: redis CPU per hold per node per round ≤ 1.65 µs",
+	"renewal, 100k holds, 3s lease: 0 lost",
+	"Unlock p99 with 100k holds ≤ 2.00× its value with 1k (3s lease)",
+	"handoff: gap p50 no worse than 602µs at 227e7e1",
+	"handoff: acquisitions/s against redsync's no worse than 11.4× at 227e7e1",
+	"handoff: acquisitions/s against the floor's no worse than 1.46× at 227e7e1",
+	"2 of 5 slow: p50 / the floor's no worse than 1.01× at 227e7e1",
+	"2 of 5 paused: p50 / the floor's no worse than 1.06× at 227e7e1",
+	"2 of 5 dead: p50 / the floor's no worse than 0.82× at 227e7e1",
+	"10k holds, 3s lease: renewal CPU per hold per round, client + server, no worse than 17µs at 227e7e1",
+}
+
+// targetRows is each of issue 29's rows of the Targets table of res, by
+// its first cell; a missing row fails the test.
+func targetRows(t *testing.T, res *results) map[string]string {
+	t.Helper()
+	table, err := execReport(res, nil, "targets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]string{}
+	for _, what := range closeWhats {
+		for _, line := range strings.Split(table, "\n") {
+			if strings.HasPrefix(line, "| "+what) {
+				rows[what] = line
+			}
+		}
+		if rows[what] == "" {
+			t.Errorf("no row %q in\n%s", what, table)
+		}
+	}
+	return rows
+}
+
+// TestCloseTargets: each of issue 29's targets renders met, missed (with
+// a note on why) and not run.
+func TestCloseTargets(t *testing.T) {
+	for _, good := range []bool{true, false} {
+		res := closeRun(good)
+		verdict := map[bool]string{true: "**met**", false: "**missed**"}[good]
+		for what, row := range targetRows(t, res) {
+			if good && !strings.HasSuffix(row, "| **met** |") || !good && !strings.Contains(row, "| **missed** by") {
+				t.Errorf("good=%v: %q is not %s: %s", good, what, verdict, row)
+			}
+		}
+		notes := missedNotes(res)
+		for _, what := range closeWhats[:8] {
+			if got := strings.Contains(notes, "**"+what); got == good {
+				t.Errorf("good=%v: a note on %q: %v\n%s", good, what, got, notes)
+			}
+		}
+		for _, why := range []string{
+			"the pipelined floor 40µs + 55µs (1.55×)",                                         // ops/s: CPU per op
+			"In scripts alone a Lock+Unlock costs redlock 12.0 µs of server time per node",    // redis CPU
+			"most beyond the floor's: `EVALSHA` +50.0 µs",                                     // redis CPU, by command
+			"(32-goroutine case, profiled windows) client CPU per op was redlock 20.0 µs",     // client CPU
+			"renew.lua alone costs 3.30 µs per hold on an idle node",                          // renewal
+			"The largest sites, objects per op (the allocation table under Uncontended): `x`", // allocations
+		} {
+			if got := strings.Contains(notes, why); got == good {
+				t.Errorf("good=%v: the notes say %q: %v", good, why, got)
+			}
+		}
+		for _, what := range []string{"**Handoff**", "**2 of 5 slow**", "**2 of 5 paused**", "**2 of 5 dead**"} {
+			if got := strings.Contains(notes, what); got == good {
+				t.Errorf("good=%v: a note %s: %v", good, what, got)
+			}
+		}
+	}
+	rows := targetRows(t, closeRun(false))
+	for what, want := range map[string]string{
+		closeWhats[0]: "0.60× (redlock 12000/s, pipelined floor 20000/s) | **missed** by 29% (needs 1.42× more) |",
+		closeWhats[1]: "1.76× (redlock 97µs, pipelined floor 55µs) | **missed** by 36% |",
+		closeWhats[5]: "3.00 µs (15µs per hold per round over the five nodes) | **missed** by 82% |",
+		closeWhats[6]: "| **missed** by 7 holds |",
+		closeWhats[7]: "6.00× (30.0ms against 5.00ms) | **missed** by 200% |",
+		closeWhats[8]: "| 700µs | **missed** by 16% |",
+	} {
+		if !strings.HasSuffix(rows[what], want) {
+			t.Errorf("row %q: %s, want it to end %q", what, rows[what], want)
+		}
+	}
+
+	res := &results{Mode: "quick", Cfg: quickCfg, Machine: machineInfo{Nproc: 2}}
+	res.Cfg.fill()
+	for what, row := range targetRows(t, res) {
+		if !strings.HasSuffix(row, "| not run | – |") {
+			t.Errorf("nothing run: %q: %s", what, row)
+		}
+	}
+	res.Scale = &scaleResult{Runs: closeRun(true).Scale.Runs[:1]} // the quick mode's cases: no 10k or 100k
+	rows = targetRows(t, res)
+	for _, what := range []string{closeWhats[5], closeWhats[6], closeWhats[7], closeWhats[14]} {
+		if !strings.Contains(rows[what], "| not run (no case of ") {
+			t.Errorf("no such case: %q: %s", what, rows[what])
+		}
+	}
+	if notes := missedNotes(res); notes != "Every target was met in this run.\n" {
+		t.Errorf("nothing run, yet notes: %s", notes)
+	}
+}

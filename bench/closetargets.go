@@ -101,10 +101,11 @@ func tputTargets(res *results) []closeTarget {
 	client := closeTarget{what: whats[2], ran: true, met: xc <= pipeCPU, by: overBy(xc, pipeCPU),
 		now: fmt.Sprintf("%s (redlock %s, pipelined floor %s)", fmtRatio(xc), fmtDur(cpu), fmtDur(fcpu)),
 		why: strings.TrimSpace(costClientText(res.Cost, "tput"))}
-	for _, t := range []*closeTarget{&server, &client} {
-		if t.why == "" {
-			t.why = "The cost breakdown (`-only cost`) did not run, so the bench cannot say where."
-		}
+	if server.why == "" {
+		server.why = "Neither the script costs (`-only scripts`) nor the cost breakdown (`-only cost`) ran, so the bench cannot say where."
+	}
+	if client.why == "" {
+		client.why = "The cost breakdown (`-only cost`) did not run, so the bench cannot say where."
 	}
 	return []closeTarget{tput, server, client}
 }

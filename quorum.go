@@ -63,7 +63,19 @@ type round struct {
 	undos    []nodeUndo // by node
 	failed   bool       // settled as failed
 	rollback call       // undo's call, once failed
+
+	// The storage of nodes, outcomes and undos for up to inlineNodes
+	// nodes: a round is then one allocation, not four.
+	inline struct {
+		nodes    [inlineNodes]slot
+		outcomes [inlineNodes]outcome
+		undos    [inlineNodes]nodeUndo
+	}
 }
+
+// inlineNodes is how many nodes a round holds without allocating its
+// per-node slices apart.
+const inlineNodes = 7
 
 // nodeUndo is one node's part in the rollback of a failed acquisition.
 type nodeUndo struct {
@@ -102,15 +114,21 @@ func (c *Client) launch(cl call, classify func(interface{}) vote.Vote, undo func
 		c:        c,
 		call:     cl,
 		ballot:   vote.NewBallot(n),
-		nodes:    make([]slot, n),
-		outcomes: make([]outcome, n),
 		classify: classify,
 		answers:  make(chan int, n),
 		start:    now(),
 		undo:     undo,
 	}
-	if undo != nil {
-		r.undos = make([]nodeUndo, n)
+	if n <= inlineNodes {
+		r.nodes, r.outcomes = r.inline.nodes[:n], r.inline.outcomes[:n]
+		if undo != nil {
+			r.undos = r.inline.undos[:n]
+		}
+	} else {
+		r.nodes, r.outcomes = make([]slot, n), make([]outcome, n)
+		if undo != nil {
+			r.undos = make([]nodeUndo, n)
+		}
 	}
 	r.late.inflight.Store(int32(n))
 	deadline := r.start.Add(c.opts.nodeTimeout)

@@ -109,14 +109,16 @@ type Script struct {
 	Src      string
 	Hash     string
 	KeyCount int
-	many     *PerHold // a script that acts on many holds; nil for one lock's
+	many     *PerHold    // a script that acts on many holds; nil for one lock's
+	hash     interface{} // Hash, boxed once: every call's first argument
 }
 
 // New returns the script of source src whose calls pass keyCount keys (-1:
 // each call says how many, first).
 func New(keyCount int, src string) Script {
 	h := sha1.Sum([]byte(src))
-	return Script{Src: src, Hash: hex.EncodeToString(h[:]), KeyCount: keyCount}
+	hash := hex.EncodeToString(h[:])
+	return Script{Src: src, Hash: hash, KeyCount: keyCount, hash: hash}
 }
 
 // Call is one script call, prepared once and shared read-only by every
@@ -134,7 +136,7 @@ type Call struct {
 // keep no lane.
 func (s *Script) Call(keysAndArgs ...interface{}) Call {
 	sha := make([]interface{}, 0, 2+len(keysAndArgs))
-	sha = append(sha, s.Hash)
+	sha = append(sha, s.hashArg())
 	if s.KeyCount >= 0 {
 		sha = append(sha, s.KeyCount)
 	}
@@ -145,7 +147,16 @@ func (s *Script) Call(keysAndArgs ...interface{}) Call {
 // room for more arguments: the hash and the key count.
 func (s *Script) Begin(keys, more int) []interface{} {
 	sha := make([]interface{}, 0, 2+keys+more)
-	return append(sha, s.Hash, keys)
+	return append(sha, s.hashArg(), keys)
+}
+
+// hashArg is s.Hash as an argument, boxed once (a Script built as a
+// literal, in a test, is boxed at each call).
+func (s *Script) hashArg() interface{} {
+	if s.hash == nil {
+		return s.Hash
+	}
+	return s.hash
 }
 
 // Made is the call of s with the EVALSHA arguments sha (see Call, and

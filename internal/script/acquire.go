@@ -25,7 +25,7 @@ func AcquireCall(l Locks, a Acquisition) Call {
 		k := l.Keys(i)
 		sha = append(sha, k.Key, k.Marks, k.Fence, k.Intent)
 	}
-	sha = append(sha, a.Field, a.Count, a.LeaseMs, a.Seq, a.FenceTTL)
+	sha = append(sha, a.Field, a.Count, ms(a.LeaseMs), a.Seq, a.FenceTTL)
 	if a.Intent == "" {
 		sha = append(sha, "0", 0) // constants: boxed without an allocation; no intent, no margin read
 	} else {

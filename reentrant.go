@@ -36,6 +36,10 @@ type Mutex struct {
 	via    func(count int, leaseMs, seq, fencing int64) call
 	shared bool
 
+	// boxes are a Mutex's keys and field boxed once, for its calls'
+	// arguments (boxing a string allocates); unset for other owners.
+	boxes script.Boxed
+
 	seq atomic.Int64 // sequence of this owner's writes; see internal/script/acquire.lua (int64: redigo formats uint64 through fmt)
 
 	// op serializes this owner's acquisitions and releases: one round at a
@@ -52,7 +56,10 @@ func newMutex(c *Client, name string) *Mutex {
 	if c == nil || len(name) > MaxNameLength {
 		return &Mutex{c: c, name: name} // unusable: every call says why (ensureUsable)
 	}
-	return newMutexAt(c, name, c.base(name), "")
+	m := newMutexAt(c, name, c.base(name), "")
+	m.boxes = script.Box(m.keysOf(0), m.field)
+	m.lockKeys.boxed = &m.boxes
+	return m
 }
 
 // newMutexAt makes an owner of the lock whose keys are base+"lock",

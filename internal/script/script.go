@@ -225,6 +225,7 @@ type Keys struct {
 	Fence   string // the fencing counter
 	Intent  string // the waiters' intent (acquire.lua)
 	Channel string // the unlock channel; "" for none
+	Boxed   *Boxed // nil, or the keys above and the owner field boxed once (see Box)
 }
 
 // Locks are the locks of one hold, all of which its scripts act on at
@@ -239,7 +240,7 @@ type Locks struct {
 func (l Locks) appendPairs(sha []interface{}) []interface{} {
 	for i := 0; i < l.N; i++ {
 		k := l.Keys(i)
-		sha = append(sha, k.Key, k.Marks)
+		sha = append(sha, k.keyArg(), k.marksArg())
 	}
 	return sha
 }
@@ -247,7 +248,8 @@ func (l Locks) appendPairs(sha []interface{}) []interface{} {
 // appendChannels appends every lock's unlock channel to sha.
 func (l Locks) appendChannels(sha []interface{}) []interface{} {
 	for i := 0; i < l.N; i++ {
-		sha = append(sha, l.Keys(i).Channel)
+		k := l.Keys(i)
+		sha = append(sha, k.channelArg())
 	}
 	return sha
 }

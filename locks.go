@@ -147,6 +147,16 @@ func (m *Mutex) wakeLocal(msg string) {
 	}
 }
 
+// wakeReleased is wakeLocal for this owner's release with sequence seq:
+// the nodes' message names it "<field>/<seq>".
+func (m *Mutex) wakeReleased(seq int64) {
+	for i := 0; i < m.locks(); i++ {
+		if ch := m.lock(i).channel; ch != "" {
+			m.c.waiters.WakeReleased(ch, m.field, seq)
+		}
+	}
+}
+
 // newField returns a new owner's hash field: "<client id>:<owner id>".
 func (c *Client) newField() string { return c.id + ":" + strconv.FormatUint(c.owners.Add(1), 10) }
 

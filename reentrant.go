@@ -448,7 +448,7 @@ func (m *Mutex) release(ctx context.Context, note *releaseNote) error {
 	seq := m.seq.Add(1)
 	r := c.fanout(ctx, h.releaseCall(target, seq, true), vote.Release, (*vote.Ballot).Certain, nil)
 	if target == 0 {
-		m.wakeLocal(m.field + "/" + strconv.FormatInt(seq, 10))
+		m.wakeReleased(seq)
 	}
 	out, lease, handOver := h.released(state, target, seq, releaseOutcomeOf(&r.ballot))
 	note.set(out, r)

@@ -56,8 +56,9 @@ type round struct {
 
 	late stragglers // what may still reach the nodes once the round is decided
 
-	undo     func() call  // makes the call that rolls a node back
+	undo     *rollbackOf  // makes the call that rolls a node back; nil but in an acquisition
 	undoErrs chan nodeErr // the rollbacks settle waits for
+	undoOf   rollbackOf   // undo's storage: a round is one allocation
 
 	mu       sync.Mutex // protects the fields below, shared with receive
 	undos    []nodeUndo // by node
@@ -101,14 +102,14 @@ type nodeErr struct {
 // never waits for a straggler after that, nor after ctx is done. classify
 // turns a node's reply into its vote. With an undo the round is an
 // acquisition (see round) and must be settled with settle.
-func (c *Client) fanout(ctx context.Context, cl call, classify func(interface{}) vote.Vote, stop func(*vote.Ballot) bool, undo func() call) *round {
+func (c *Client) fanout(ctx context.Context, cl call, classify func(interface{}) vote.Vote, stop func(*vote.Ballot) bool, undo *rollbackOf) *round {
 	r := c.launch(cl, classify, undo)
 	r.collect(ctx, stop)
 	return r
 }
 
 // launch sends cl to every node, due a node timeout from now.
-func (c *Client) launch(cl call, classify func(interface{}) vote.Vote, undo func() call) *round {
+func (c *Client) launch(cl call, classify func(interface{}) vote.Vote, undo *rollbackOf) *round {
 	n := len(c.peers)
 	r := &round{
 		c:        c,
@@ -117,7 +118,10 @@ func (c *Client) launch(cl call, classify func(interface{}) vote.Vote, undo func
 		classify: classify,
 		answers:  make(chan int, n),
 		start:    now(),
-		undo:     undo,
+	}
+	if undo != nil {
+		r.undoOf = *undo
+		r.undo = &r.undoOf
 	}
 	if n <= inlineNodes {
 		r.nodes, r.outcomes = r.inline.nodes[:n], r.inline.outcomes[:n]
@@ -282,7 +286,7 @@ func (r *round) settle(failed bool) error {
 	if !failed {
 		return nil
 	}
-	rollback := r.undo()
+	rollback := r.undo.call()
 	var now []int
 	waited := 0
 	r.mu.Lock()

@@ -223,7 +223,7 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew bool, intent
 		fencing = c.fenceTTL(lease).Milliseconds()
 	}
 	cl := m.acquireCall(prev+1, lease.Milliseconds(), seq, fencing, intent, tell, subscribed)
-	r := c.fanout(ctx, cl, vote.Acquire, (*vote.Ballot).Certain, m.rollback(seq, prev, lease))
+	r := c.fanout(ctx, cl, vote.Acquire, (*vote.Ballot).Certain, &rollbackOf{m: m, seq: seq, prev: prev, lease: lease})
 	ok := r.ballot.Won() && validity(lease, since(start), dr) > 0
 	var token int64
 	var fenceErr error
@@ -285,15 +285,23 @@ func (m *Mutex) failedAttempt(ctx context.Context, r *round, lease, elapsed time
 	return a
 }
 
-// rollback makes the call that undoes, on one node, the acquisition with
-// sequence seq that followed prev holds: it restores prev there.
-func (m *Mutex) rollback(seq int64, prev int, lease time.Duration) func() call {
-	return func() call {
-		if prev == 0 {
-			m.c.waiters.RollingBack(m.queue(), m.field+"/"+strconv.FormatInt(seq, 10)) // as rollback.lua publishes it
-		}
-		return m.rollbackCall(seq, prev, lease.Milliseconds())
+// rollbackOf is how a round rolls back, on one node, m's acquisition with
+// sequence seq, that followed prev holds, with lease: it restores prev
+// there.
+type rollbackOf struct {
+	m     *Mutex
+	seq   int64
+	prev  int
+	lease time.Duration
+}
+
+// call makes the call that rolls a node back.
+func (u *rollbackOf) call() call {
+	m := u.m
+	if u.prev == 0 {
+		m.c.waiters.RollingBack(m.queue(), m.field+"/"+strconv.FormatInt(u.seq, 10)) // as rollback.lua publishes it
 	}
+	return m.rollbackCall(u.seq, u.prev, u.lease.Milliseconds())
 }
 
 // joinRollback adds the rollback errors of a failed attempt to its error.

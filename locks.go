@@ -157,8 +157,14 @@ func (m *Mutex) wakeReleased(seq int64) {
 	}
 }
 
-// newField returns a new owner's hash field: "<client id>:<owner id>".
-func (c *Client) newField() string { return c.id + ":" + strconv.FormatUint(c.owners.Add(1), 10) }
+// newField returns a new owner's hash field: "<client id>:<owner id>",
+// made in one allocation.
+func (c *Client) newField() string {
+	var buf [64]byte
+	b := append(buf[:0], c.id...)
+	b = append(b, ':')
+	return string(strconv.AppendUint(b, c.owners.Add(1), 10))
+}
 
 // newOwnerOf makes an owner, called name in errors and logs, whose holds
 // cover the locks that locksOf gives for its owner field (the first

@@ -23,21 +23,22 @@ type hold struct {
 	lost chan struct{} // closed by end
 
 	// The fields below are protected by m.mu.
-	count int           // reentrant count, authoritative
-	seq   int64         // sequence of the latest successful write
-	token int64         // fencing token of the outermost acquisition (WithFencing)
-	lease time.Duration // lease of the latest acquisition
-	late  []*stragglers // per acquisition of this hold that may still reach a node
-	until time.Time     // drift-adjusted end of validity
-	timer *time.Timer   // declares the loss at until
-	gen   uint32        // the watchdog registration it is in: a new one for each add and drop
-	renew bool          // taken with the watchdog lease
-	watch bool          // in the watchdog's queue (see watchdog.add)
-	state holdState
-	final int64         // unsure: the sequence of the final release, which every retry sends again
-	began time.Duration // when it started, on the watchdog's clock (watchdog.clock); set only with an Observer
-	risk  chan struct{} // made by atRisk's first caller (Do), closed by failedRenewal or end; nil until then
-	risky bool          // a renewal failed to reach a quorum while the hold lasted
+	count   int            // reentrant count, authoritative
+	seq     int64          // sequence of the latest successful write
+	token   int64          // fencing token of the outermost acquisition (WithFencing)
+	lease   time.Duration  // lease of the latest acquisition
+	late    []*stragglers  // per acquisition of this hold that may still reach a node
+	lateBuf [2]*stragglers // late's first storage: most holds have one or two acquisitions in flight at a time
+	until   time.Time      // drift-adjusted end of validity
+	timer   *time.Timer    // declares the loss at until
+	gen     uint32         // the watchdog registration it is in: a new one for each add and drop
+	renew   bool           // taken with the watchdog lease
+	watch   bool           // in the watchdog's queue (see watchdog.add)
+	state   holdState
+	final   int64         // unsure: the sequence of the final release, which every retry sends again
+	began   time.Duration // when it started, on the watchdog's clock (watchdog.clock); set only with an Observer
+	risk    chan struct{} // made by atRisk's first caller (Do), closed by failedRenewal or end; nil until then
+	risky   bool          // a renewal failed to reach a quorum while the hold lasted
 
 	// The hold's keys, then its owner field, as renew.lua's arguments,
 	// boxed at its first renewal (see renewArgs).
@@ -492,11 +493,21 @@ func (h *hold) repairing(late *stragglers) (count int, seq int64, ok bool) {
 // answered everywhere does not make an earlier one's straggler harmless.
 // Under m.mu.
 func (h *hold) addLateLocked(late *stragglers) {
-	kept := h.late[:0]
-	for _, s := range append(h.late, late) {
-		if s != nil && (s.inflight.Load() > 0 || s.astray.Load()) {
+	if h.late == nil {
+		h.late = h.lateBuf[:0]
+	}
+	mayLand := func(s *stragglers) bool { return s != nil && (s.inflight.Load() > 0 || s.astray.Load()) }
+	n, kept := len(h.late), h.late[:0]
+	for _, s := range h.late {
+		if mayLand(s) {
 			kept = append(kept, s)
 		}
+	}
+	if mayLand(late) {
+		kept = append(kept, late)
+	}
+	if len(kept) < n {
+		clear(h.late[len(kept):n]) // the dropped ones, left behind the kept
 	}
 	h.late = kept
 }

@@ -14,12 +14,13 @@ import (
 
 // lockKeys are one lock's keys and channel on every node.
 type lockKeys struct {
-	key     string  // the lock hash
-	marks   string  // rollback marks of the lock's owners (internal/script/mark.lua)
-	fence   string  // the lock's fencing counter (WithFencing)
-	intent  string  // the waiters' intent on the lock (internal/script/acquire.lua); a semaphore's slots share one
-	channel string  // the unlock channel
-	side    *rwSide // a read-write lock's key: what repair.lua checks of its other side; nil for a lock of one owner alone (a Mutex, a MultiMutex's name, a semaphore's slot)
+	key     string        // the lock hash
+	marks   string        // rollback marks of the lock's owners (internal/script/mark.lua)
+	fence   string        // the lock's fencing counter (WithFencing)
+	intent  string        // the waiters' intent on the lock (internal/script/acquire.lua); a semaphore's slots share one
+	channel string        // the unlock channel
+	boxed   *script.Boxed // nil, or the keys above and the owner's field boxed once (a Mutex's: see newMutex)
+	side    *rwSide       // a read-write lock's key: what repair.lua checks of its other side; nil for a lock of one owner alone (a Mutex, a MultiMutex's name, a semaphore's slot)
 }
 
 // shared reports whether several owners hold the lock's hash at once (the
@@ -73,7 +74,7 @@ func (m *Mutex) keys() script.Locks { return script.Locks{N: m.locks(), Keys: m.
 // keysOf returns the keys of m's lock i.
 func (m *Mutex) keysOf(i int) script.Keys {
 	k := m.lock(i)
-	return script.Keys{Key: k.key, Marks: k.marks, Fence: k.fence, Intent: k.intent, Channel: k.channel}
+	return script.Keys{Key: k.key, Marks: k.marks, Fence: k.fence, Intent: k.intent, Channel: k.channel, Boxed: k.boxed}
 }
 
 // acquireCall is acquire.lua's call for an attempt writing count holds
@@ -146,8 +147,24 @@ func (m *Mutex) wakeLocal(msg string) {
 	}
 }
 
-// newField returns a new owner's hash field: "<client id>:<owner id>".
-func (c *Client) newField() string { return c.id + ":" + strconv.FormatUint(c.owners.Add(1), 10) }
+// wakeReleased is wakeLocal for this owner's release with sequence seq:
+// the nodes' message names it "<field>/<seq>".
+func (m *Mutex) wakeReleased(seq int64) {
+	for i := 0; i < m.locks(); i++ {
+		if ch := m.lock(i).channel; ch != "" {
+			m.c.waiters.WakeReleased(ch, m.field, seq)
+		}
+	}
+}
+
+// newField returns a new owner's hash field: "<client id>:<owner id>",
+// made in one allocation.
+func (c *Client) newField() string {
+	var buf [64]byte
+	b := append(buf[:0], c.id...)
+	b = append(b, ':')
+	return string(strconv.AppendUint(b, c.owners.Add(1), 10))
+}
 
 // newOwnerOf makes an owner, called name in errors and logs, whose holds
 // cover the locks that locksOf gives for its owner field (the first

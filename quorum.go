@@ -56,14 +56,27 @@ type round struct {
 
 	late stragglers // what may still reach the nodes once the round is decided
 
-	undo     func() call  // makes the call that rolls a node back
+	undo     *rollbackOf  // makes the call that rolls a node back; nil but in an acquisition
 	undoErrs chan nodeErr // the rollbacks settle waits for
+	undoOf   rollbackOf   // undo's storage: a round is one allocation
 
 	mu       sync.Mutex // protects the fields below, shared with receive
 	undos    []nodeUndo // by node
 	failed   bool       // settled as failed
 	rollback call       // undo's call, once failed
+
+	// The storage of nodes, outcomes and undos for up to inlineNodes
+	// nodes: a round is then one allocation, not four.
+	inline struct {
+		nodes    [inlineNodes]slot
+		outcomes [inlineNodes]outcome
+		undos    [inlineNodes]nodeUndo
+	}
 }
+
+// inlineNodes is how many nodes a round holds without allocating its
+// per-node slices apart.
+const inlineNodes = 7
 
 // nodeUndo is one node's part in the rollback of a failed acquisition.
 type nodeUndo struct {
@@ -89,28 +102,37 @@ type nodeErr struct {
 // never waits for a straggler after that, nor after ctx is done. classify
 // turns a node's reply into its vote. With an undo the round is an
 // acquisition (see round) and must be settled with settle.
-func (c *Client) fanout(ctx context.Context, cl call, classify func(interface{}) vote.Vote, stop func(*vote.Ballot) bool, undo func() call) *round {
+func (c *Client) fanout(ctx context.Context, cl call, classify func(interface{}) vote.Vote, stop func(*vote.Ballot) bool, undo *rollbackOf) *round {
 	r := c.launch(cl, classify, undo)
 	r.collect(ctx, stop)
 	return r
 }
 
 // launch sends cl to every node, due a node timeout from now.
-func (c *Client) launch(cl call, classify func(interface{}) vote.Vote, undo func() call) *round {
+func (c *Client) launch(cl call, classify func(interface{}) vote.Vote, undo *rollbackOf) *round {
 	n := len(c.peers)
 	r := &round{
 		c:        c,
 		call:     cl,
 		ballot:   vote.NewBallot(n),
-		nodes:    make([]slot, n),
-		outcomes: make([]outcome, n),
 		classify: classify,
 		answers:  make(chan int, n),
 		start:    now(),
-		undo:     undo,
 	}
 	if undo != nil {
-		r.undos = make([]nodeUndo, n)
+		r.undoOf = *undo
+		r.undo = &r.undoOf
+	}
+	if n <= inlineNodes {
+		r.nodes, r.outcomes = r.inline.nodes[:n], r.inline.outcomes[:n]
+		if undo != nil {
+			r.undos = r.inline.undos[:n]
+		}
+	} else {
+		r.nodes, r.outcomes = make([]slot, n), make([]outcome, n)
+		if undo != nil {
+			r.undos = make([]nodeUndo, n)
+		}
 	}
 	r.late.inflight.Store(int32(n))
 	deadline := r.start.Add(c.opts.nodeTimeout)
@@ -264,7 +286,7 @@ func (r *round) settle(failed bool) error {
 	if !failed {
 		return nil
 	}
-	rollback := r.undo()
+	rollback := r.undo.call()
 	var now []int
 	waited := 0
 	r.mu.Lock()

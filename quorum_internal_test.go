@@ -171,7 +171,7 @@ func TestUnitRoundAfterClose(t *testing.T) {
 	var r *round
 	var err error
 	unitNoPanic(t, func() {
-		r = c.fanout(context.Background(), m.acquireCall(1, 30000, 1, 0, "", false, false), vote.Acquire, (*vote.Ballot).Certain, m.rollback(1, 0, 30*time.Second))
+		r = c.fanout(context.Background(), m.acquireCall(1, 30000, 1, 0, "", false, false), vote.Acquire, (*vote.Ballot).Certain, &rollbackOf{m: m, seq: 1, lease: 30 * time.Second})
 		err = r.settle(true)
 	})
 	require.NoError(t, err, "no node said yes: nothing to roll back")

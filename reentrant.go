@@ -36,6 +36,10 @@ type Mutex struct {
 	via    func(count int, leaseMs, seq, fencing int64) call
 	shared bool
 
+	// boxes are a Mutex's keys and field boxed once, for its calls'
+	// arguments (boxing a string allocates); unset for other owners.
+	boxes script.Boxed
+
 	seq atomic.Int64 // sequence of this owner's writes; see internal/script/acquire.lua (int64: redigo formats uint64 through fmt)
 
 	// op serializes this owner's acquisitions and releases: one round at a
@@ -52,7 +56,10 @@ func newMutex(c *Client, name string) *Mutex {
 	if c == nil || len(name) > MaxNameLength {
 		return &Mutex{c: c, name: name} // unusable: every call says why (ensureUsable)
 	}
-	return newMutexAt(c, name, c.base(name), "")
+	m := newMutexAt(c, name, c.base(name), "")
+	m.boxes = script.Box(m.keysOf(0), m.field)
+	m.lockKeys.boxed = &m.boxes
+	return m
 }
 
 // newMutexAt makes an owner of the lock whose keys are base+"lock",
@@ -216,7 +223,7 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew bool, intent
 		fencing = c.fenceTTL(lease).Milliseconds()
 	}
 	cl := m.acquireCall(prev+1, lease.Milliseconds(), seq, fencing, intent, tell, subscribed)
-	r := c.fanout(ctx, cl, vote.Acquire, (*vote.Ballot).Certain, m.rollback(seq, prev, lease))
+	r := c.fanout(ctx, cl, vote.Acquire, (*vote.Ballot).Certain, &rollbackOf{m: m, seq: seq, prev: prev, lease: lease})
 	ok := r.ballot.Won() && validity(lease, since(start), dr) > 0
 	var token int64
 	var fenceErr error
@@ -278,15 +285,23 @@ func (m *Mutex) failedAttempt(ctx context.Context, r *round, lease, elapsed time
 	return a
 }
 
-// rollback makes the call that undoes, on one node, the acquisition with
-// sequence seq that followed prev holds: it restores prev there.
-func (m *Mutex) rollback(seq int64, prev int, lease time.Duration) func() call {
-	return func() call {
-		if prev == 0 {
-			m.c.waiters.RollingBack(m.queue(), m.field+"/"+strconv.FormatInt(seq, 10)) // as rollback.lua publishes it
-		}
-		return m.rollbackCall(seq, prev, lease.Milliseconds())
+// rollbackOf is how a round rolls back, on one node, m's acquisition with
+// sequence seq, that followed prev holds, with lease: it restores prev
+// there.
+type rollbackOf struct {
+	m     *Mutex
+	seq   int64
+	prev  int
+	lease time.Duration
+}
+
+// call makes the call that rolls a node back.
+func (u *rollbackOf) call() call {
+	m := u.m
+	if u.prev == 0 {
+		m.c.waiters.RollingBack(m.queue(), m.field+"/"+strconv.FormatInt(u.seq, 10)) // as rollback.lua publishes it
 	}
+	return m.rollbackCall(u.seq, u.prev, u.lease.Milliseconds())
 }
 
 // joinRollback adds the rollback errors of a failed attempt to its error.
@@ -441,7 +456,7 @@ func (m *Mutex) release(ctx context.Context, note *releaseNote) error {
 	seq := m.seq.Add(1)
 	r := c.fanout(ctx, h.releaseCall(target, seq, true), vote.Release, (*vote.Ballot).Certain, nil)
 	if target == 0 {
-		m.wakeLocal(m.field + "/" + strconv.FormatInt(seq, 10))
+		m.wakeReleased(seq)
 	}
 	out, lease, handOver := h.released(state, target, seq, releaseOutcomeOf(&r.ballot))
 	note.set(out, r)

@@ -23,9 +23,9 @@ func AcquireCall(l Locks, a Acquisition) Call {
 	sha := Acquire.Begin(4*l.N, 9)
 	for i := 0; i < l.N; i++ {
 		k := l.Keys(i)
-		sha = append(sha, k.Key, k.Marks, k.Fence, k.Intent)
+		sha = append(sha, k.keyArg(), k.marksArg(), k.fenceArg(), k.intentArg())
 	}
-	sha = append(sha, a.Field, a.Count, a.LeaseMs, a.Seq, a.FenceTTL)
+	sha = append(sha, l.fieldArg(a.Field), a.Count, ms(a.LeaseMs), a.Seq, a.FenceTTL)
 	if a.Intent == "" {
 		sha = append(sha, "0", 0) // constants: boxed without an allocation; no intent, no margin read
 	} else {
@@ -36,7 +36,8 @@ func AcquireCall(l Locks, a Acquisition) Call {
 		if a.Subscribed {
 			sub = 1
 		}
-		sha = append(sha, l.Keys(0).Channel, sub)
+		k := l.Keys(0)
+		sha = append(sha, k.channelArg(), sub)
 	}
 	return Acquire.Made(sha)
 }

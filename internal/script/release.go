@@ -14,7 +14,7 @@ func ReleaseCall(l Locks, shared bool, field string, target int, seq int64, mark
 	}
 	sha := s.Begin(2*l.N, 5+l.N)
 	sha = l.appendPairs(sha)
-	sha = append(sha, field, target, seq, m, markMs)
+	sha = append(sha, l.fieldArg(field), target, seq, m, ms(markMs))
 	return s.Made(l.appendChannels(sha))
 }
 

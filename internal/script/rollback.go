@@ -11,7 +11,7 @@ func RollbackCall(l Locks, shared bool, field string, seq int64, prev int, markM
 	}
 	sha := s.Begin(2*l.N, 4+l.N)
 	sha = l.appendPairs(sha)
-	sha = append(sha, field, seq, prev, markMs)
+	sha = append(sha, l.fieldArg(field), seq, prev, ms(markMs))
 	return s.Made(l.appendChannels(sha))
 }
 

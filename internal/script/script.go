@@ -109,14 +109,16 @@ type Script struct {
 	Src      string
 	Hash     string
 	KeyCount int
-	many     *PerHold // a script that acts on many holds; nil for one lock's
+	many     *PerHold    // a script that acts on many holds; nil for one lock's
+	hash     interface{} // Hash, boxed once: every call's first argument
 }
 
 // New returns the script of source src whose calls pass keyCount keys (-1:
 // each call says how many, first).
 func New(keyCount int, src string) Script {
 	h := sha1.Sum([]byte(src))
-	return Script{Src: src, Hash: hex.EncodeToString(h[:]), KeyCount: keyCount}
+	hash := hex.EncodeToString(h[:])
+	return Script{Src: src, Hash: hash, KeyCount: keyCount, hash: hash}
 }
 
 // Call is one script call, prepared once and shared read-only by every
@@ -134,7 +136,7 @@ type Call struct {
 // keep no lane.
 func (s *Script) Call(keysAndArgs ...interface{}) Call {
 	sha := make([]interface{}, 0, 2+len(keysAndArgs))
-	sha = append(sha, s.Hash)
+	sha = append(sha, s.hashArg())
 	if s.KeyCount >= 0 {
 		sha = append(sha, s.KeyCount)
 	}
@@ -145,7 +147,16 @@ func (s *Script) Call(keysAndArgs ...interface{}) Call {
 // room for more arguments: the hash and the key count.
 func (s *Script) Begin(keys, more int) []interface{} {
 	sha := make([]interface{}, 0, 2+keys+more)
-	return append(sha, s.Hash, keys)
+	return append(sha, s.hashArg(), keys)
+}
+
+// hashArg is s.Hash as an argument, boxed once (a Script built as a
+// literal, in a test, is boxed at each call).
+func (s *Script) hashArg() interface{} {
+	if s.hash == nil {
+		return s.Hash
+	}
+	return s.hash
 }
 
 // Made is the call of s with the EVALSHA arguments sha (see Call, and
@@ -214,6 +225,7 @@ type Keys struct {
 	Fence   string // the fencing counter
 	Intent  string // the waiters' intent (acquire.lua)
 	Channel string // the unlock channel; "" for none
+	Boxed   *Boxed // nil, or the keys above and the owner field boxed once (see Box)
 }
 
 // Locks are the locks of one hold, all of which its scripts act on at
@@ -228,7 +240,7 @@ type Locks struct {
 func (l Locks) appendPairs(sha []interface{}) []interface{} {
 	for i := 0; i < l.N; i++ {
 		k := l.Keys(i)
-		sha = append(sha, k.Key, k.Marks)
+		sha = append(sha, k.keyArg(), k.marksArg())
 	}
 	return sha
 }
@@ -236,7 +248,8 @@ func (l Locks) appendPairs(sha []interface{}) []interface{} {
 // appendChannels appends every lock's unlock channel to sha.
 func (l Locks) appendChannels(sha []interface{}) []interface{} {
 	for i := 0; i < l.N; i++ {
-		sha = append(sha, l.Keys(i).Channel)
+		k := l.Keys(i)
+		sha = append(sha, k.channelArg())
 	}
 	return sha
 }

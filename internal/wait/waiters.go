@@ -9,6 +9,7 @@ package wait
 import (
 	"github.com/redlock-go/redlock/internal/timer"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -447,6 +448,24 @@ func (ws *Waiters) Timed(channel string, took time.Duration) {
 func (ws *Waiters) WakeLocal(channel, msg string) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
+	ws.wakeAllLocked(channel, msg)
+}
+
+// WakeReleased is WakeLocal for an Unlock: owner's release with sequence
+// seq, whose message, "<owner>/<seq>", it makes only when a queue of this
+// Client hears channel.
+func (ws *Waiters) WakeReleased(channel, owner string, seq int64) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if ws.queues[channel] == nil && len(ws.links[channel]) == 0 {
+		return // nobody here waits for it
+	}
+	ws.wakeAllLocked(channel, owner+"/"+strconv.FormatInt(seq, 10))
+}
+
+// wakeAllLocked tells the queue of channel, and every queue linked to it,
+// of a release (msg, as for WakeLocal). ws.mu must be held.
+func (ws *Waiters) wakeAllLocked(channel, msg string) {
 	ws.wakeLocked(ws.queues[channel], msg)
 	for _, to := range ws.links[channel] {
 		ws.wakeLocked(ws.queues[to], msg)

@@ -80,6 +80,8 @@ type scaleRun struct {
 	Window               time.Duration
 	ClientCPU, ServerCPU time.Duration // over the window; client without the poller
 	PollerCPU            time.Duration
+	Calls                int64 // script calls (EVALSHA and EVAL) over the window, all nodes; 0 when not read
+	Nodes                int   // the nodes Calls counts
 	Sampled              int
 	Intervals            []time.Duration // between successive advances of a sampled hold's Until, sorted
 	Delays               []time.Duration // from a renewal's start (Until - lease + drift) to its advance being seen, sorted
@@ -94,6 +96,15 @@ type scaleRun struct {
 
 // rounds is how many renewal periods the window spans.
 func (r *scaleRun) rounds() float64 { return float64(r.Window) / float64(r.Period) }
+
+// callsPerNodeRound is the script calls per node per renewal round over
+// the window (renewals, and repairs where a node missed a hold).
+func (r *scaleRun) callsPerNodeRound() float64 {
+	if r.rounds() == 0 || r.Nodes == 0 {
+		return 0
+	}
+	return float64(r.Calls) / float64(r.Nodes) / r.rounds()
+}
 
 // perHoldRound is CPU per hold per renewal round.
 func (r *scaleRun) perHoldRound(cpu time.Duration) time.Duration {
@@ -277,9 +288,9 @@ func (r *scaleRun) name() string { return fmt.Sprintf("%d holds, lease %v", r.Ho
 
 // windowLog is the window's numbers for the progress log.
 func (r *scaleRun) windowLog() string {
-	return fmt.Sprintf("window %v: %d of %d renewed, %d lost; CPU client %v + server %v (poller %v); per hold per round %s + %s; interval p50/p99/max %.2f/%.2f/%.2f periods (%d); renewal seen after p50 %s max %s",
+	return fmt.Sprintf("window %v: %d of %d renewed, %d lost; CPU client %v + server %v (poller %v); per hold per round %s + %s; %.1f script calls per node per round; interval p50/p99/max %.2f/%.2f/%.2f periods (%d); renewal seen after p50 %s max %s",
 		r.Window.Round(time.Millisecond), r.Renewed, r.Alive, r.LostWindow, r.ClientCPU, r.ServerCPU, r.PollerCPU,
-		fmtDur(r.perHoldRound(r.ClientCPU)), fmtDur(r.perHoldRound(r.ServerCPU)),
+		fmtDur(r.perHoldRound(r.ClientCPU)), fmtDur(r.perHoldRound(r.ServerCPU)), r.callsPerNodeRound(),
 		r.periodsOf(pct(r.Intervals, 50)), r.periodsOf(pct(r.Intervals, 99)), r.periodsOf(pct(r.Intervals, 100)), len(r.Intervals),
 		fmtDur(pct(r.Delays, 50)), fmtDur(pct(r.Delays, 100)))
 }
@@ -447,9 +458,11 @@ func scaleWindow(cl *redlocktest.Cluster, r *scaleRun, ms []*redlock.Mutex, sc s
 		}
 	}
 	r.Alive = r.Held - countLost(ms)
+	k0 := readServers(cl, nil).calls
 	c0, s0, t0 := cpuTime(), serverCPU(cl), time.Now()
 	time.Sleep(time.Duration(r.Periods) * r.Period)
 	c1, s1 := cpuTime(), serverCPU(cl)
+	r.Calls, r.Nodes = readServers(cl, nil).calls-k0, cl.N()
 	r.Window = time.Since(t0)
 	p.finish()
 	r.PollerCPU = p.cpu

@@ -15,12 +15,18 @@
 -- which made a renewal about 15% more expensive. The script does not write
 -- hold counts or sequences, so a renewal that lands late changes nothing
 -- but the expiry of a key its owner still holds.
-local now = redis.call('time')
-local at = tostring(now[1] * 1000 + math.floor(now[2] / 1000) + ARGV[1])
+-- A user whose ACL predates this (the README's minimal ACL before
+-- +pexpireat) is not refused: where PEXPIREAT is not allowed on the keys,
+-- the script extends each key with PEXPIRE GT, as it did before.
+local cmd, when = 'pexpire', ARGV[1]
+if #KEYS > 0 and redis.acl_check_cmd('pexpireat', KEYS[1], '0', 'GT') then
+  local now = redis.call('time')
+  cmd, when = 'pexpireat', tostring(now[1] * 1000 + math.floor(now[2] / 1000) + ARGV[1])
+end
 local out = {}
 for i, key in ipairs(KEYS) do
   if redis.call('hexists', key, ARGV[i + 1]) == 1 then
-    redis.call('pexpireat', key, at, 'GT')
+    redis.call(cmd, key, when, 'GT')
     out[i] = 1
   elseif redis.call('exists', key) == 1 then
     out[i] = -1

@@ -152,7 +152,7 @@ func sleep(d time.Duration) {
 // readmeACL is the README's minimal ACL for a lock user, after "ACL SETUSER
 // <user> on ><password>": TestReadmeACLIsEnough holds the README to it.
 const readmeACL = "resetkeys ~redlock:* resetchannels &redlock:* -@all +evalsha +eval +script|load +info +ping +subscribe +unsubscribe " +
-	"+publish +pubsub|numsub +time +exists +get +set +del +hget +hset +hexists +hgetall +pexpire +pttl"
+	"+publish +pubsub|numsub +time +exists +get +set +del +hget +hset +hexists +hgetall +pexpire +pexpireat +pttl"
 
 // addUser creates user with password and the given rules on node i.
 func addUser(t *testing.T, cl *redlocktest.Cluster, i int, user, password, rules string) {

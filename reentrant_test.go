@@ -268,6 +268,39 @@ func TestOneMutexFromManyGoroutinesIsOneOwner(t *testing.T) {
 	eventuallyFree(t, cl, "shared")
 }
 
+// TestRenewalWithoutPexpireatRight: a user granted the README's minimal
+// ACL as it was before renew.lua used PEXPIREAT (without +pexpireat) keeps
+// its hold renewed, through PEXPIRE; nothing is refused.
+func TestRenewalWithoutPexpireatRight(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	urls := make([]string, 3)
+	for i := range urls {
+		addUser(t, cl, i, "old", "s3cret", strings.Replace(readmeACL, " +pexpireat", "", 1))
+		urls[i] = userURL(cl, i, "old", "s3cret")
+	}
+	log := &logSink{}
+	const lease = 900 * time.Millisecond
+	c, err := redlock.Dial(urls, redlock.WithNodeTimeout(nodeTimeout), redlock.WithLease(lease), redlock.WithLogger(slog.New(log)))
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	ctx := context.Background()
+	m := c.NewMutex("old-acl")
+	require.NoError(t, m.Lock(ctx))
+	sleep(3 * lease) // several renewals
+	select {
+	case <-m.Lost():
+		t.Fatal("the hold was lost: its renewals were refused")
+	default:
+	}
+	for i := 0; i < cl.N(); i++ {
+		ttl, err := redis.Int64(cl.Do(i, "PTTL", keyOf("old-acl")))
+		require.NoError(t, err)
+		assert.Greater(t, ttl, int64(lease/time.Millisecond/2), "node %d: renewed", i)
+	}
+	assert.False(t, log.has(slog.LevelWarn, "renewal failed"), "no renewal was refused")
+	require.NoError(t, m.Unlock(ctx))
+}
+
 // TestReadmeACLIsEnough: a user with exactly the README's minimal ACL can
 // use every call: lock, renew, wait and be woken, fence, force, inspect,
 // and the restart quarantine sees its nodes.

@@ -162,8 +162,10 @@ func (s *Store) View(now int64) (ttl int64, counts [MaxOwners]int64, held [MaxOw
 	return pttl(s.Lock, now), counts, held
 }
 
-// Renew is renew.lua for one hold: 1 extended (never shortened), 0 absent,
-// -1 another owner's.
+// Renew is renew.lua for one hold: 1 extended to now+lease (PEXPIREAT GT,
+// now the server's time at the call's start: one instant for the whole
+// call, as the model's calls are), never shortened; 0 absent; -1 another
+// owner's.
 func (s *Store) Renew(now, lease int64, owner int) int64 {
 	s.expire(now)
 	switch {

@@ -77,8 +77,11 @@ func (m *Mutex) cancelOnRisk(cancel context.CancelCauseFunc) (stop func()) {
 
 // riskCause says why the hold h can no longer be counted on.
 func (m *Mutex) riskCause(h *hold) error {
+	m.mu.Lock()
+	lost := h.lostLocked()
+	m.mu.Unlock()
 	select {
-	case <-h.lost:
+	case <-lost:
 		if err := m.c.ensureOpen(); err != nil {
 			return fmt.Errorf("redlock: lock %s: the Client was closed, which released the hold: %w", lockname.Quote(m.name), err)
 		}

@@ -19,10 +19,10 @@ import (
 // closes Lost exactly once and unregisters it from the watchdog and the
 // Client. Other files ask it; they do not touch its fields.
 type hold struct {
-	m    *Mutex
-	lost chan struct{} // closed by end
+	m *Mutex
 
 	// The fields below are protected by m.mu.
+	lost    chan struct{}  // made at the first Lost (lostLocked), closed by end
 	count   int            // reentrant count, authoritative
 	seq     int64          // sequence of the latest successful write
 	token   int64          // fencing token of the outermost acquisition (WithFencing)
@@ -85,7 +85,7 @@ func (m *Mutex) grant(prev, count int, seq, token int64, lease time.Duration, la
 		return false
 	}
 	if fresh {
-		h = &hold{m: m, lost: make(chan struct{}), token: token}
+		h = &hold{m: m, token: token}
 		if m.c.obs != nil {
 			h.began = m.c.wd.clock()
 		}
@@ -206,7 +206,9 @@ func (h *hold) endLocked(why endReason) bool {
 	if h.timer != nil {
 		h.timer.Stop()
 	}
-	close(h.lost)
+	if h.lost != nil {
+		close(h.lost)
+	}
 	h.riskLocked()
 	return true
 }
@@ -560,7 +562,20 @@ func (m *Mutex) Lost() <-chan struct{} {
 	if m.h == nil {
 		return closedChan
 	}
-	return m.h.lost
+	return m.h.lostLocked()
+}
+
+// lostLocked is the channel that end closes, made at the first call (most
+// holds are never asked: a Lock+Unlock does not pay for it); closed
+// already once the hold has ended. Under h.m.mu.
+func (h *hold) lostLocked() <-chan struct{} {
+	if h.state.ended() {
+		return closedChan
+	}
+	if h.lost == nil {
+		h.lost = make(chan struct{})
+	}
+	return h.lost
 }
 
 // Until returns the end of the current hold's validity by this process's

@@ -162,11 +162,15 @@ func TestThousandHoldsCostAFewScriptCallsPerPeriod(t *testing.T) {
 	}
 }
 
-// TestRenewalRepairsWhenAMajorityIsHeldOrFree: a hold that one node missed
-// (it never got the acquisition) survives the death of two of the nodes that
-// have it: three nodes are up, nobody else holds the lock, so the watchdog
-// writes the hold on the node that missed it and keeps a majority.
-func TestRenewalRepairsWhenAMajorityIsHeldOrFree(t *testing.T) {
+// TestRenewalDoesNotWriteBackAHoldExtendedOnNoQuorum: a hold that one node
+// missed (it never got the acquisition) and two of the nodes that have it
+// died is extended on two nodes of five, absent on one. The two dead nodes
+// may have lost it before they died (forced, evicted): then a majority was
+// free for another owner for a while. Writing it back on the node that
+// missed it would hide that possible gap, so the watchdog does not: the
+// hold is at risk, then lost at the end of its validity, and nobody else
+// can take the lock while the two nodes still have it.
+func TestRenewalDoesNotWriteBackAHoldExtendedOnNoQuorum(t *testing.T) {
 	cl := redlocktest.Start(t, 5)
 	ctx := context.Background()
 	const lease = 600 * time.Millisecond
@@ -177,18 +181,13 @@ func TestRenewalRepairsWhenAMajorityIsHeldOrFree(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, cl.Kill(0))
 	require.NoError(t, cl.Kill(1))
-	time.Sleep(3 * lease)
 	select {
 	case <-m.Lost():
-		t.Fatal("lost although three nodes are up and nobody else holds the lock")
-	default:
+	case <-time.After(3 * lease):
+		t.Fatal("a hold extended on two of five nodes was not lost at the end of its validity")
 	}
-	assert.Len(t, holders(t, cl, 4, "repair"), 1, "written back on the node that missed it")
-	other := dial(t, cl).NewMutex("repair")
-	ok, err := other.TryLock(ctx, 0, 0)
-	require.NoError(t, err)
-	assert.False(t, ok)
-	require.NoError(t, m.Unlock(ctx))
+	assert.Empty(t, holders(t, cl, 4, "repair"), "not written back on the node that missed it")
+	require.ErrorIs(t, m.Unlock(ctx), redlock.ErrNotHeld)
 }
 
 // TestRepairOnSeveralNodesInOneRound: holds missing on two nodes are

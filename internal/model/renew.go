@@ -35,21 +35,9 @@ func (r *Round) counted(c *Config) int {
 	return yes
 }
 
-// repairable is renewal.repairable.
+// repairable is vote.Renewal.Repairable: extended on a quorum.
 func (r *Round) repairable(c *Config) bool {
-	yes := r.counted(c)
-	if yes >= c.quorum() {
-		return true
-	}
-	if yes == 0 || r.Other > 0 {
-		return false
-	}
-	for n := 0; n < c.Nodes; n++ {
-		if r.Vote[n] != Failed && r.Absent[n] {
-			yes++
-		}
-	}
-	return yes >= c.quorum()
+	return r.counted(c) >= c.quorum()
 }
 
 // repair is watchdog.repair: write the hold back where its key was absent,

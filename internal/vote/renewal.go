@@ -71,23 +71,13 @@ func (r *Renewal) Gone(k int) int {
 }
 
 // Repairable reports whether hold k may be written back on the nodes where
-// its key is absent: that is a fresh acquisition there, so it needs no
-// other owner anywhere and enough nodes, held or absent, to make a
-// majority (quorum), and at least one node still holding it, so that a
-// lock forced away everywhere (ForceUnlock) stays away. A hold renewed on
-// a quorum is always repairable.
+// its key is absent: only when it was extended on a quorum (quorum). A
+// hold extended on no quorum may have had a gap: the nodes that did not
+// answer may have lost it too, and then a majority was free for another
+// owner, who may have held it and left. Writing it back would hide that
+// gap from its owner; so it is not written back, and it is lost when it
+// is gone from a majority, at risk otherwise (a later renewal that
+// reaches a quorum writes it back).
 func (r *Renewal) Repairable(k, quorum int) bool {
-	yes := int(r.yes[k])
-	if yes >= quorum {
-		return true
-	}
-	if yes == 0 || r.other[k] > 0 {
-		return false
-	}
-	for i := range r.counted {
-		if r.Counts(i, k) && r.Absent(i, k) {
-			yes++
-		}
-	}
-	return yes >= quorum
+	return int(r.yes[k]) >= quorum
 }

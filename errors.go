@@ -15,6 +15,15 @@ var (
 	// on a quorum of nodes: it never locked it, already released it, or the
 	// hold was lost (see Mutex.Lost).
 	ErrNotHeld = errors.New("redlock: lock not held")
+	// ErrLost is wrapped, beside ErrNotHeld, by the error of a call that
+	// found this owner's hold gone while the owner still counted on it: a
+	// re-entrant Lock (or TryLock, RLock) that found it forced, expired or
+	// taken on a quorum, and any acquisition after such a loss until the
+	// owner's Unlock has acknowledged it. Lost has closed by then. The
+	// acquisition neither waits nor starts a new hold in the old one's
+	// place: the owner's code must not believe it held the lock without a
+	// break. Unlock the lost hold (it says ErrNotHeld), then lock again.
+	ErrLost = errors.New("redlock: hold lost")
 	// ErrNoQuorum is returned when too few nodes answered to decide: the
 	// answers that came could not make or rule out a majority (N/2+1). The
 	// error says how many said yes, no, or failed, and wraps a *NodeError

@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -39,6 +40,7 @@ type hold struct {
 	began   time.Duration // when it started, on the watchdog's clock (watchdog.clock); set only with an Observer
 	risk    chan struct{} // made by atRisk's first caller (Do), closed by failedRenewal or end; nil until then
 	risky   bool          // a renewal failed to reach a quorum while the hold lasted
+	unacked bool          // ended by a loss its owner may not know of: acquisitions fail with ErrLost until an Unlock (see reentry)
 
 	// The hold's keys, then its owner field, as renew.lua's arguments,
 	// boxed at its first renewal (see renewArgs).
@@ -111,6 +113,40 @@ func (m *Mutex) grant(prev, count int, seq, token int64, lease time.Duration, la
 		m.c.wd.add(h)
 	}
 	return true
+}
+
+// reentry returns the count of m's current hold and the hold (0 and nil
+// when m holds nothing), for an acquisition: one that finds a hold is
+// re-entrant. While m's last hold ended by a loss that no Unlock has
+// acknowledged yet, it returns ErrLost's error instead: the owner may
+// still count on that hold, and an acquisition must not stand in for it.
+func (m *Mutex) reentry() (int, *hold, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	h := m.h
+	switch {
+	case h == nil:
+		return 0, nil, nil
+	case h.state == owed && h.unacked:
+		return 0, nil, m.lostError("this owner's hold was lost and no Unlock has acknowledged it: Unlock it (ErrNotHeld), then lock again")
+	case h.state.ended():
+		return 0, nil, nil
+	}
+	return h.count, h, nil
+}
+
+// lostError is the error of an acquisition that found this owner's hold
+// lost, why.
+func (m *Mutex) lostError(why string) error {
+	return fmt.Errorf("redlock: lock %s: %s: %w (%w)", lockname.Quote(m.name), why, ErrLost, ErrNotHeld)
+}
+
+// gone ends the hold as lost, after a call of its owner found it gone on
+// a majority (why), and returns the error that call returns: Lost closes,
+// and the owner's acquisitions fail with ErrLost until its Unlock.
+func (h *hold) gone(why string) error {
+	h.end(endTaken)
+	return h.m.lostError(why)
 }
 
 // current returns m's hold while it lasts, nil when m holds nothing.
@@ -198,6 +234,7 @@ func (h *hold) endLocked(why endReason) bool {
 	switch why {
 	case endExpired, endTaken:
 		h.state = owed
+		h.unacked = why == endTaken || h.renew // a fixed lease that runs out is no loss
 	case endUnconfirmed:
 		h.state = unsure
 	default:
@@ -375,12 +412,13 @@ func (h *hold) free() {
 }
 
 // finish records that an Unlock of the ended hold told its owner what was
-// left to tell: a lost hold's delete was sent (owed), or its release
-// finished (unsure, freed). Nothing is owed after it.
+// left to tell: a lost hold's delete was sent (owed) and the loss
+// acknowledged, or its release finished (unsure, freed). Nothing is owed
+// after it.
 func (h *hold) finish() {
 	h.m.mu.Lock()
 	if h.state.ended() {
-		h.state = over
+		h.state, h.unacked = over, false
 	}
 	h.m.mu.Unlock()
 }

@@ -163,7 +163,7 @@ func (m *Mutex) acquireWith(ctx context.Context, maxWait, lease time.Duration, w
 	}
 	var a attempt
 	queue, lately := m.c.waiters.Contention(m.channel)
-	if maxWait >= 0 || !queue || m.holds() {
+	if maxWait >= 0 || !queue || m.counts() {
 		// A Lock of a contended lock joins the queue without a first
 		// attempt (see contention); a re-entrant one never waits. On a
 		// lock waited for lately, the first attempt tells the waiters of
@@ -172,7 +172,7 @@ func (m *Mutex) acquireWith(ctx context.Context, maxWait, lease time.Duration, w
 		if lately && (a.ok || a.split) {
 			m.c.waiters.TookTurn(m.channel, max(a.subs+1, 0)) // this Client was not subscribed
 		}
-		if a.ok || maxWait == 0 || m.c.authRefused(a.err) {
+		if a.ok || a.again || maxWait == 0 || m.c.authRefused(a.err) {
 			return a.ok, a.err
 		}
 	}
@@ -184,6 +184,14 @@ func (m *Mutex) acquireWith(ctx context.Context, maxWait, lease time.Duration, w
 func (m *Mutex) holds() bool {
 	count, _, _ := m.holding()
 	return count > 0
+}
+
+// counts reports whether this owner counts on a hold: it holds the lock,
+// or lost its hold and its Unlock has not acknowledged the loss (an
+// acquisition then fails with ErrLost, see reentry).
+func (m *Mutex) counts() bool {
+	_, h, err := m.reentry()
+	return h != nil || err != nil
 }
 
 // try makes one acquisition round. intent, when not empty, is a waiter's,
@@ -202,7 +210,10 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew bool, intent
 	defer m.op.Unlock()
 
 	c := m.c
-	prev, _, _ := m.holding()
+	prev, h, err := m.reentry()
+	if err != nil {
+		return attempt{err: err, again: true}
+	}
 	seq := m.seq.Add(1)
 	dr := drift(lease, c.opts.driftFactor)
 	c.useLease(lease)
@@ -242,8 +253,19 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew bool, intent
 	var a attempt
 	if ok {
 		a = attempt{ok: true, subs: subs}
+		if h != nil {
+			c.wd.writeBack(ctx, h, r)
+		}
 	} else {
-		a = m.failedAttempt(ctx, r, lease, elapsed, subs, lostMeanwhile, fenceErr, undoErr)
+		var lost error
+		switch {
+		case lostMeanwhile:
+			lost = m.lostError("the hold ended while this re-entrant acquisition was made")
+		case h != nil && r.ballot.Denied():
+			lost = h.gone("this re-entrant acquisition found it gone on a majority (forced, expired or taken)")
+		}
+		a = m.failedAttempt(ctx, r, lease, elapsed, subs, lost, fenceErr, undoErr)
+		a.again = h != nil // a re-entrant attempt never waits
 	}
 	if c.obs != nil {
 		c.attemptDone(ctx, m, r, a, since(start))
@@ -252,10 +274,10 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew bool, intent
 }
 
 // failedAttempt is the attempt of a round r that did not acquire the
-// lock, after elapsed; fenceErr and undoErr are the errors of its fencing
-// token's write-back and of its rollback; lostMeanwhile says that it won,
-// re-entrant, after its hold ended.
-func (m *Mutex) failedAttempt(ctx context.Context, r *round, lease, elapsed time.Duration, subs int, lostMeanwhile bool, fenceErr, undoErr error) attempt {
+// lock, after elapsed; lost, when not nil, says that the hold it
+// re-entered is lost; fenceErr and undoErr are the errors of its fencing
+// token's write-back and of its rollback.
+func (m *Mutex) failedAttempt(ctx context.Context, r *round, lease, elapsed time.Duration, subs int, lost, fenceErr, undoErr error) attempt {
 	a := attempt{freeIn: m.freeIn(r, lease), split: r.ballot.Yes > 0, held: r.ballot.No >= r.ballot.Need, subs: subs, took: elapsed}
 	a.blocked = make([]bool, len(r.nodes))
 	if a.split {
@@ -268,12 +290,12 @@ func (m *Mutex) failedAttempt(ctx context.Context, r *round, lease, elapsed time
 		}
 	}
 	switch {
+	case lost != nil:
+		a.err = lost
 	case ctx.Err() != nil:
 		a.err, a.ended = ctx.Err(), undoErr == nil
 	case fenceErr != nil:
 		a.err = fenceErr
-	case lostMeanwhile:
-		a.err = fmt.Errorf("redlock: lock %s: the hold ended (its validity ran out) while this re-entrant acquisition was made: %w", lockname.Quote(m.name), ErrNotHeld)
 	case r.ballot.Won():
 		a.err = fmt.Errorf("redlock: lock %s: acquired too late: %v elapsed of a %v lease", lockname.Quote(m.name), elapsed.Round(time.Microsecond), lease)
 	case !r.ballot.Denied():
@@ -608,15 +630,31 @@ func (m *Mutex) IsLocked(ctx context.Context) (bool, error) {
 }
 
 // IsHeld reports whether this owner holds the lock on a quorum of nodes.
-// It returns ErrNoQuorum when too few nodes answered to tell.
+// It returns ErrNoQuorum when too few nodes answered to tell. When a
+// majority says this owner's hold is gone (forced, expired or taken) while
+// the owner still counts on it, the hold ends as lost: Lost closes, and
+// the owner's next acquisition fails with ErrLost until its Unlock has
+// acknowledged the loss.
 func (m *Mutex) IsHeld(ctx context.Context) (bool, error) {
-	return m.inspect(ctx, "is held", func(s script.State) bool { return s.Count > 0 })
+	if err := m.ensureUsable(ctx); err != nil {
+		return false, err
+	}
+	h := m.current()
+	held, err := m.inspect(ctx, "is held", func(s script.State) bool { return s.Count > 0 })
+	if err == nil && !held && h != nil {
+		m.op.Lock() // not while one of m's own rounds is out: a release deletes what it reads
+		if m.current() == h {
+			h.gone("IsHeld or HoldCount found it gone on a majority")
+		}
+		m.op.Unlock()
+	}
+	return held, err
 }
 
 // HoldCount returns how many times this owner holds the lock: the count of
 // its current hold when it holds the lock on a quorum of nodes, 0 when it
-// does not (or the hold was lost). It returns ErrNoQuorum when too few nodes
-// answered to tell.
+// does not (or the hold was lost: then Lost closes, as with IsHeld). It
+// returns ErrNoQuorum when too few nodes answered to tell.
 func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
 	held, err := m.IsHeld(ctx)
 	if err != nil || !held {

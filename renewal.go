@@ -416,6 +416,37 @@ func (wd *watchdog) repair(ctx context.Context, r *renewal) {
 	}
 }
 
+// writeBack writes the hold h back, as a renewal's repair does, on the
+// nodes where its re-entrant acquisition r, which reached a quorum, found
+// it absent (acquire.lua never re-creates a hold it re-enters): nodes that
+// missed its first acquisition or restarted empty get its count now, not
+// at the next renewal. Only for a hold the watchdog renews (see
+// hold.repairing), as a renewal's repair.
+func (wd *watchdog) writeBack(ctx context.Context, h *hold, r *round) {
+	var rn *renewal
+	for i, sl := range r.nodes {
+		if !sl.got || sl.vote != vote.No {
+			continue
+		}
+		if a, err := script.ParseAcquire(r.reply(i)); err != nil || a.N != -2 {
+			continue
+		}
+		if rn == nil {
+			rn = &renewal{Renewal: vote.NewRenewal(len(r.nodes), 1), hs: []*hold{h}}
+			for j, sl := range r.nodes {
+				rn.Count(j, true, nil)
+				if sl.got && sl.vote == vote.Yes {
+					rn.Answer(j, 0, 1)
+				}
+			}
+		}
+		rn.Answer(i, 0, 0)
+	}
+	if rn != nil {
+		wd.repair(ctx, rn)
+	}
+}
+
 // mayLand reports whether a call of res, or a part of one split by shard,
 // failed after it may have been written: it may still run on the node.
 func mayLand(res batchResult) bool {

@@ -27,6 +27,7 @@ type attempt struct {
 	subs    int                  // ok or split, and told its take: the clients subscribed (acquire.lua); -1: not told
 	took    time.Duration        // how long the attempt took
 	ended   bool                 // err is only ctx.Err(): it tells nothing of the nodes
+	again   bool                 // a re-entrant attempt, or one refused by a loss not yet acknowledged: it never waits
 	nodes   []observe.NodeResult // failed for want of a quorum: what each node did (see stall); nil otherwise
 }
 
@@ -131,6 +132,8 @@ func (c *Client) waitTurns(ctx context.Context, k *contender, w *wait.Waiter, ex
 		switch {
 		case next.ok:
 			return true, nil
+		case next.again:
+			return false, next.err // re-entrant: this owner held it meanwhile (same owner, another goroutine)
 		case errors.Is(next.err, ErrClosed):
 			return false, ErrClosed
 		case c.authRefused(next.err):

@@ -61,6 +61,9 @@ func AcquireAll(now int64, locks []*Store, a AcquireArgs) AcquireReply {
 		if held[i] = s.Owners[a.Owner].HasSeq; held[i] {
 			continue
 		}
+		if a.Count > 1 { // a re-entry whose hold is gone here: never re-created
+			return AcquireReply{N: pttl(s.Lock, now), Subs: -1}
+		}
 		if s.Lock.Exists {
 			longest(pttl(s.Lock, now))
 		}

@@ -26,6 +26,9 @@ func (s *RWStore) Read(now int64, a ReadArgs) AcquireReply {
 	if s.W.marked(a.Owner, a.Seq) {
 		return AcquireReply{Subs: -1}
 	}
+	if a.Count > 1 && !s.Own[a.Owner].F.HasSeq { // a re-entry whose hold is gone here
+		return AcquireReply{N: -2, Subs: -1}
+	}
 	if s.W.Lock.Exists && !hasSeq(&s.W, a.Peer) {
 		p := pttl(s.W.Lock, now)
 		if px := max(p, 0) + a.Grace; pttl(s.Behind, now) < px {
@@ -82,7 +85,7 @@ func (s *RWStore) Write(now int64, a WriteArgs) AcquireReply {
 		return AcquireReply{Subs: -1}
 	}
 	f := w.Owners[a.Owner]
-	if !f.HasSeq && w.Lock.Exists {
+	if !f.HasSeq && (a.Count > 1 || w.Lock.Exists) { // taken, or a re-entry whose hold is gone here
 		return AcquireReply{N: pttl(w.Lock, now), Subs: -1}
 	}
 	if !f.HasSeq && s.Behind.Exists {

@@ -6,7 +6,9 @@
 --          lock: "<stamp>/<owner>" of the oldest waiter that was refused
 --          it, with a PTTL (the slots of a semaphore share one)
 -- ARGV[1]  owner field ("<client id>:<owner id>")
--- ARGV[2]  hold count to record (the client's authoritative count)
+-- ARGV[2]  hold count to record (the client's authoritative count); above
+--          1 the acquisition is re-entrant: the owner counts on a hold it
+--          has, and never creates a lock here that it does not hold
 -- ARGV[3]  lease in milliseconds
 -- ARGV[4]  attempt sequence number of this owner (increasing)
 -- ARGV[5]  '0', or, for a new hold with fencing on, how long the fencing
@@ -36,7 +38,10 @@
 --          lock it does not hold here and whose intent does not go first,
 --          for that PTTL and ARGV[7] more; or
 --          {0, 0} when this attempt was already rolled back (it arrived
---          late, after its own rollback; nobody waits for that answer).
+--          late, after its own rollback; nobody waits for that answer);
+--          {0, pttl} also for a re-entrant acquisition (ARGV[2] > 1) on a
+--          node where the owner does not hold every lock: its hold is gone
+--          here (pttl -2: the lock is absent), and nothing is written.
 -- All or none: nothing is written unless every lock is free or the
 -- owner's. The field ARGV[1]..'#' keeps the sequence of the owner's latest
 -- write, so a late, reordered write of an older attempt changes nothing.
@@ -45,6 +50,7 @@
 -- here takes its own intent on it away.
 local seqf = ARGV[1] .. '#'
 local n = #KEYS / 4
+local reentry = tonumber(ARGV[2]) > 1
 local stamp, waiter, first
 if ARGV[6] ~= '0' then
   stamp, waiter = string.match(ARGV[6], '^(%d+)/(.*)$')
@@ -73,6 +79,9 @@ for i = 1, n do
   local pttl = redis.call('pttl', lock)
   pttls[i] = pttl
   seqs[i] = pttl ~= -2 and redis.call('hget', lock, seqf)
+  if reentry and not seqs[i] then
+    return {0, pttl} -- the hold it re-enters is gone here: never re-created
+  end
   if not seqs[i] then
     if pttl ~= -2 and (not wait or (wait >= 0 and (pttl < 0 or pttl > wait))) then
       wait = pttl

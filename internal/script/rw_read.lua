@@ -10,7 +10,9 @@
 -- KEYS[6]  the readers' intent: readers wait behind a write hold, and go
 --          before the next writer (see rw_write.lua); with a PTTL
 -- ARGV[1]  reader owner field
--- ARGV[2]  hold count to record
+-- ARGV[2]  hold count to record; above 1 the acquisition is re-entrant:
+--          where this reader's own hash does not have it, it answers
+--          {0, -2} and writes nothing (its hold is gone here)
 -- ARGV[3]  lease in milliseconds
 -- ARGV[4]  attempt sequence number of this owner (increasing)
 -- ARGV[5]  the owner field of the same RWMutex's writer side: its write
@@ -32,6 +34,9 @@ local seqf = ARGV[1] .. '#'
 local mark = redis.call('hget', KEYS[3], ARGV[1])
 if mark and tonumber(mark) >= tonumber(ARGV[4]) then
   return {0, 0}
+end
+if tonumber(ARGV[2]) > 1 and not redis.call('hget', KEYS[2], seqf) then
+  return {0, -2} -- a re-entry whose hold is gone here: never re-created
 end
 local grace = tonumber(ARGV[6])
 if redis.call('exists', KEYS[4]) == 1 and not redis.call('hget', KEYS[4], ARGV[5] .. '#') then

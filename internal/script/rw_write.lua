@@ -7,7 +7,9 @@
 -- KEYS[5]  a waiting writer's intent
 -- KEYS[6]  the readers' intent (see rw_read.lua)
 -- ARGV[1]  writer owner field
--- ARGV[2]  hold count to record
+-- ARGV[2]  hold count to record; above 1 the acquisition is re-entrant:
+--          where the writer holds nothing it answers {0, pttl} (-2: absent)
+--          and writes nothing (its hold is gone here)
 -- ARGV[3]  lease in milliseconds
 -- ARGV[4]  attempt sequence number of this owner (increasing)
 -- ARGV[5]  '0', or, for a new hold with fencing on, how long the counter
@@ -39,6 +41,9 @@ if mark and tonumber(mark) >= tonumber(ARGV[4]) then
   return {0, 0}
 end
 local seq = redis.call('hget', KEYS[1], seqf)
+if not seq and tonumber(ARGV[2]) > 1 then
+  return {0, redis.call('pttl', KEYS[1])} -- a re-entry whose hold is gone here
+end
 if not seq and redis.call('exists', KEYS[1]) == 1 then
   return {0, redis.call('pttl', KEYS[1])}
 end

@@ -6,7 +6,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redlock-go/redlock/internal/node"
 	"github.com/redlock-go/redlock/internal/script"
+	"github.com/redlock-go/redlock/internal/timer"
 )
 
 // Waiters' intents keep an owner that waits for several locks at once (a
@@ -29,24 +31,31 @@ import (
 // waiters are in one order, the oldest is never refused by another's
 // intent, and none waits for another in a cycle: no deadlock.
 //
-// An intent lives for the longest PTTL of what refused its waiter and
-// intentMargin more, renewed by each of its attempts; the owner that
+// An intent lives only while its waiter does: it is left with a short
+// lease (intentLease, four node timeouts: one second by default), and the
+// Client's keeper refreshes the intents of every wait under way, a third
+// of that lease apart (refresh.lua), whatever the leases of the holds they
+// wait for. A waiter whose process died refreshes nothing: its intents
+// keep free names refused for at most their lease. Each attempt of a
+// waiter leaves its intent again where it is refused; the owner that
 // takes a lock takes its own intent on it away, and a waiter that stops
-// waiting withdraws its intents (internal/script/withdraw.lua), telling the other
-// waiters, so that they need not wait for them to expire. A waiter whose
-// process died leaves its intents to expire. Stamps come from clients'
-// clocks: a client whose clock is behind by d puts its waiters up to d
-// ahead of others, which delays, but never stops, the others' turns.
+// waiting withdraws its intents (internal/script/withdraw.lua), telling
+// the other waiters, so that they need not wait for them to expire.
+// Stamps come from clients' clocks: a client whose clock is behind by d
+// puts its waiters up to d ahead of others, which delays, but never
+// stops, the others' turns. A waiting RWMutex writer's intent (rw.go) is
+// kept the same way.
 //
 // A Mutex of one name leaves no intent: its waiters take turns through
 // the Client's queue and pub/sub (internal/wait). It obeys the intents that
 // MultiMutex waiters leave on its name.
 
-// intentMargin is how long a waiter's intent outlives what refused it,
-// in milliseconds (acquire.lua's ARGV[7]): four node timeouts, as for a
-// waiting writer's (rw.go), time for its next attempt to renew it.
-func (c *Client) intentMargin() int64 {
-	return max((4 * c.opts.nodeTimeout).Milliseconds(), 1)
+// intentLease is the lease of a waiter's intent (acquire.lua's ARGV[7],
+// slots.lua's ARGV[2], rw_write.lua's ARGV[6]): four node timeouts, one
+// second by default. The keeper refreshes it every third of that while
+// its waiter waits; it outlives a waiter that died by that much at most.
+func (c *Client) intentLease() time.Duration {
+	return max(4*c.opts.nodeTimeout, time.Millisecond)
 }
 
 // intentOf is the intent of a waiter called waiter (an owner field) whose
@@ -55,43 +64,112 @@ func intentOf(start time.Time, waiter string) string {
 	return strconv.FormatInt(max(start.UnixMilli(), 1), 10) + "/" + waiter
 }
 
-// waitIntents are the intents of a Client's waits under way: Close
-// withdraws them, since a wait that Close ends cannot.
+// waitIntents are the intents of a Client's waits under way: its keeper
+// refreshes them while the waits last, and Close withdraws them, since a
+// wait that Close ends cannot. One keeper loop per Client, started with
+// the first wait that leaves an intent.
 type waitIntents struct {
+	c    *Client
+	loop node.Worker
+	wake chan struct{} // capacity 1: an intent was added
+
 	mu   sync.Mutex
-	live map[string]intentKeys // by intent
+	live map[*liveIntent]struct{} // protected by mu
+}
+
+// liveIntent is one wait's intent: its value as the nodes hold it, and
+// where it is left.
+type liveIntent struct {
+	value string
+	at    intentKeys
 }
 
 // intentKeys are where one wait leaves its intent, and the channels of
 // its locks.
 type intentKeys struct{ keys, channels []string }
 
-// add records a wait's intent, left on keys.
-func (w *waitIntents) add(intent string, k intentKeys) {
+// add records a wait's intent, left on k, and has the keeper refresh it
+// until remove.
+func (w *waitIntents) add(value string, k intentKeys) *liveIntent {
+	li := &liveIntent{value: value, at: k}
 	w.mu.Lock()
 	if w.live == nil {
-		w.live = make(map[string]intentKeys)
+		w.live = make(map[*liveIntent]struct{})
+		w.wake = make(chan struct{}, 1)
 	}
-	w.live[intent] = k
+	w.live[li] = struct{}{}
+	wake := w.wake
 	w.mu.Unlock()
+	select {
+	case wake <- struct{}{}:
+	default:
+	}
+	w.loop.Start(w.c.goRun, w.keep)
+	return li
 }
 
 // remove forgets a wait's intent.
-func (w *waitIntents) remove(intent string) {
+func (w *waitIntents) remove(li *liveIntent) {
 	w.mu.Lock()
-	delete(w.live, intent)
+	delete(w.live, li)
 	w.mu.Unlock()
+}
+
+// list returns the intents of the waits under way.
+func (w *waitIntents) list() []*liveIntent {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ls := make([]*liveIntent, 0, len(w.live))
+	for li := range w.live {
+		ls = append(ls, li)
+	}
+	return ls
+}
+
+// keep is the keeper's loop: while waits are under way, it refreshes
+// their intents on every node a third of the intent lease apart, in one
+// round trip per node, each bounded by the node timeout; until Close.
+func (w *waitIntents) keep() {
+	c := w.c
+	lease := c.intentLease()
+	every := lease / 3
+	for {
+		ls := w.list()
+		if len(ls) == 0 {
+			select {
+			case <-w.wake:
+				continue
+			case <-c.ctx.Done():
+				return
+			}
+		}
+		t := timer.Start(every)
+		select {
+		case <-t.C:
+		case <-c.ctx.Done():
+			timer.Stop(t)
+			return
+		}
+		timer.Stop(t)
+		ls = w.list()
+		if len(ls) == 0 {
+			continue
+		}
+		cl := make([]call, len(ls))
+		for i, li := range ls {
+			cl[i] = script.RefreshCall(li.at.keys, li.value, lease.Milliseconds())
+		}
+		c.broadcast(c.ctx, c.opts.nodeTimeout, func(int) []call { return cl })
+	}
 }
 
 // withdrawAll withdraws the intents of every wait under way, for Close,
 // within ctx.
 func (c *Client) withdrawAll(ctx context.Context) {
-	c.intents.mu.Lock()
 	var cl []call
-	for intent, k := range c.intents.live {
-		cl = append(cl, withdrawCall(intent, false, k))
+	for _, li := range c.intents.list() {
+		cl = append(cl, withdrawCall(li.value, false, li.at))
 	}
-	c.intents.mu.Unlock()
 	if len(cl) > 0 {
 		c.broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return cl })
 	}
@@ -107,19 +185,18 @@ func withdrawCall(intent string, won bool, k intentKeys) call {
 	return script.WithdrawCall(k.keys, intent, channels)
 }
 
-// withdraw takes the intent, left on the keys intents, back from every
-// node. A waiter that stopped waiting (won false) tells their channels'
-// waiters and waits, bounded by the node timeout; one that got in leaves
+// withdraw takes the intent li back from every node. A waiter that
+// stopped waiting (won false) tells their channels' waiters and waits, bounded by the node timeout; one that got in leaves
 // what it held to its own release's news and does not wait: its winning
 // round may have left the intent on a node that refused it, which would
 // keep younger waiters out there until it expired. Where it fails, the
 // intents expire by themselves.
-func (c *Client) withdraw(ctx context.Context, intent string, won bool, k intentKeys) {
+func (c *Client) withdraw(ctx context.Context, li *liveIntent, won bool) {
 	if c.ensureOpen() != nil {
 		return // Close withdraws it (withdrawAll)
 	}
-	defer c.intents.remove(intent)
-	cl := []call{withdrawCall(intent, won, k)}
+	defer c.intents.remove(li)
+	cl := []call{withdrawCall(li.value, won, li.at)}
 	if !won {
 		c.broadcast(context.WithoutCancel(ctx), c.opts.nodeTimeout, func(int) []call { return cl })
 		return

@@ -134,11 +134,14 @@ func (r *diffRWRun) dumpKeys() []interface{} {
 func (r *diffRWRun) batch(k int) {
 	calls := make([]diffRWCall, k)
 	keys := r.dumpKeys()
+	made := time.Now()
+	defer diffSlack.Store(0)
 	for i := range calls {
 		calls[i] = r.next()
 		require.NoError(r.t, r.conn.Send("EVALSHA", calls[i].args...))
 		require.NoError(r.t, r.dump.Send(r.conn, keys...))
 	}
+	diffSlack.Store(time.Since(made).Milliseconds()) // see diffSlack
 	require.NoError(r.t, r.conn.Flush())
 	var last []interface{}
 	for i, c := range calls {
@@ -249,14 +252,14 @@ func (r *diffRWRun) read(now int64) diffRWCall {
 
 func (r *diffRWRun) write(now int64) diffRWCall {
 	l := r.lw()
-	a := model.WriteArgs{Owner: r.owner(), Count: 1 + r.rng.Int64N(3), Lease: r.ttl(), Seq: r.seq(), Margin: r.ttl(), Grace: r.ttl()}
+	a := model.WriteArgs{Owner: r.owner(), Count: 1 + r.rng.Int64N(3), Lease: r.ttl(), Seq: r.seq(), IntentLease: r.ttl(), Grace: r.ttl()}
 	if r.rng.IntN(2) == 0 {
 		a.FenceTTL = r.ttl()
 	}
 	var peer string
 	a.Peer, peer = r.peer()
 	got := l.m.Write(now, a)
-	args := sha(&script.RWWrite, 6, l.lock, l.marks, l.fence, l.readers, l.intent, l.behind, diffOwners[a.Owner], a.Count, a.Lease, a.Seq, a.FenceTTL, a.Margin, l.ownPrefix(), peer, a.Grace)
+	args := sha(&script.RWWrite, 6, l.lock, l.marks, l.fence, l.readers, l.intent, l.behind, diffOwners[a.Owner], a.Count, a.Lease, a.Seq, a.FenceTTL, a.IntentLease, l.ownPrefix(), peer, a.Grace)
 	return diffRWCall{args: args, want: []int64{b2i(got.Yes), got.N}, tol: []bool{false, true}}
 }
 

@@ -35,9 +35,11 @@ const maxMultiNames = 1024
 // when its intent got there end, whatever the others' luck, and each
 // waiter becomes the oldest in turn: a bound on each owner's wait, not
 // only on the average. An intent only refuses, so it never makes two
-// holders, and lives the longest lease of what refused its waiter and
-// four node timeouts more unless the waiter renews it; a waiter that stops
-// waiting takes its intents back. Stamps come from the clients' clocks: a
+// holders, and lives only while its waiter does: a lease of four node
+// timeouts (one second by default) that the waiting Client refreshes, so
+// a waiter whose process died keeps free names refused for that long at
+// most, whatever the leases of the holds it waited for; a waiter that
+// stops waiting takes its intents back. Stamps come from the clients' clocks: a
 // client whose clock is behind by d goes up to d ahead of the others. A
 // Mutex of one name leaves no intent (its waiters take turns through the
 // Client's queue), but obeys those on its name.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock/internal/node"
+	"github.com/redlock-go/redlock/internal/script"
 	"github.com/redlock-go/redlock/internal/vote"
 	"github.com/redlock-go/redlock/observe"
 )
@@ -66,8 +67,22 @@ func (c *Client) attemptDone(ctx context.Context, m *Mutex, r *round, a attempt,
 	b := r.ballot
 	c.obs.AttemptDone(ctx, observe.Attempt{
 		Lock: m.name, Outcome: acquireOutcome(ctx, a.ok, a.err), Took: took,
-		Yes: b.Yes, No: b.No, Failed: b.Failed, Nodes: r.nodeResults(), Err: a.err,
+		Yes: b.Yes, No: b.No, Failed: b.Failed, Ahead: aheadIn(r), Nodes: r.nodeResults(), Err: a.err,
 	})
+}
+
+// aheadIn is on how many nodes that said no to the acquisition round r
+// only older waiters' intents refused it (see acquire.lua).
+func aheadIn(r *round) int {
+	n := 0
+	for i, sl := range r.nodes {
+		if sl.got && sl.vote == vote.No {
+			if a, err := script.ParseAcquire(r.reply(i)); err == nil && a.Ahead {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // watching is what an observed acquisition records of its wait.

@@ -190,6 +190,7 @@ func newClient(nodes []*Node, o options) (*Client, error) {
 	c.recheckVotes()
 	c.wd = newWatchdog(c)
 	c.rel = newReleaser(c)
+	c.intents.c = c
 	warnFewNodes(o, len(nodes))
 	return c, nil
 }

@@ -124,7 +124,10 @@ func (m *Mutex) LockLease(ctx context.Context, lease time.Duration) error {
 // TryLock tries to take the lock within wait: with wait 0 it makes a single
 // attempt. With lease 0 the hold is renewed by the watchdog as with Lock,
 // otherwise it lasts lease. It returns (true, nil) when held; (false, nil)
-// when another owner held the lock for the whole wait; (false, err) with
+// when another owner held the lock for the whole wait, or, for one name, an
+// older waiter was ahead: a MultiMutex's or a Semaphore's waiter whose
+// intent is on it goes first (see NewMultiMutex; the Observer's
+// observe.Attempt counts such nodes in Ahead); (false, err) with
 // errors.Is(err, ErrNoQuorum) when too few nodes answered to decide (err
 // wraps every node's error), an error wrapping ctx.Err() when ctx ended
 // first, or the rollback errors of a failed last attempt. A negative wait or
@@ -382,8 +385,11 @@ func (m *Mutex) await(ctx context.Context, maxWait, lease time.Duration, renew b
 	c := m.c
 	queue := m.queue()
 	k := contender{what: "lock", name: m.name, channels: m.channels(), queue: queue, owner: m, exclusive: !m.shared, lease: lease}
-	if m.leavesIntent() {
+	switch {
+	case m.leavesIntent():
 		k.field, k.intentKeys = m.field, m.intentKeys()
+	case m.side != nil && m.side.intent != "":
+		k.fixed, k.intentKeys = m.field, intentKeys{keys: []string{m.side.intent}}
 	}
 	k.try = func(intent string) attempt {
 		start := now()

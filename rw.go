@@ -22,9 +22,10 @@ import (
 // a writer that finds readers inside leaves its intent on the nodes, which
 // keeps new readers out (readers that already hold may re-enter) until the
 // readers inside have left and the writer got in, or the intent expired:
-// it lives the readers' longest remaining lease and four node timeouts
-// more, and the waiting writer renews it with each attempt, and takes it
-// back when it stops waiting. Readers are not starved by a stream of
+// it lives four node timeouts (one second by default), refreshed by the
+// waiting writer's Client while it waits, so a writer whose process died
+// keeps new readers out for that long at most; the writer takes it back
+// when it stops waiting. Readers are not starved by a stream of
 // writers (phase-fair): a reader that finds a write hold leaves the
 // readers' intent on the nodes, and after that hold ends the next writer
 // is kept out until the readers woken by its release got in: for a grace
@@ -76,7 +77,7 @@ func (c *Client) NewRWMutex(name string) *RWMutex {
 				side: &rwSide{kind: repairReader, other: rw.w.key, peer: rw.w.field}},
 		}
 	})
-	rw.w.side = &rwSide{kind: repairWriter, other: rw.r.key, peer: rw.r.field, own: rw.own}
+	rw.w.side = &rwSide{kind: repairWriter, other: rw.r.key, peer: rw.r.field, own: rw.own, intent: rw.intent}
 	rw.r.shared = true
 	rw.w.via, rw.r.via = rw.writeCall, rw.readCall
 	return rw
@@ -96,10 +97,11 @@ const (
 // before it writes one of its keys back on a node: the other side must not
 // hold the name there (see internal/script/repair.lua).
 type rwSide struct {
-	kind  string // repairReaders, repairReader or repairWriter
-	other string // the other side's key: the writer's lock hash for a reader, the readers' hash for the writer
-	peer  string // the owner field of the same RWMutex's other side, which does not exclude this one (a downgrade)
-	own   string // for the writer: what a reader's own hash is named after its owner field
+	kind   string // repairReaders, repairReader or repairWriter
+	other  string // the other side's key: the writer's lock hash for a reader, the readers' hash for the writer
+	peer   string // the owner field of the same RWMutex's other side, which does not exclude this one (a downgrade)
+	own    string // for the writer: what a reader's own hash is named after its owner field
+	intent string // for the writer: its intent's key, while it waits for readers (kept alive by the Client's keeper, see intent.go)
 }
 
 // Name returns the lock's name; "" for a nil RWMutex.
@@ -139,8 +141,7 @@ func (rw *RWMutex) readCall(count int, leaseMs, seq, _ int64) call {
 // writeCall is rw_write.lua's call for an attempt of the writer side.
 func (rw *RWMutex) writeCall(count int, leaseMs, seq, fencing int64) call {
 	w := rw.w
-	margin := (4 * w.c.opts.nodeTimeout).Milliseconds()
-	return script.RWWriteCall(rw.keys(), w.field, count, leaseMs, seq, fencing, margin, rw.own, rw.r.field, rw.grace())
+	return script.RWWriteCall(rw.keys(), w.field, count, leaseMs, seq, fencing, w.c.intentLease().Milliseconds(), rw.own, rw.r.field, rw.grace())
 }
 
 // keys returns the lock's keys, as its scripts take them.

@@ -468,7 +468,7 @@ func (s *Semaphore) scanSlots(ctx context.Context, intent string) *slotTally {
 	c := s.c
 	scan := s.scan
 	if intent != "" {
-		scan = script.SlotsCall(s.keys, intent, c.intentMargin())
+		scan = script.SlotsCall(s.keys, intent, c.intentLease().Milliseconds())
 	}
 	t := newSlotTally(s, c.launch(scan, vote.Slots(s.permits), nil))
 	t.r.collect(ctx, t.certain)

@@ -43,6 +43,7 @@ type contender struct {
 	exclusive  bool                        // a win has the next waiter wait for its release, lease (see dequeue)
 	lease      time.Duration               // the lease of a hold it takes
 	field      string                      // the waiter its intent names; "": it leaves none (see intent.go)
+	fixed      string                      // or a waiting writer's intent, its owner field, which its lock withdraws (see RWMutex.lockWrite)
 	intentKeys intentKeys                  // where its intent goes
 	try        func(intent string) attempt // one attempt at the queue's head
 }
@@ -65,16 +66,21 @@ func (c *Client) await(ctx context.Context, maxWait time.Duration, a attempt, k 
 		defer c.waiters.Unlink(k.channels[0], k.queue)
 	}
 	var intent string
-	if k.field != "" {
+	var li *liveIntent
+	switch {
+	case k.field != "":
 		intent = intentOf(now().Add(-a.took), k.field)
-		c.intents.add(intent, k.intentKeys)
+		li = c.intents.add(intent, k.intentKeys)
+	case k.fixed != "":
+		li = c.intents.add(k.fixed, k.intentKeys) // refreshed while it waits
+		defer c.intents.remove(li)
 	}
 	w := c.waiters.Enqueue(k.queue, k.owner, a.took)
 	won := false
 	defer func() { c.waiters.Dequeue(k.queue, w, won && k.exclusive, k.lease) }()
 	won, err := c.waitTurns(ctx, k, w, expired, a, intent)
 	if intent != "" {
-		c.withdraw(ctx, intent, won, k.intentKeys)
+		c.withdraw(ctx, li, won)
 	}
 	return won, err
 }

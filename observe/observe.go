@@ -248,8 +248,12 @@ type Attempt struct {
 	// failed (an error, a timeout, restart quarantine); the others were
 	// not waited for once the outcome was certain.
 	Yes, No, Failed int
-	Nodes           []NodeResult // one per node, in the Client's order
-	Err             error        // the attempt's error, nil when acquired or busy
+	// Ahead counts the nodes of No where no other owner held the lock:
+	// only the intents of older waiters (a MultiMutex's, a Semaphore's:
+	// see redlock.NewMultiMutex) refused it, waiters that go first.
+	Ahead int
+	Nodes []NodeResult // one per node, in the Client's order
+	Err   error        // the attempt's error, nil when acquired or busy
 }
 
 // Wait is the start of an acquisition's wait for the lock.

@@ -163,7 +163,7 @@ func (s *State) runFamily(c *Config, m *Msg, nd *NodeState, sts []*Store, semInt
 	switch m.Kind {
 	case KScan:
 		free := int64(0)
-		for j, p := range Slots(now, sts, semIntent, m.Stamp, o, c.margin()) {
+		for j, p := range Slots(now, sts, semIntent, m.Stamp, o, c.intentLease()) {
 			if p == -2 {
 				free |= 1 << j
 			}
@@ -179,7 +179,7 @@ func (s *State) runFamily(c *Config, m *Msg, nd *NodeState, sts []*Store, semInt
 		}
 		return AcquireReply{N: Withdraw(now, intents, m.Stamp, o)}
 	case KAcquire:
-		a := AcquireArgs{Owner: o, Count: m.Count, Lease: c.Lease, Seq: m.Seq, Stamp: m.Stamp, Waiter: o, Margin: c.margin()}
+		a := AcquireArgs{Owner: o, Count: m.Count, Lease: c.Lease, Seq: m.Seq, Stamp: m.Stamp, Waiter: o, IntentLease: c.intentLease()}
 		if m.Count == 1 && c.Fencing {
 			a.FenceTTL = c.fenceTTL()
 		}

@@ -45,7 +45,7 @@ func (k *Intent) set(now, stamp int64, waiter int, ms int64) {
 // MultiMutex's: every lock or none (Subscribers only with one lock).
 func AcquireAll(now int64, locks []*Store, a AcquireArgs) AcquireReply {
 	var wait int64
-	refused := false
+	refused, taken := false, false
 	longest := func(p int64) {
 		if !refused || wait >= 0 && (p < 0 || p > wait) {
 			wait, refused = p, true
@@ -65,6 +65,7 @@ func AcquireAll(now int64, locks []*Store, a AcquireArgs) AcquireReply {
 			return AcquireReply{N: pttl(s.Lock, now), Subs: -1}
 		}
 		if s.Lock.Exists {
+			taken = true
 			longest(pttl(s.Lock, now))
 		}
 		if first[i] = s.Intent.first(a.Stamp, a.Waiter); first[i] {
@@ -74,10 +75,10 @@ func AcquireAll(now int64, locks []*Store, a AcquireArgs) AcquireReply {
 	if refused {
 		for i, s := range locks {
 			if a.Stamp != 0 && !held[i] && !first[i] {
-				s.Intent.set(now, a.Stamp, a.Waiter, max(wait, 0)+a.Margin)
+				s.Intent.set(now, a.Stamp, a.Waiter, a.IntentLease)
 			}
 		}
-		return AcquireReply{N: wait, Subs: -1}
+		return AcquireReply{N: wait, Subs: -1, Ahead: !taken}
 	}
 	subs := int64(-1)
 	for i, s := range locks {
@@ -126,21 +127,30 @@ func Withdraw(now int64, intents []*Intent, stamp int64, waiter int) int64 {
 
 // Slots is slots.lua: every slot's PTTL (-2 free, -1 no expiry); with a
 // waiter's stamp (not 0), its intent is left on the semaphore's intent
-// unless another goes first, for the shortest PTTL of the held slots and
-// margin more.
-func Slots(now int64, slots []*Store, intent *Intent, stamp int64, waiter int, margin int64) []int64 {
+// unless another goes first, with the lease lease.
+func Slots(now int64, slots []*Store, intent *Intent, stamp int64, waiter int, lease int64) []int64 {
 	out := make([]int64, len(slots))
-	soonest := int64(-1)
 	for i, s := range slots {
 		s.expire(now)
 		out[i] = pttl(s.Lock, now)
-		if out[i] >= 0 && (soonest < 0 || out[i] < soonest) {
-			soonest = out[i]
-		}
 	}
 	intent.expire(now)
 	if stamp != 0 && !intent.first(stamp, waiter) {
-		intent.set(now, stamp, waiter, max(soonest, 0)+margin)
+		intent.set(now, stamp, waiter, lease)
 	}
 	return out
+}
+
+// Refresh is refresh.lua over intents: each that is the waiter's with
+// stamp lives lease more; it returns how many were.
+func Refresh(now int64, intents []*Intent, stamp int64, waiter int, lease int64) int64 {
+	n := int64(0)
+	for _, k := range intents {
+		k.expire(now)
+		if k.Exists && k.Stamp == stamp && k.Waiter == waiter {
+			k.Exp = now + lease
+			n++
+		}
+	}
+	return n
 }

@@ -57,9 +57,9 @@ func (c *Config) writer(o int) bool { return c.role(o).Kind == AsWriter }
 // grace is rw.go's grace: a sixteenth of the node timeout, 1 ms at least.
 func (c *Config) grace() int64 { return max(c.NodeTimeout/16, 1) }
 
-// margin is how long a writer's intent outlives the readers it waits for
-// (rw.go, writeCall): four node timeouts.
-func (c *Config) margin() int64 { return 4 * c.NodeTimeout }
+// intentLease is the lease of a waiter's intent (intent.go's
+// intentLease): four node timeouts; the living waiter refreshes it.
+func (c *Config) intentLease() int64 { return 4 * c.NodeTimeout }
 
 // Recovery is how far apart the Served adversary restarts nodes: the
 // quarantine and a lease. By then every hold has been written back on the
@@ -101,7 +101,7 @@ func (s *State) landRW(c *Config, i int) AcquireReply {
 		if reader {
 			rep = st.Read(now, ReadArgs{Owner: o, Count: m.Count, Lease: c.Lease, Seq: m.Seq, Peer: peer, Grace: c.grace()})
 		} else {
-			a := WriteArgs{Owner: o, Count: m.Count, Lease: c.Lease, Seq: m.Seq, Margin: c.margin(), Peer: peer, Grace: c.grace()}
+			a := WriteArgs{Owner: o, Count: m.Count, Lease: c.Lease, Seq: m.Seq, IntentLease: c.intentLease(), Peer: peer, Grace: c.grace()}
 			if m.Count == 1 && c.Fencing {
 				a.FenceTTL = c.fenceTTL()
 			}

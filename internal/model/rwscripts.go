@@ -63,20 +63,20 @@ func hasSeq(h *Store, owner int) bool { return owner >= 0 && h.Owners[owner].Has
 
 // WriteArgs are rw_write.lua's arguments.
 type WriteArgs struct {
-	Owner    int   // ARGV[1]
-	Count    int64 // ARGV[2]
-	Lease    int64 // ARGV[3]
-	Seq      int64 // ARGV[4]
-	FenceTTL int64 // ARGV[5]; 0 without fencing
-	Margin   int64 // ARGV[6], > 0: how long an intent outlives the readers it waits for
-	Peer     int   // ARGV[8]: the same RWMutex's reader side; -1 for a field of no owner
-	Grace    int64 // ARGV[9], > 0
+	Owner       int   // ARGV[1]
+	Count       int64 // ARGV[2]
+	Lease       int64 // ARGV[3]
+	Seq         int64 // ARGV[4]
+	FenceTTL    int64 // ARGV[5]; 0 without fencing
+	IntentLease int64 // ARGV[6], > 0: the lease of the writer's intent
+	Peer        int   // ARGV[8]: the same RWMutex's reader side; -1 for a field of no owner
+	Grace       int64 // ARGV[9], > 0
 }
 
 // Write is rw_write.lua: {1, counter} held here now; {0, pttl} another
 // writer holds it, or the readers' intent is here (cut to the grace), or
-// live readers hold it (the writer's intent is left, for their longest
-// PTTL and the margin); {0, 0} refused by a mark. Readers whose own hash
+// live readers hold it (the writer's intent is left, with its lease);
+// {0, 0} refused by a mark. Readers whose own hash
 // is gone are dropped from the readers' hash.
 func (s *RWStore) Write(now int64, a WriteArgs) AcquireReply {
 	s.expire(now)
@@ -98,7 +98,7 @@ func (s *RWStore) Write(now int64, a WriteArgs) AcquireReply {
 	}
 	if wait, ok := s.readersInside(now, a.Peer); ok {
 		if !s.Intent.Exists || int(s.IntentOf) == a.Owner {
-			setPX(&s.Intent, now, max(wait, 0)+a.Margin)
+			setPX(&s.Intent, now, a.IntentLease)
 			s.IntentOf = int8(a.Owner)
 		}
 		return AcquireReply{N: wait, Subs: -1}

@@ -23,17 +23,20 @@ type AcquireArgs struct {
 	Subscribed  int64
 	Subscribers int64
 	// Stamp is ARGV[6]'s stamp, 0 for '0' (a new acquisition: no intent);
-	// Waiter its waiter (an owner number); Margin is ARGV[7].
-	Stamp  int64
-	Waiter int
-	Margin int64
+	// Waiter its waiter (an owner number); IntentLease is ARGV[7], the
+	// lease of the intent it leaves.
+	Stamp       int64
+	Waiter      int
+	IntentLease int64
 }
 
-// AcquireReply is acquire.lua's reply: {1, counter[, subs]} or {0, pttl}.
+// AcquireReply is acquire.lua's reply: {1, counter[, subs]}, {0, pttl}
+// or {0, pttl, 1} (Ahead).
 type AcquireReply struct {
-	Yes  bool
-	N    int64 // yes: the fencing counter (0 without fencing); no: a PTTL, 0 when refused by a mark
-	Subs int64 // -1: not in the reply
+	Yes   bool
+	N     int64 // yes: the fencing counter (0 without fencing); no: a PTTL, 0 when refused by a mark
+	Subs  int64 // -1: not in the reply
+	Ahead bool  // no, and only older waiters' intents refused it
 }
 
 // Acquire is acquire.lua for one lock (a Mutex's; see AcquireAll).

@@ -11,7 +11,7 @@ type Acquisition struct {
 	Seq      int64  // the attempt's sequence number
 	FenceTTL int64  // 0, or, for a new fenced hold, how long its counters live, ms
 	Intent   string // "", or a waiter's intent, left where the attempt is refused
-	MarginMs int64  // how long an intent outlives what refused it
+	IntentMs int64  // the lease of the intent it leaves (its waiter refreshes it)
 	// With Tell (one lock only), the attempt tells the waiters of the
 	// lock's channel when it creates the key; Subscribed says whether the
 	// owner's client is one of them (it waits).
@@ -29,7 +29,7 @@ func AcquireCall(l Locks, a Acquisition) Call {
 	if a.Intent == "" {
 		sha = append(sha, "0", 0) // constants: boxed without an allocation; no intent, no margin read
 	} else {
-		sha = append(sha, a.Intent, a.MarginMs)
+		sha = append(sha, a.Intent, a.IntentMs)
 	}
 	if a.Tell && l.N == 1 {
 		sub := 0
@@ -44,11 +44,15 @@ func AcquireCall(l Locks, a Acquisition) Call {
 
 // AcquireReply is acquire.lua's reply, and rw_read.lua's and
 // rw_write.lua's, which have its shape: {1, counter} or {1, counter,
-// subscribers} yes; {0, pttl} or {0, 0} no.
+// subscribers} yes; {0, pttl}, {0, pttl, 1} (refused by waiters' intents
+// only) or {0, 0} no.
 type AcquireReply struct {
 	Yes  bool  // the owner holds every lock on the node now
-	N    int64 // yes: the largest fencing counter (0 without fencing); no: the longest PTTL that refused it (-1: no expiry; 0: rolled back)
+	N    int64 // yes: the largest fencing counter (0 without fencing); no: the longest PTTL that refused it (-1: no expiry; -2: a re-entry whose hold is absent; 0: rolled back)
 	Subs int64 // yes, when the attempt told its take: the clients subscribed on the node; -1 otherwise
+	// Ahead: no, and only older waiters' intents refused it: no other
+	// owner holds a lock on the node.
+	Ahead bool
 }
 
 // ParseAcquire reads acquire.lua's reply (or rw_read.lua's, or
@@ -75,8 +79,14 @@ func parseAcquire(reply interface{}) (AcquireReply, error) {
 		return AcquireReply{}, err
 	}
 	if len(vs) == 3 {
-		if a.Subs, err = integer(vs[2]); err != nil {
+		var third int64
+		if third, err = integer(vs[2]); err != nil {
 			return AcquireReply{}, err
+		}
+		if a.Yes {
+			a.Subs = third
+		} else {
+			a.Ahead = third == 1
 		}
 	}
 	return a, nil

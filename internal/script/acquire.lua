@@ -4,7 +4,8 @@
 --          (see rollback.lua), KEYS[4i-1] the lock's fencing counter (used
 --          when ARGV[5] is not '0'), KEYS[4i] the waiters' intent on the
 --          lock: "<stamp>/<owner>" of the oldest waiter that was refused
---          it, with a PTTL (the slots of a semaphore share one)
+--          it, with the short lease its living waiter refreshes
+--          (refresh.lua; the slots of a semaphore share one)
 -- ARGV[1]  owner field ("<client id>:<owner id>")
 -- ARGV[2]  hold count to record (the client's authoritative count); above
 --          1 the acquisition is re-entrant: the owner counts on a hold it
@@ -19,7 +20,10 @@
 --          semaphore's waiter, whose slot owners differ, names itself).
 --          An intent with an older stamp (ties: the smaller waiter) goes
 --          first
--- ARGV[7]  how long an intent outlives what refused it, milliseconds
+-- ARGV[7]  the lease of an intent this attempt leaves, milliseconds: it
+--          lives that long unless its waiter refreshes it (refresh.lua),
+--          so a waiter that died costs the others at most that long,
+--          whatever the lease of the holds it waited for
 -- ARGV[8]  optional, with one lock: its unlock channel, sent by an attempt
 --          that tells the waiters of its take (see queue.go). When this
 --          attempt creates the key and other clients than the owner's are
@@ -34,9 +38,11 @@
 --          {0, pttl}    another owner holds a lock here, or another
 --          waiter's intent that goes first is on a lock this owner does not
 --          hold here: pttl is the longest PTTL of those (-1 when one has no
---          expiry); with ARGV[6], the owner's intent is then left on every
---          lock it does not hold here and whose intent does not go first,
---          for that PTTL and ARGV[7] more; or
+--          expiry); {0, pttl, 1} when only such intents refused it (no
+--          other owner holds a lock here: an older waiter is ahead); with
+--          ARGV[6], the owner's intent is then left on every lock it does
+--          not hold here and whose intent does not go first, for ARGV[7];
+--          or
 --          {0, 0} when this attempt was already rolled back (it arrived
 --          late, after its own rollback; nobody waits for that answer);
 --          {0, pttl} also for a re-entrant acquisition (ARGV[2] > 1) on a
@@ -68,6 +74,7 @@ local pttls = {}   -- per lock: its PTTL here (-2: absent)
 local seqs = {}    -- per lock: the owner's sequence there, false where it does not hold it
 local intents = {} -- per lock the owner does not hold here: its intent, false for none
 local wait         -- the longest PTTL of what refuses this attempt (-1: no expiry)
+local taken        -- another owner holds a lock here (not only intents refuse)
 for i = 1, n do
   -- Every attempt looks for a mark: one written after the attempt was sent
   -- (its rollback, or a release that overtook it) is the one that matters.
@@ -83,8 +90,11 @@ for i = 1, n do
     return {0, pttl} -- the hold it re-enters is gone here: never re-created
   end
   if not seqs[i] then
-    if pttl ~= -2 and (not wait or (wait >= 0 and (pttl < 0 or pttl > wait))) then
-      wait = pttl
+    if pttl ~= -2 then
+      taken = true
+      if not wait or (wait >= 0 and (pttl < 0 or pttl > wait)) then
+        wait = pttl
+      end
     end
     local v = redis.call('get', KEYS[4 * i])
     intents[i] = v
@@ -98,12 +108,14 @@ for i = 1, n do
 end
 if wait then
   if stamp then
-    local px = math.max(wait, 0) + tonumber(ARGV[7])
     for i = 1, n do
       if not seqs[i] and not (intents[i] and first(intents[i])) then
-        redis.call('set', KEYS[4 * i], ARGV[6], 'PX', px)
+        redis.call('set', KEYS[4 * i], ARGV[6], 'PX', ARGV[7])
       end
     end
+  end
+  if not taken then
+    return {0, wait, 1}
   end
   return {0, wait}
 end

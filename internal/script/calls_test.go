@@ -27,9 +27,9 @@ func TestCalls(t *testing.T) {
 		s    *Script
 		want []interface{}
 	}{
-		{"acquire", AcquireCall(twoLocks, Acquisition{Field: "o", Count: 1, LeaseMs: 30000, Seq: 7, MarginMs: 40, Tell: true}),
+		{"acquire", AcquireCall(twoLocks, Acquisition{Field: "o", Count: 1, LeaseMs: 30000, Seq: 7, IntentMs: 40, Tell: true}),
 			&Acquire, []interface{}{8, "a", "am", "af", "ai", "b", "bm", "bf", "bi", "o", 1, int64(30000), int64(7), int64(0), "0", 0}}, // no intent: no margin sent,
-		{"acquire, a waiter's, told", AcquireCall(oneLock, Acquisition{Field: "o", Count: 2, LeaseMs: 30000, Seq: 8, FenceTTL: 9, Intent: "5/o", MarginMs: 40, Tell: true, Subscribed: true}),
+		{"acquire, a waiter's, told", AcquireCall(oneLock, Acquisition{Field: "o", Count: 2, LeaseMs: 30000, Seq: 8, FenceTTL: 9, Intent: "5/o", IntentMs: 40, Tell: true, Subscribed: true}),
 			&Acquire, []interface{}{4, "a", "am", "af", "ai", "o", 2, int64(30000), int64(8), int64(9), "5/o", int64(40), "ac", 1}},
 		{"rollback", RollbackCall(twoLocks, false, "o", 7, 0, 30000),
 			&Rollback, []interface{}{4, "a", "am", "b", "bm", "o", int64(7), 0, int64(30000), "ac", "bc"}},

@@ -14,8 +14,9 @@
 -- ARGV[4]  attempt sequence number of this owner (increasing)
 -- ARGV[5]  '0', or, for a new hold with fencing on, how long the counter
 --          lives after this acquisition, milliseconds (see acquire.lua)
--- ARGV[6]  how long an intent outlives the readers it waits for,
---          milliseconds
+-- ARGV[6]  the lease of the writer's intent, milliseconds: it lives that
+--          long unless the waiting writer refreshes it (refresh.lua), so a
+--          writer that died keeps new readers out that long at most
 -- ARGV[7]  what a reader's own hash key is named after the reader's owner
 --          field (ARGV[7] .. owner); the same hash slot as KEYS
 -- ARGV[8]  the owner field of the same RWMutex's reader side: its reads
@@ -29,8 +30,8 @@
 --          for ARGV[9] at most from now (the intent's PTTL is cut to it),
 --          and the writer leaves no intent of its own; or readers hold it:
 --          then the writer's intent is left here, so that no new reader
---          comes in, for the longest PTTL of those readers and ARGV[6]
---          more; {0, 0} when this attempt was already rolled back.
+--          comes in, for ARGV[6]; {0, 0} when this attempt was already
+--          rolled back.
 -- Safety: the intents only refuse; what keeps a writer from the others
 -- (the writer's lock hash, the live readers) is checked whatever they say.
 -- Readers whose own hash has expired (their process died) are dropped
@@ -74,7 +75,7 @@ end
 if wait then
   local intent = redis.call('get', KEYS[5])
   if not intent or intent == ARGV[1] then
-    redis.call('set', KEYS[5], ARGV[1], 'PX', math.max(wait, 0) + tonumber(ARGV[6]))
+    redis.call('set', KEYS[5], ARGV[1], 'PX', ARGV[6])
   end
   return {0, wait}
 end

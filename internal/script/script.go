@@ -61,6 +61,8 @@ var (
 	slotsLua string
 	//go:embed leases.lua
 	leasesLua string
+	//go:embed refresh.lua
+	refreshLua string
 )
 
 // The scripts. Those of one hold take the keys of each of its locks (one
@@ -85,6 +87,7 @@ var (
 	Withdraw       = New(-1, withdrawLua) // a waiter's intents
 	Slots          = New(-1, slotsLua)    // a semaphore's permits
 	Leases         = New(1, leasesLua)    // the longest lease in use
+	Refresh        = New(-1, refreshLua)  // a living waiter's intents
 	RollbackShared = New(-1, markLua+dropSharedLua+rollbackLua)
 	ReleaseShared  = New(-1, markLua+dropSharedLua+releaseLua)
 
@@ -94,7 +97,7 @@ var (
 
 	// All lists every script a connection loads at once (not the
 	// cross-slot forms, which only a Transport sends).
-	All = []*Script{&Acquire, &Rollback, &Release, &Force, &Holders, &Inspect, &View, &Renew, &Repair, &Fence, &Ping, &RWRead, &RWWrite, &RWWithdraw, &Withdraw, &Slots, &Leases, &RollbackShared, &ReleaseShared}
+	All = []*Script{&Acquire, &Rollback, &Release, &Force, &Holders, &Inspect, &View, &Renew, &Repair, &Fence, &Ping, &RWRead, &RWWrite, &RWWithdraw, &Withdraw, &Slots, &Leases, &RollbackShared, &ReleaseShared, &Refresh}
 )
 
 func init() {

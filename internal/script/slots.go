@@ -4,8 +4,8 @@ import "fmt"
 
 // SlotsCall is slots.lua's call over keys, every slot's lock hash in order
 // then the semaphore's intent; with intent not "", a waiter's scan, which
-// leaves it for marginMs more than the holds it waits for.
-func SlotsCall(keys []string, intent string, marginMs int64) Call {
+// leaves it with a lease of intentMs (its waiter refreshes it).
+func SlotsCall(keys []string, intent string, intentMs int64) Call {
 	args := 0
 	if intent != "" {
 		args = 2
@@ -15,7 +15,7 @@ func SlotsCall(keys []string, intent string, marginMs int64) Call {
 		sha = append(sha, k)
 	}
 	if intent != "" {
-		sha = append(sha, intent, marginMs)
+		sha = append(sha, intent, intentMs)
 	}
 	return Slots.Made(sha)
 }

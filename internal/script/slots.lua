@@ -5,21 +5,16 @@
 --          they live in one cluster slot)
 -- ARGV[1]  optional: a waiter's intent, "<stamp>/<owner>". It is left on
 --          the semaphore here unless another waiter's intent goes first
---          (an older stamp; ties: the smaller owner field), for the
---          shortest PTTL of the slots held here and ARGV[2] more
--- ARGV[2]  with ARGV[1]: how long an intent outlives the holds it waits
---          for, milliseconds
+--          (an older stamp; ties: the smaller owner field), for ARGV[2]
+-- ARGV[2]  with ARGV[1]: the intent's lease, milliseconds: it lives that
+--          long unless its waiter refreshes it (refresh.lua)
 -- Returns  {pttl, pttl, ...}, one per slot: the key's PTTL in
 --          milliseconds, -2 when the slot is free on this node (no key),
 --          -1 when its key has no expiry.
 local n = #KEYS - 1
 local out = {}
-local soonest
 for i = 1, n do
   out[i] = redis.call('pttl', KEYS[i])
-  if out[i] >= 0 and (not soonest or out[i] < soonest) then
-    soonest = out[i]
-  end
 end
 if ARGV[1] then
   local intent = KEYS[n + 1]
@@ -34,7 +29,7 @@ if ARGV[1] then
     end
   end
   if not first then
-    redis.call('set', intent, ARGV[1], 'PX', (soonest or 0) + tonumber(ARGV[2]))
+    redis.call('set', intent, ARGV[1], 'PX', ARGV[2])
   end
 end
 return out

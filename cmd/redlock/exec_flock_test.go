@@ -60,11 +60,11 @@ func TestExecFencing(t *testing.T) {
 // TestExecWaitSeconds: -w takes plain seconds, as flock's does.
 func TestExecWaitSeconds(t *testing.T) {
 	c := redlocktest.Start(t, 3)
-	holder := dial(t, c).NewMutex("job")
+	holder := dial(t, c).NewRWMutex("job")
 	require.NoError(t, holder.Lock(context.Background()))
 
 	start := time.Now()
-	code, out, stderr := startCLI(t, execArgs(t, c, "job", []string{"-w", "0.5"}, "exit", "0")...).wait(t)
+	code, out, stderr := startCLI(t, execArgs(t, c, "job", []string{"-w", "0.5", "-v"}, "exit", "0")...).wait(t)
 	require.Equal(t, exitNotObtained, code, "stderr: %s", stderr)
 	require.NotContains(t, out, "ran")
 	require.Contains(t, stderr, "for the whole wait of 500ms")
@@ -102,10 +102,10 @@ func TestExecShared(t *testing.T) {
 
 	writer := client.NewRWMutex("job")
 	require.NoError(t, writer.Lock(ctx))
-	code, out, stderr = startCLI(t, execArgs(t, c, "job", []string{"--shared", "-w", "0"}, "exit", "0")...).wait(t)
+	code, out, stderr = startCLI(t, execArgs(t, c, "job", []string{"--shared", "-w", "0", "-v"}, "exit", "0")...).wait(t)
 	require.Equal(t, exitNotObtained, code, "stderr: %s", stderr)
 	require.NotContains(t, out, "ran")
-	require.Contains(t, stderr, `a read hold of lock "job" is held for writing by another owner`)
+	require.Contains(t, stderr, `a read hold of lock "job" is held by an exclusive owner`)
 }
 
 // TestExecPermits: --permits N takes one permit of a semaphore of N.
@@ -121,7 +121,7 @@ func TestExecPermits(t *testing.T) {
 
 	second, err := sem.Acquire(ctx, 0)
 	require.NoError(t, err)
-	code, out, stderr = startCLI(t, execArgs(t, c, "job", []string{"--permits", "2", "-w", "0"}, "exit", "0")...).wait(t)
+	code, out, stderr = startCLI(t, execArgs(t, c, "job", []string{"--permits", "2", "-w", "0", "-v"}, "exit", "0")...).wait(t)
 	require.Equal(t, exitNotObtained, code, "stderr: %s", stderr)
 	require.NotContains(t, out, "ran")
 	require.Contains(t, stderr, `a permit of semaphore "job" (2 permits) is every permit held by other owners`)
@@ -133,7 +133,7 @@ func TestExecPermits(t *testing.T) {
 // other owners held the lock for the whole wait.
 func TestExecConflictExitCode(t *testing.T) {
 	c := redlocktest.Start(t, 3)
-	holder := dial(t, c).NewMutex("job")
+	holder := dial(t, c).NewRWMutex("job")
 	require.NoError(t, holder.Lock(context.Background()))
 	for _, flags := range [][]string{{"-E", "7"}, {"--conflict-exit-code", "7", "-w", "0.2"}, {"-E", "0"}} {
 		code, out, stderr := startCLI(t, execArgs(t, c, "job", append([]string{"-w", "0"}, flags...), "exit", "3")...).wait(t)
@@ -147,16 +147,16 @@ func TestExecConflictExitCode(t *testing.T) {
 // and until when, as inspect says it, then when it gets in.
 func TestExecVerbose(t *testing.T) {
 	c := redlocktest.Start(t, 3)
-	holder := dial(t, c).NewMutex("job")
+	holder := dial(t, c).NewRWMutex("job")
 	require.NoError(t, holder.Lock(context.Background()))
-	field := ownerField(t, c, 0, "redlock:{job}:lock")
+	field := ownerField(t, c, 0, "redlock:{job}:rw:lock")
 
 	p := startCLI(t, execArgs(t, c, "job", []string{"-v", "-w", "10"}, "exit", "3")...)
 	time.Sleep(500 * time.Millisecond)
 	require.NoError(t, holder.Unlock(context.Background()))
 	code, _, stderr := p.wait(t)
 	require.Equal(t, 3, code, "stderr: %s", stderr)
-	waiting := `redlock exec: waiting for lock "job": HELD by ` + field + ` on 3 of 3 nodes (quorum 2), hold count 1, quorum PTTL `
+	waiting := `redlock exec: waiting for lock "job": HELD for writing by ` + field + ` on 3 of 3 nodes (quorum 2), hold count 1, quorum PTTL `
 	require.Contains(t, stderr, waiting)
 	require.Regexp(t, `, until \d\d:\d\d:\d\d\.\d{3}\n`, stderr)
 	got := `redlock exec: got lock "job" after `

@@ -170,9 +170,18 @@ func runExec(args []string, stdout, stderr io.Writer) int {
 	if code, done := fs.parse(args, stdout, stderr); done {
 		return code
 	}
-	cfg.nodes = nodeList(*nodes)
-	names, argv := splitExecArgs(args, fs.Args(), *flagName != "")
+	before, argv := splitExecArgs(args, fs.Args(), *flagName != "")
 	cfg.argv = argv
+	// Flags may come between NAME and "--" as well: exec NAME -w 5 -- CMD.
+	var names []string
+	for len(before) > 0 {
+		names = append(names, before[0])
+		if code, done := fs.parse(before[1:], stdout, stderr); done {
+			return code
+		}
+		before = fs.Args()
+	}
+	cfg.nodes = nodeList(*nodes)
 	name, msg := lockName(*flagName, names)
 	cfg.name = name
 	if msg == "" {
@@ -185,10 +194,10 @@ func runExec(args []string, stdout, stderr io.Writer) int {
 }
 
 // splitExecArgs splits what follows exec's flags (rest, the end of args)
-// into the NAME arguments and CMD. A "--" right after the flags starts
-// CMD; else the arguments before the first "--" are NAME, and CMD follows
-// it; with no "--", the first argument is NAME unless --name gave it
-// (named), and the rest is CMD.
+// into what comes before CMD and CMD. A "--" right after the flags starts
+// CMD; else the arguments before the first "--" are NAME (and maybe more
+// flags), and CMD follows it; with no "--", the first argument is NAME
+// unless --name gave it (named), and the rest is CMD.
 func splitExecArgs(args, rest []string, named bool) (names, argv []string) {
 	if i := len(args) - len(rest); i > 0 && args[i-1] == "--" {
 		return nil, rest
@@ -504,7 +513,8 @@ func take(ctx context.Context, h holding, cfg execConfig, waiting func()) (bool,
 		giveUp = time.Now().Add(cfg.wait.d)
 	}
 	held, err := h.take(ctx, 0, cfg.lease)
-	for errors.Is(err, redlock.ErrNoQuorum) && time.Now().Before(giveUp) {
+	// Credentials the nodes refuse are a configuration error: no retry.
+	for errors.Is(err, redlock.ErrNoQuorum) && !errors.Is(err, redlock.ErrAuth) && time.Now().Before(giveUp) {
 		select {
 		case <-ctx.Done():
 		case <-time.After(100 * time.Millisecond):
@@ -534,7 +544,7 @@ func nodeReport(client *redlock.Client, name string) string {
 	for _, n := range nodes {
 		switch {
 		case errors.Is(n.Err, redlock.ErrAuth):
-			fmt.Fprintf(&b, "\n  %s: refuses the credentials: %v", n.Node, nodeCause(n.Err))
+			fmt.Fprintf(&b, "\n  %s: %v", n.Node, nodeCause(n.Err)) // "authentication failed: why"
 		case n.Err != nil:
 			fmt.Fprintf(&b, "\n  %s: unreachable: %v", n.Node, nodeCause(n.Err))
 		default:

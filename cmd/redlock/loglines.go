@@ -5,12 +5,14 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 )
 
 // lineHandler is a slog.Handler that writes each record in exec's own
 // format, so that every line -v prints reads alike: "redlock exec: " and
-// the message, then the record's attributes as key=value pairs (quoted
+// the message (without the library's own "redlock: " in front), then the
+// record's attributes as key=value pairs (quoted
 // where needed, as slog's text handler writes them), a level above Info
 // among them; no time.
 type lineHandler struct {
@@ -65,7 +67,7 @@ func (l *lineHandler) Handle(ctx context.Context, r slog.Record) error {
 	}
 	attrs := bytes.TrimSpace(l.out.buf.Bytes())
 	line := make([]byte, 0, len(l.prefix)+len(r.Message)+1+len(attrs)+1)
-	line = append(append(line, l.prefix...), r.Message...)
+	line = append(append(line, l.prefix...), strings.TrimPrefix(r.Message, "redlock: ")...)
 	if len(attrs) > 0 {
 		line = append(append(line, ' '), attrs...)
 	}

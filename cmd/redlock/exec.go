@@ -46,8 +46,9 @@ NAME (redlock.RWMutex). To exclude exec's holders of NAME, exclusive and
 shared, take client.NewRWMutex(NAME).Lock (the write side, which exec takes
 by default); to run beside --shared ones but never beside an exclusive one,
 RLock. A redlock.Mutex of NAME uses other keys and excludes neither
-(earlier versions of exec took one: see the CHANGELOG). A semaphore (--permits) has keys of its own:
-redlock.Semaphore of NAME with the same number of permits.
+(earlier versions of exec took one: see the CHANGELOG). A semaphore
+(--permits) has keys of its own: redlock.Semaphore of NAME, with the same
+number of permits, is the library's side of it.
 
 With --lease 0 (the default) the hold is renewed by a watchdog every
 --watchdog-lease/3 for as long as CMD runs, and expires --watchdog-lease after
@@ -76,7 +77,8 @@ Exit codes:
              --conflict-exit-code); as flock, exec says so on stderr only
              with -v
   125        redlock failed: fewer than N/2+1 nodes answered for 2s (or
-             the whole --wait, if shorter), or another error
+             the whole --wait, if shorter), too many refused the
+             credentials of their URLs (said at once), or another error
   126        CMD could not be started
   127        CMD was not found
   128+N      redlock got signal N while waiting for the lock (CMD never ran)

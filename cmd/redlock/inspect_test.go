@@ -212,17 +212,27 @@ func TestInspectEveryKind(t *testing.T) {
 		}
 		return true
 	}, 5*time.Second, 10*time.Millisecond, "the waiting writer's intent on every node")
+	// The permit's slot and owner, once every node has it (Acquire returns
+	// once a majority said yes).
 	var permit string
-	for i := 0; i < 2 && permit == ""; i++ {
-		if fs, err := redis.StringMap(c.Do(0, "HGETALL", "redlock:{job}:sem:"+strconv.Itoa(i)+":lock")); err == nil {
-			for f := range fs {
-				if !strings.HasSuffix(f, "#") {
-					permit = "slot " + strconv.Itoa(i) + " by " + f
+	require.Eventually(t, func() bool {
+		seen := map[string]int{}
+		for n := 0; n < c.N(); n++ {
+			for i := 0; i < 2; i++ {
+				fs, err := redis.StringMap(c.Do(n, "HGETALL", "redlock:{job}:sem:"+strconv.Itoa(i)+":lock"))
+				for f := range fs {
+					if err == nil && !strings.HasSuffix(f, "#") {
+						seen["slot "+strconv.Itoa(i)+" by "+f]++
+					}
 				}
 			}
 		}
-	}
-	require.NotEmpty(t, permit)
+		for p, k := range seen {
+			permit = p
+			return len(seen) == 1 && k == c.N()
+		}
+		return false
+	}, 5*time.Second, 10*time.Millisecond)
 
 	nodes := strings.Join(c.URLs(), ",")
 	for _, args := range [][]string{

@@ -2,6 +2,8 @@ package redlock
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redlock-go/redlock/internal/script"
@@ -39,9 +41,8 @@ func (c *Client) Inspect(ctx context.Context, name string) ([]NodeLock, error) {
 
 // viewOf reads view.lua's reply from one node.
 func viewOf(n *peer, key string, res batchResult) NodeLock {
-	v := NodeLock{Node: n.name, Key: key, Err: res.err}
 	if res.err != nil {
-		return v
+		return NodeLock{Node: n.name, Key: key, Err: res.err}
 	}
 	err := refused(res.replies[0])
 	var lv script.LockView
@@ -49,16 +50,160 @@ func viewOf(n *peer, key string, res batchResult) NodeLock {
 		lv, err = script.ParseView(res.replies[0])
 	}
 	if err != nil {
-		v.Err = n.fail(err)
-		return v
+		return NodeLock{Node: n.name, Key: key, Err: n.fail(err)}
 	}
-	v.Exists = lv.PTTL != -2
+	return nodeLockOf(n.name, key, lv)
+}
+
+// nodeLockOf is the NodeLock of node's lock hash key, in the state lv.
+func nodeLockOf(node, key string, lv script.LockView) NodeLock {
+	v := NodeLock{Node: node, Key: key, Exists: lv.PTTL != -2, Holders: lv.Holders}
 	if v.Exists {
 		v.TTL = time.Duration(lv.PTTL) * time.Millisecond
 		if lv.PTTL < 0 {
 			v.TTL = -1
 		}
 	}
-	v.Holders = lv.Holders
 	return v
+}
+
+// NodeLocks is one node's view of every kind of lock of one name, as
+// Client.InspectAll reads it: the Mutex, the RWMutex and the Semaphore of
+// the name, which use different keys, and the intents their waiters left.
+// Each NodeLock has the node's name, its key and, when the node could not
+// be read, the node's error.
+type NodeLocks struct {
+	Node string // the node's name, as in NodeError
+	Err  error  // a *NodeError when the node could not be read, also in every NodeLock below; the rest is then zero
+
+	Mutex  NodeLock // the Mutex of the name (and the name as a MultiMutex takes it): Client.Inspect's NodeLock
+	Intent *Intent  // a MultiMutex waiter's intent on the name (see NewMultiMutex); nil: none
+
+	Writer NodeLock // the RWMutex's write hold: its owner and hold count
+	// Readers are the RWMutex's read holds: every reader whose hold lives
+	// on the node, with its hold count; TTL is that of the readers' shared
+	// hash, as long as the longest read hold there.
+	Readers       NodeLock
+	WriterIntent  *Intent // a waiting writer's intent, which keeps new readers out (see RWMutex); nil: none
+	ReadersIntent *Intent // the readers' intent: readers that waited behind a write hold go before the next writer; nil: none
+
+	// Slots are the Semaphore's slots that InspectAll read, in slot
+	// order: a permit is a hold of one slot, by one owner.
+	Slots           []NodeLock
+	SemaphoreIntent *Intent // a Semaphore waiter's intent (see Semaphore); nil: none
+}
+
+// Intent is a waiter's intent found on a node: a waiting owner's claim to
+// go first, which keeps newcomers out while it lives (see NewMultiMutex,
+// RWMutex and Semaphore).
+type Intent struct {
+	Key string // the intent's key on the node
+	// Waiter is the waiting owner ("<client id>:<owner id>"); "" for the
+	// readers' intent of an RWMutex, which every waiting reader shares.
+	Waiter string
+	// Since is when the wait began, by the waiter's clock; the zero Time
+	// for an RWMutex's intents, which do not record it.
+	Since time.Time
+	TTL   time.Duration // the intent's remaining time to live, unless its waiter renews it (-1: no expiry)
+}
+
+// InspectAll reads every kind of lock called name on every node at once,
+// each read bounded by the node timeout: the Mutex (as Inspect does), the
+// RWMutex, the first permits slots of the Semaphore (a semaphore of N
+// permits uses slots 0 to N-1; 0 reads none), and the waiters' intents. It
+// returns what each node holds, in the order of the nodes; like Inspect it
+// decides nothing by majority and takes no lock. A permits above the most
+// a semaphore of name may have (MaxPermits, fewer for a long name: see
+// NewSemaphore) reads that most. It returns ErrClosed after Close and an
+// error wrapping ErrInvalid for an empty or too long name or a permits
+// outside 0 to MaxPermits; a node that could not be read has its error in
+// its NodeLocks.
+func (c *Client) InspectAll(ctx context.Context, name string, permits int) ([]NodeLocks, error) {
+	bad := checkName("lock", name)
+	if bad == nil && (permits < 0 || permits > MaxPermits) {
+		bad = invalid("InspectAll: %d permits; from 0 to %d (MaxPermits)", permits, MaxPermits)
+	}
+	if c == nil {
+		return nil, invalid("a nil Client")
+	}
+	if err := c.usable(ctx, bad); err != nil {
+		return nil, err
+	}
+	sem := c.opts.prefix + "{" + name + "}:sem:"
+	permits = min(permits, maxScanBytes/(len(c.opts.prefix)+len(name)+len("{}:sem:1024:lock")))
+	base, rw := c.base(name), c.base(name)+"rw:"
+	keys := script.SurveyKeys{
+		Lock: base + "lock", Intent: base + "intent",
+		Writer: rw + "lock", Readers: rw + "readers", WriterIntent: rw + "wait", ReadersIntent: rw + "rwait", Own: rw + "r:",
+		SemaphoreIntent: sem + "intent", Slots: make([]string, permits),
+	}
+	for i := range keys.Slots {
+		keys.Slots[i] = sem + strconv.Itoa(i) + ":lock"
+	}
+	read := []call{script.SurveyCall(keys)}
+	results := c.broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return read })
+	out := make([]NodeLocks, len(c.peers))
+	for i, res := range results {
+		out[i] = surveyOf(c.peers[i], keys, res)
+	}
+	return out, nil
+}
+
+// surveyOf reads survey.lua's reply from one node.
+func surveyOf(n *peer, k script.SurveyKeys, res batchResult) NodeLocks {
+	err := res.err
+	var sv script.NameView
+	if err == nil {
+		if err = refused(res.replies[0]); err == nil {
+			sv, err = script.ParseSurvey(res.replies[0], len(k.Slots))
+		}
+		if err != nil {
+			err = n.fail(err)
+		}
+	}
+	lock := func(key string, lv script.LockView) NodeLock {
+		if err != nil {
+			return NodeLock{Node: n.name, Key: key, Err: err}
+		}
+		return nodeLockOf(n.name, key, lv)
+	}
+	v := NodeLocks{Node: n.name, Err: err, Mutex: lock(k.Lock, sv.Lock), Writer: lock(k.Writer, sv.Writer), Readers: lock(k.Readers, sv.Readers)}
+	v.Slots = make([]NodeLock, len(k.Slots))
+	for i, key := range k.Slots {
+		var lv script.LockView
+		if err == nil {
+			lv = sv.Slots[i]
+		}
+		v.Slots[i] = lock(key, lv)
+	}
+	if err != nil {
+		return v
+	}
+	v.Intent = foundIntent(k.Intent, sv.Intent, true)
+	v.WriterIntent = foundIntent(k.WriterIntent, sv.WriterIntent, false)
+	v.ReadersIntent = foundIntent(k.ReadersIntent, sv.ReadersIntent, false)
+	if v.ReadersIntent != nil {
+		v.ReadersIntent.Waiter = "" // its value is '1': every waiting reader's
+	}
+	v.SemaphoreIntent = foundIntent(k.SemaphoreIntent, sv.SemaphoreIntent, true)
+	return v
+}
+
+// foundIntent is the intent of key whose state is t, nil when there is none;
+// stamped says whether its value is "<stamp>/<waiter>" (intent.go) rather
+// than the waiter alone.
+func foundIntent(key string, t script.Text, stamped bool) *Intent {
+	if t.PTTL == -2 {
+		return nil
+	}
+	in := &Intent{Key: key, Waiter: t.Value, TTL: time.Duration(t.PTTL) * time.Millisecond}
+	if t.PTTL < 0 {
+		in.TTL = -1
+	}
+	if stamp, waiter, ok := strings.Cut(t.Value, "/"); stamped && ok {
+		if ms, err := strconv.ParseInt(stamp, 10, 64); err == nil {
+			in.Since, in.Waiter = time.UnixMilli(ms), waiter
+		}
+	}
+	return in
 }

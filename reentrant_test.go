@@ -350,6 +350,16 @@ func TestReadmeACLIsEnough(t *testing.T) {
 	for _, v := range views {
 		require.NoError(t, v.Err)
 	}
+	all, err := a.InspectAll(ctx, "acl", 4)
+	require.NoError(t, err)
+	held := 0
+	for _, v := range all {
+		require.NoError(t, v.Err, "InspectAll needs no right beyond the README's")
+		if v.Mutex.Exists {
+			held++
+		}
+	}
+	assert.GreaterOrEqual(t, held, len(all)/2+1, "the waiter's hold, on a quorum at least")
 	forced, err := m.ForceUnlock(ctx)
 	require.NoError(t, err)
 	assert.True(t, forced)

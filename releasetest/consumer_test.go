@@ -83,6 +83,16 @@ func TestConsumerBuild(t *testing.T) {
 // Unreleased entries move under it, as at a real release) and runs the
 // release script there. It returns the clone's directory and the version.
 func releasedClone(t *testing.T, work string) (clone, version string) {
+	clone, version = cloneHead(t, work)
+	writeChangelog(t, clone, version, func(text string) string { return atRelease(t, text, version) })
+	t.Log(run(t, clone, nil, filepath.Join(clone, ".ci", "release"), version))
+	return clone, version
+}
+
+// cloneHead clones the repository at HEAD (the committed tree) into
+// work/clone and returns its directory and a test version above its last
+// release tag.
+func cloneHead(t *testing.T, work string) (clone, version string) {
 	top := strings.TrimSpace(run(t, ".", nil, "git", "rev-parse", "--show-toplevel"))
 	head := strings.TrimSpace(run(t, top, nil, "git", "rev-parse", "HEAD"))
 	t.Logf("releasing a clone of HEAD %s (the committed tree)", head)
@@ -91,21 +101,33 @@ func releasedClone(t *testing.T, work string) (clone, version string) {
 	run(t, clone, nil, "git", "checkout", "--quiet", "--detach", head)
 	run(t, clone, nil, "git", "config", "user.name", "releasetest")
 	run(t, clone, nil, "git", "config", "user.email", "releasetest@example.com")
+	return clone, testVersion(run(t, clone, nil, "git", "tag", "--list", "v*"))
+}
 
-	version = testVersion(run(t, clone, nil, "git", "tag", "--list", "v*"))
+// unreleased is the heading of CHANGELOG.md's Unreleased section.
+const unreleased = "## [Unreleased]\n"
+
+// versionSection is a CHANGELOG section of version with one entry.
+func versionSection(version string) string {
+	return fmt.Sprintf("## [%s] - %s\n\n### Added\n- Test release (releasetest).\n",
+		strings.TrimPrefix(version, "v"), time.Now().UTC().Format("2006-01-02"))
+}
+
+// atRelease is the CHANGELOG text as it is at the release of version:
+// the Unreleased entries moved under the version's heading.
+func atRelease(t *testing.T, text, version string) string {
+	require.Contains(t, text, unreleased, "CHANGELOG.md has no Unreleased section")
+	return strings.Replace(text, unreleased, unreleased+"\n"+versionSection(version), 1)
+}
+
+// writeChangelog rewrites the clone's CHANGELOG.md with edit and commits
+// it.
+func writeChangelog(t *testing.T, clone, version string, edit func(string) string) {
 	changelog := filepath.Join(clone, "CHANGELOG.md")
 	text, err := os.ReadFile(changelog)
 	require.NoError(t, err)
-	const unreleased = "## [Unreleased]\n"
-	require.Contains(t, string(text), unreleased, "CHANGELOG.md has no Unreleased section")
-	section := fmt.Sprintf("%s\n## [%s] - %s\n\n### Added\n- Test release (releasetest's TestConsumerBuild).\n",
-		unreleased, strings.TrimPrefix(version, "v"), time.Now().UTC().Format("2006-01-02"))
-	text = []byte(strings.Replace(string(text), unreleased, section, 1))
-	require.NoError(t, os.WriteFile(changelog, text, 0o644))
+	require.NoError(t, os.WriteFile(changelog, []byte(edit(string(text))), 0o644))
 	run(t, clone, nil, "git", "commit", "--quiet", "-am", "CHANGELOG: "+version)
-
-	t.Log(run(t, clone, nil, filepath.Join(clone, ".ci", "release"), version))
-	return clone, version
 }
 
 // testVersion is a pre-release of the patch after the highest release tag

@@ -85,7 +85,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
 		{[]string{"exec", "--bogus"}, "flag provided but not defined: -bogus"},
 		{[]string{"exec", "--name", "x", "--", "true"}, "no nodes"},
-		{[]string{"exec", "--nodes", "redis://127.0.0.1:1", "--", "true"}, "no lock name"},
+		{[]string{"exec", "--nodes", "redis://127.0.0.1:1", "--", "true"}, "no lock name: give it as the argument NAME, or as --name NAME"},
 		{[]string{"exec", "--nodes", "redis://127.0.0.1:1", "--name", "x"}, "no command"},
 		{[]string{"exec", "--nodes", "redis://127.0.0.1:1", "--name", "x", "--wait", "soon", "--", "true"}, `invalid value "soon" for flag -wait`},
 		{[]string{"exec", "--nodes", "redis://127.0.0.1:1", "--name", "x", "--wait", "-1s", "--", "true"}, "must not be negative"},
@@ -98,8 +98,15 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"exec", "--nodes", "redis://127.0.0.1:1", "--name", "x", "-E", "256", "--", "true"}, "-conflict-exit-code must be from 0 to 255, got 256"},
 		{[]string{"exec", "--nodes", "ftp://127.0.0.1:1", "--name", "x", "--", "true"}, "redlock exec: redlock:"},
 		{[]string{"exec", "--nodes", "redis://127.0.0.1:1", "--name", "x", "--watchdog-lease", "10ms", "--", "true"}, "redlock exec: redlock:"},
-		{[]string{"inspect", "--nodes", "redis://127.0.0.1:1"}, "want exactly one lock NAME"},
-		{[]string{"inspect", "--nodes", "redis://127.0.0.1:1", "a", "b"}, "want exactly one lock NAME"},
+		{[]string{"inspect", "--nodes", "redis://127.0.0.1:1"}, "no lock name: give it as the argument NAME, or as --name NAME"},
+		{[]string{"inspect", "--nodes", "redis://127.0.0.1:1", "a", "b"}, `want one lock NAME, got 2: ["a" "b"]`},
+		{[]string{"inspect", "--nodes", "redis://127.0.0.1:1", "--name", "a", "b"}, `two lock names: --name "a" and the argument "b"; give one`},
+		{[]string{"inspect", "--nodes", "redis://127.0.0.1:1", ""}, "the lock NAME is empty"},
+		{[]string{"inspect", "--nodes", "redis://127.0.0.1:1", "--permits", "1025", "a"}, "-permits must be from 0 to 1024, got 1025"},
+		{[]string{"exec", "--nodes", "redis://127.0.0.1:1", "--name", "a", "b", "--", "true"}, `two lock names: --name "a" and the argument "b"; give one`},
+		{[]string{"exec", "--nodes", "redis://127.0.0.1:1", "a", "b", "--", "true"}, `want one lock NAME, got 2: ["a" "b"]`},
+		{[]string{"exec", "--nodes", "redis://127.0.0.1:1", "a"}, "no command"},
+		{[]string{"exec", "--nodes", "redis://127.0.0.1:1", "", "--", "true"}, "the lock NAME is empty"},
 		{[]string{"inspect", "--nodes", "ftp://127.0.0.1:1", "a"}, `unknown scheme "ftp" (want redis, rediss or unix)`},
 		{[]string{"inspect", "a"}, "no nodes"},
 		{[]string{"inspect", "--node-timeout", "0s", "--nodes", "redis://127.0.0.1:1", "a"}, "-node-timeout must be positive"},
@@ -134,7 +141,7 @@ func TestHelp(t *testing.T) {
 	}
 	code, out, _ := runCLI("-h")
 	require.Equal(t, exitOK, code)
-	require.Contains(t, out, "redlock exec --nodes URLS --name NAME -- CMD")
+	require.Contains(t, out, "redlock exec --nodes URLS NAME -- CMD")
 }
 
 // TestBadFlagOneLine: a bad flag value is said in one line, without the

@@ -34,12 +34,21 @@ const (
 const execDescription = `
 Run CMD while holding the lock NAME, like flock(1) for a fleet: at most one
 CMD per lock name runs at a time across every machine using the same nodes.
-With --shared, CMD runs under a read hold of the read-write lock NAME
-(redlock.RWMutex): any number of shared CMDs run together, none beside a
-writer. With --permits N, CMD runs under a permit of the semaphore NAME of N
-permits (redlock.Semaphore): at most N such CMDs run at a time. The three
-kinds use different keys: a lock, a read-write lock and a semaphore of one
-name do not exclude each other.
+NAME is the first argument (or --name NAME); CMD and its arguments follow
+"--". With --shared, CMD runs under a read hold of NAME instead, as
+flock -s: any number of shared CMDs run together, and none beside an
+exclusive one; the exclusive and the shared exclude each other, as flock's
+-x and -s do. With --permits N, CMD runs under a permit of the semaphore
+NAME of N permits (redlock.Semaphore): at most N such CMDs run at a time.
+
+For a program using the library: exec's lock NAME is the read-write lock
+NAME (redlock.RWMutex). To exclude exec's holders of NAME, exclusive and
+shared, take client.NewRWMutex(NAME).Lock (the write side, which exec takes
+by default); to run beside --shared ones but never beside an exclusive one,
+RLock. A redlock.Mutex of NAME uses other keys and excludes neither
+(earlier versions of exec took one: see the CHANGELOG). A semaphore
+(--permits) has keys of its own: redlock.Semaphore of NAME, with the same
+number of permits, is the library's side of it.
 
 With --lease 0 (the default) the hold is renewed by a watchdog every
 --watchdog-lease/3 for as long as CMD runs, and expires --watchdog-lease after
@@ -65,9 +74,11 @@ Exit codes:
   2          bad flags or arguments
   123        the hold was at risk or lost while CMD ran (CMD was stopped)
   124        other owners held the lock for the whole --wait (or the
-             --conflict-exit-code)
+             --conflict-exit-code); as flock, exec says so on stderr only
+             with -v
   125        redlock failed: fewer than N/2+1 nodes answered for 2s (or
-             the whole --wait, if shorter), or another error
+             the whole --wait, if shorter), too many refused the
+             credentials of their URLs (said at once), or another error
   126        CMD could not be started
   127        CMD was not found
   128+N      redlock got signal N while waiting for the lock (CMD never ran)
@@ -141,15 +152,15 @@ type execConfig struct {
 
 func runExec(args []string, stdout, stderr io.Writer) int {
 	var cfg execConfig
-	fs := newFlagSet("exec", "--nodes URL,URL,... --name NAME [flags] -- CMD [ARGS...]", execDescription)
+	fs := newFlagSet("exec", "--nodes URL,URL,... [flags] NAME -- CMD [ARGS...]", execDescription)
 	nodes := fs.String("nodes", "", "comma-separated node URLs, one per independent master (default $"+nodesEnv+")")
-	fs.StringVar(&cfg.name, "name", "", "the lock's name (required)")
+	flagName := fs.String("name", "", "the lock's name, if not given as the argument NAME")
 	cfg.wait = waitFlag{forever: true}
 	fs.Var(&cfg.wait, "wait", "how long to wait for the lock: `seconds` (5, 0.5), a duration (30s), 0 for a single attempt, or \"forever\"")
 	fs.Var(&cfg.wait, "w", "short for -wait: `seconds` or a duration")
 	fs.IntVar(&cfg.conflict, "conflict-exit-code", exitNotObtained, "the exit `code` when other owners held the lock for the whole -wait (0-255)")
 	fs.IntVar(&cfg.conflict, "E", exitNotObtained, "short for -conflict-exit-`code`")
-	fs.BoolVar(&cfg.shared, "shared", false, "take a read hold of the read-write lock NAME: shared with other -shared holders, exclusive of its writers")
+	fs.BoolVar(&cfg.shared, "shared", false, "take a read hold of the lock NAME: beside other -shared holders, never beside an exclusive one")
 	fs.IntVar(&cfg.permits, "permits", 0, "take a permit of the semaphore NAME of `N` permits (1-1024); 0: the lock NAME")
 	fs.BoolVar(&cfg.fencing, "fencing", false, "give CMD the hold's fencing token in $REDLOCK_TOKEN (not with -shared or -permits)")
 	fs.DurationVar(&cfg.lease, "lease", 0, "fixed lease: the hold lasts this long, without renewal; 0: renewed by the watchdog while CMD runs")
@@ -157,16 +168,51 @@ func runExec(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.nodeTimeout, "node-timeout", 250*time.Millisecond, "bound on one round trip to one node")
 	fs.DurationVar(&cfg.grace, "grace", 10*time.Second, "after the hold is lost, how long CMD has between SIGTERM and SIGKILL")
 	fs.StringVar(&cfg.prefix, "prefix", "redlock:", "key prefix, as given to redlock.WithKeyPrefix")
-	fs.BoolVar(&cfg.verbose, "v", false, "say when it starts waiting (who holds the lock, until when) and when it gets in; log node trouble to stderr")
+	fs.BoolVar(&cfg.verbose, "v", false, "say when it starts waiting (who holds the lock, until when), when it gets in, or that it did not; log node trouble; every line to stderr, as \"redlock exec: ...\"")
 	if code, done := fs.parse(args, stdout, stderr); done {
 		return code
 	}
+	before, argv := splitExecArgs(args, fs.Args(), *flagName != "")
+	cfg.argv = argv
+	// Flags may come between NAME and "--" as well: exec NAME -w 5 -- CMD.
+	var names []string
+	for len(before) > 0 {
+		names = append(names, before[0])
+		if code, done := fs.parse(before[1:], stdout, stderr); done {
+			return code
+		}
+		before = fs.Args()
+	}
 	cfg.nodes = nodeList(*nodes)
-	cfg.argv = fs.Args()
-	if msg := cfg.check(); msg != "" {
+	name, msg := lockName(*flagName, names)
+	cfg.name = name
+	if msg == "" {
+		msg = cfg.check()
+	}
+	if msg != "" {
 		return usageError(stderr, "exec", "%s", msg)
 	}
 	return execute(cfg, stdout, stderr)
+}
+
+// splitExecArgs splits what follows exec's flags (rest, the end of args)
+// into what comes before CMD and CMD. A "--" right after the flags starts
+// CMD; else the arguments before the first "--" are NAME (and maybe more
+// flags), and CMD follows it; with no "--", the first argument is NAME
+// unless --name gave it (named), and the rest is CMD.
+func splitExecArgs(args, rest []string, named bool) (names, argv []string) {
+	if i := len(args) - len(rest); i > 0 && args[i-1] == "--" {
+		return nil, rest
+	}
+	for i, a := range rest {
+		if a == "--" {
+			return rest[:i], rest[i+1:]
+		}
+	}
+	if named || len(rest) == 0 {
+		return nil, rest
+	}
+	return rest[:1], rest[1:]
 }
 
 // check says what is wrong with cfg's flags and arguments, "" when nothing.
@@ -174,8 +220,6 @@ func (cfg *execConfig) check() string {
 	switch {
 	case len(cfg.nodes) == 0:
 		return fmt.Sprintf("no nodes: give --nodes URL,URL,... or set $%s", nodesEnv)
-	case cfg.name == "":
-		return "no lock name: give --name NAME"
 	case len(cfg.argv) == 0:
 		return "no command: give it after the flags, e.g. -- make deploy"
 	case cfg.lease < 0:
@@ -264,7 +308,7 @@ func (cfg *execConfig) options(risk *riskWatch, stderr io.Writer) []redlock.Opti
 		opts = append(opts, redlock.WithFencing())
 	}
 	if cfg.verbose {
-		opts = append(opts, redlock.WithLogger(slog.New(slog.NewTextHandler(stderr, nil))))
+		opts = append(opts, redlock.WithLogger(slog.New(newLineHandler(stderr, "redlock exec: "))))
 	}
 	return opts
 }
@@ -378,7 +422,7 @@ func acquire(client *redlock.Client, h holding, cfg execConfig, sigs <-chan os.S
 	start := time.Now()
 	waiting := func() {
 		if cfg.verbose {
-			logf("waiting for %s: %s", h, holderOf(ctx, client, h))
+			logf("waiting for %s: %s", h, holderOf(ctx, client, h, cfg))
 		}
 	}
 	done := make(chan result, 1)
@@ -405,12 +449,18 @@ func acquire(client *redlock.Client, h holding, cfg execConfig, sigs <-chan os.S
 		}
 		return 0, true
 	case r.err == nil:
-		if cfg.wait.d == 0 {
+		// As flock, a conflict is said only with -v: its exit code says it.
+		switch {
+		case !cfg.verbose:
+		case cfg.wait.d == 0:
 			logf("%s is %s", h, h.busy())
-		} else {
+		default:
 			logf("%s was %s for the whole wait of %v", h, h.busy(), cfg.wait.d)
 		}
 		return cfg.conflict, false
+	case errors.Is(r.err, redlock.ErrAuth):
+		logf("cannot take %s: authentication failed: too many nodes refuse the credentials of their URLs (--nodes or $%s) to leave a quorum\n%s", h, nodesEnv, nodeReport(client, cfg.name))
+		return exitFailed, false
 	case errors.Is(r.err, redlock.ErrNoQuorum):
 		logf("cannot take %s: too few nodes answered (%v)\n%s", h, r.err, nodeReport(client, cfg.name))
 		return exitFailed, false
@@ -437,23 +487,21 @@ func holdDetails(h holding, cfg execConfig) string {
 // clockTime is how -v writes a time of day.
 const clockTime = "15:04:05.000"
 
-// holderOf says who holds what h waits for, as inspect's verdict says it,
-// with the time its hold ends; for a read hold or a permit, which inspect
-// does not read, only why it waits.
-func holderOf(ctx context.Context, client *redlock.Client, h holding) string {
-	mh, ok := h.(*mutexHold)
-	if !ok {
-		return h.busy()
-	}
-	states, err := client.Inspect(ctx, mh.m.Name())
+// holderOf says who holds what h waits for, as inspect's verdict on its
+// kind of lock says it, with the time those holds end.
+func holderOf(ctx context.Context, client *redlock.Client, h holding, cfg execConfig) string {
+	states, err := client.InspectAll(ctx, cfg.name, cfg.permits)
 	if err != nil {
 		return fmt.Sprintf("%s (not read: %v)", h.busy(), err)
 	}
-	v := decide(states)
-	if v.kind != verdictHeld {
-		return verdictLine(v)
+	v := judge(states, cfg.permits)[1] // the RWMutex's: exec's lock, exclusive or --shared
+	if cfg.permits > 0 {
+		v = judge(states, cfg.permits)[2]
 	}
-	return fmt.Sprintf("%s, until %s", verdictLine(v), time.Now().Add(v.expires).Format(clockTime))
+	if v.kind != verdictHeld || v.ends <= 0 {
+		return v.line
+	}
+	return fmt.Sprintf("%s, until %s", v.line, time.Now().Add(v.ends).Format(clockTime))
 }
 
 // take makes acquire's attempts on ctx and reports whether h holds. First,
@@ -467,7 +515,8 @@ func take(ctx context.Context, h holding, cfg execConfig, waiting func()) (bool,
 		giveUp = time.Now().Add(cfg.wait.d)
 	}
 	held, err := h.take(ctx, 0, cfg.lease)
-	for errors.Is(err, redlock.ErrNoQuorum) && time.Now().Before(giveUp) {
+	// Credentials the nodes refuse are a configuration error: no retry.
+	for errors.Is(err, redlock.ErrNoQuorum) && !errors.Is(err, redlock.ErrAuth) && time.Now().Before(giveUp) {
 		select {
 		case <-ctx.Done():
 		case <-time.After(100 * time.Millisecond):
@@ -495,9 +544,12 @@ func nodeReport(client *redlock.Client, name string) string {
 	var b strings.Builder
 	b.WriteString("nodes:")
 	for _, n := range nodes {
-		if n.Err != nil {
+		switch {
+		case errors.Is(n.Err, redlock.ErrAuth):
+			fmt.Fprintf(&b, "\n  %s: %v", n.Node, nodeCause(n.Err)) // "authentication failed: why"
+		case n.Err != nil:
 			fmt.Fprintf(&b, "\n  %s: unreachable: %v", n.Node, nodeCause(n.Err))
-		} else {
+		default:
 			fmt.Fprintf(&b, "\n  %s: answers", n.Node)
 		}
 	}

@@ -12,9 +12,10 @@ import (
 	"github.com/redlock-go/redlock/observe"
 )
 
-// holding is the one hold exec takes and gives back: the lock of a Mutex
-// (the default), a read hold of an RWMutex (--shared) or a permit of a
-// Semaphore (--permits).
+// holding is the one hold exec takes and gives back: the write hold of an
+// RWMutex (the default, exclusive), a read hold of the same RWMutex
+// (--shared), which excludes each other as flock's -x and -s do, or a
+// permit of a Semaphore (--permits).
 type holding interface {
 	// take makes one attempt with wait 0, waits up to wait, or waits until
 	// ctx ends with wait < 0. It reports whether it holds, as
@@ -43,51 +44,50 @@ func newHolding(client *redlock.Client, cfg execConfig) holding {
 	case cfg.permits > 0:
 		return &permitHold{s: client.NewSemaphore(cfg.name, cfg.permits), name: cfg.name, permits: cfg.permits}
 	}
-	return &mutexHold{m: client.NewMutex(cfg.name)}
+	return &writeHold{rw: client.NewRWMutex(cfg.name)}
 }
 
-// mutexHold is the lock of a Mutex: exec's default.
-type mutexHold struct{ m *redlock.Mutex }
-
-func (h *mutexHold) take(ctx context.Context, wait, lease time.Duration) (bool, error) {
-	if wait >= 0 {
-		return h.m.TryLock(ctx, wait, lease)
+// takeRW takes a hold of one side of an RWMutex as holding.take says,
+// with try (TryLock or TryRLock) and, for a wait without end under the
+// watchdog's lease, lock (Lock or RLock).
+func takeRW(ctx context.Context, wait, lease time.Duration, try func(context.Context, time.Duration, time.Duration) (bool, error), lock func(context.Context) error) (bool, error) {
+	switch {
+	case wait >= 0:
+		return try(ctx, wait, lease)
+	case lease == 0:
+		err := lock(ctx)
+		return err == nil, err
 	}
-	var err error
-	if lease > 0 {
-		err = h.m.LockLease(ctx, lease)
-	} else {
-		err = h.m.Lock(ctx)
+	// Lock and RLock have no fixed-lease form: wait in long tries, through
+	// node failures as they do, until ctx ends.
+	for {
+		ok, err := try(ctx, time.Hour, lease)
+		if ok || ctx.Err() != nil || (err != nil && !errors.Is(err, redlock.ErrNoQuorum)) {
+			return ok, err
+		}
 	}
-	return err == nil, err
 }
 
-func (h *mutexHold) release(ctx context.Context) error { return h.m.Unlock(ctx) }
-func (h *mutexHold) lost() <-chan struct{}             { return h.m.Lost() }
-func (h *mutexHold) until() time.Time                  { return h.m.Until() }
-func (h *mutexHold) token() int64                      { return h.m.Token() }
-func (h *mutexHold) String() string                    { return fmt.Sprintf("lock %q", h.m.Name()) }
-func (h *mutexHold) busy() string                      { return "held by another owner" }
+// writeHold is the write hold of an RWMutex: exec's default, beside no
+// other holder of the name, exclusive or shared.
+type writeHold struct{ rw *redlock.RWMutex }
+
+func (h *writeHold) take(ctx context.Context, wait, lease time.Duration) (bool, error) {
+	return takeRW(ctx, wait, lease, h.rw.TryLock, h.rw.Lock)
+}
+
+func (h *writeHold) release(ctx context.Context) error { return h.rw.Unlock(ctx) }
+func (h *writeHold) lost() <-chan struct{}             { return h.rw.Lost() }
+func (h *writeHold) until() time.Time                  { return h.rw.Until() }
+func (h *writeHold) token() int64                      { return h.rw.Token() }
+func (h *writeHold) String() string                    { return fmt.Sprintf("lock %q", h.rw.Name()) }
+func (h *writeHold) busy() string                      { return "held by other owners" }
 
 // readHold is a read hold of an RWMutex (--shared).
 type readHold struct{ rw *redlock.RWMutex }
 
 func (h *readHold) take(ctx context.Context, wait, lease time.Duration) (bool, error) {
-	switch {
-	case wait >= 0:
-		return h.rw.TryRLock(ctx, wait, lease)
-	case lease == 0:
-		err := h.rw.RLock(ctx)
-		return err == nil, err
-	}
-	// RLock has no fixed-lease form: wait in long TryRLocks, through node
-	// failures as RLock does, until ctx ends.
-	for {
-		ok, err := h.rw.TryRLock(ctx, time.Hour, lease)
-		if ok || ctx.Err() != nil || (err != nil && !errors.Is(err, redlock.ErrNoQuorum)) {
-			return ok, err
-		}
-	}
+	return takeRW(ctx, wait, lease, h.rw.TryRLock, h.rw.RLock)
 }
 
 func (h *readHold) release(ctx context.Context) error { return h.rw.RUnlock(ctx) }
@@ -95,7 +95,7 @@ func (h *readHold) lost() <-chan struct{}             { return h.rw.Lost() }
 func (h *readHold) until() time.Time                  { return h.rw.Until() }
 func (h *readHold) token() int64                      { return 0 } // tokens are the writers'
 func (h *readHold) String() string                    { return fmt.Sprintf("a read hold of lock %q", h.rw.Name()) }
-func (h *readHold) busy() string                      { return "held for writing by another owner" }
+func (h *readHold) busy() string                      { return "held by an exclusive owner" }
 
 // permitHold is a permit of a Semaphore (--permits).
 type permitHold struct {

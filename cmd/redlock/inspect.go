@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"sort"
 	"text/tabwriter"
 	"time"
 
@@ -19,49 +18,79 @@ const (
 )
 
 const inspectDescription = `
-Show the state of lock NAME on every node: whether the node answered, which
-owner holds it there (field "<client id>:<owner id>"), the hold count and the
-key's PTTL; then the quorum verdict: HELD when one owner holds it on a majority
-of the nodes (N/2+1), FREE when no owner does, UNDECIDED when too few nodes
-answered to tell.
+Show every kind of lock called NAME on every node, and the quorum's verdict
+on each: the lock (redlock.Mutex, and the name as a MultiMutex takes it),
+the read-write lock (redlock.RWMutex: its writer, its readers, and the
+intents of its waiting writer and readers) and the semaphore
+(redlock.Semaphore: which permits are held, by whom), with the intents
+their waiters left. NAME is the argument or --name.
 
-Then each node's health: the round trip of a script call, the server's
-version and uptime, and whether its answers count toward quorums (not when it
-is in restart quarantine, or refuses INFO while quarantine is on).
+For each kind the verdict is HELD when owners hold it on a majority of the
+nodes (N/2+1): the one owner of the lock or of the write hold, the readers
+each on a majority, the permits each on a majority; FREE when no owner
+does; UNDECIDED when too few nodes answered to tell. An intent is a waiter's
+claim to go first: while it lives, no newcomer gets in.
 
-The lock of NAME is the hash PREFIX+"{"+NAME+"}:lock"; every owner has a field
-"<client id>:<owner id>" whose value is its hold count (the bookkeeping
-fields ending in "#" are not shown).
+The table of the lock shows, for every node, whether it answered, which
+owner holds the lock there (field "<client id>:<owner id>"), the hold count
+and the key's PTTL. The read-write lock's and the semaphore's tables, and
+the intents', are shown when some node has one of their keys. Then each
+node's health: the round trip of a script call, the server's version and
+uptime, and whether its answers count toward quorums (not when it is in
+restart quarantine, or refuses INFO while quarantine is on).
+
+The keys of NAME (PREFIX is --prefix): the lock PREFIX{NAME}:lock, the
+read-write lock PREFIX{NAME}:rw:lock (its writer) and PREFIX{NAME}:rw:readers,
+the semaphore's slots PREFIX{NAME}:sem:<slot>:lock, one per permit. Every
+owner has a field "<client id>:<owner id>" whose value is its hold count
+(the bookkeeping fields ending in "#" are not shown).
 
 Exit codes:
-  0  the verdict is HELD or FREE
-  1  UNDECIDED: fewer than N/2+1 nodes answered (or no verdict for another
-     reason, printed to stderr)
+  0  every verdict is HELD or FREE
+  1  a verdict is UNDECIDED: fewer than N/2+1 nodes answered (or no verdict
+     for another reason, printed to stderr)
   2  bad flags or arguments
 `
 
-// runInspect is "redlock inspect": it prints what every node holds of one
-// lock and the quorum's verdict, and returns the exit code.
+// runInspect is "redlock inspect": it prints what every node holds of
+// every kind of lock of one name and the quorum's verdicts, and returns
+// the exit code.
 func runInspect(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("inspect", "--nodes URL,URL,... [flags] NAME", inspectDescription)
 	nodes := fs.String("nodes", "", "comma-separated node URLs, one per independent master (default $"+nodesEnv+")")
+	flagName := fs.String("name", "", "the lock's name, if not given as the argument NAME")
 	prefix := fs.String("prefix", "redlock:", "key prefix, as given to redlock.WithKeyPrefix")
+	permits := fs.Int("permits", 0, "the semaphore's number of permits `N`: the verdict says how many of N are held; 0: every slot a semaphore of NAME may have is read (up to 1024)")
 	timeout := fs.Duration("node-timeout", time.Second, "bound on reading one node, as given to redlock.WithNodeTimeout (below a third of its default 30s lease)")
-	if code, done := fs.parse(args, stdout, stderr); done {
-		return code
+	// Flags may come after NAME as well: inspect NAME --prefix app:.
+	var names []string
+	for rest := args; ; rest = fs.Args()[1:] {
+		if code, done := fs.parse(rest, stdout, stderr); done {
+			return code
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		names = append(names, fs.Arg(0))
 	}
-	if fs.NArg() != 1 || fs.Arg(0) == "" {
-		return usageError(stderr, "inspect", "want exactly one lock NAME after the flags, got %d arguments", fs.NArg())
-	}
-	if *timeout <= 0 {
+	name, msg := lockName(*flagName, names)
+	switch {
+	case msg != "":
+		return usageError(stderr, "inspect", "%s", msg)
+	case *timeout <= 0:
 		return usageError(stderr, "inspect", "-node-timeout must be positive, got %v", *timeout)
+	case *permits < 0 || *permits > redlock.MaxPermits:
+		return usageError(stderr, "inspect", "-permits must be from 0 to %d, got %d", redlock.MaxPermits, *permits)
 	}
 	urls := nodeList(*nodes)
 	if len(urls) == 0 {
 		return usageError(stderr, "inspect", "no nodes: give --nodes URL,URL,... or set $%s", nodesEnv)
 	}
-	name := fs.Arg(0)
-	states, health, err := readNodes(urls, *prefix, name, *timeout, stderr)
+	slots := *permits
+	if slots == 0 {
+		slots = redlock.MaxPermits
+	}
+	states, health, err := readNodes(urls, *prefix, name, slots, *timeout, stderr)
 	switch {
 	case errors.Is(err, redlock.ErrInvalid):
 		return usageError(stderr, "inspect", "%v", err)
@@ -69,23 +98,26 @@ func runInspect(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "redlock inspect: %v\n", err)
 		return exitUndecided
 	}
-	v := decide(states)
-	printInspect(stdout, name, states, v)
+	vs := judge(states, *permits)
+	printInspect(stdout, name, states, vs)
 	printHealth(stdout, health)
-	if v.kind == verdictUndecided {
-		return exitUndecided
+	for _, v := range vs {
+		if v.kind == verdictUndecided {
+			return exitUndecided
+		}
 	}
 	return exitOK
 }
 
-// readNodes returns what every node in urls holds of lock name, read by
-// Client.Inspect, and each node's health, read by Client.Status, in the
+// readNodes returns what every node in urls holds of every kind of lock
+// called name (slots: how many of the semaphore's slots), read by
+// Client.InspectAll, and each node's health, read by Client.Status, in the
 // order of urls, through a client dialled for it and closed before it
 // returns (a failure to close is only reported to stderr). A bad URL, or a
 // timeout that redlock rejects, returns an error wrapping
 // redlock.ErrInvalid; a node that could not be read has its error in its
-// NodeLock and its NodeStatus.
-func readNodes(urls []string, prefix, name string, timeout time.Duration, stderr io.Writer) ([]redlock.NodeLock, []redlock.NodeStatus, error) {
+// NodeLocks and its NodeStatus.
+func readNodes(urls []string, prefix, name string, slots int, timeout time.Duration, stderr io.Writer) ([]redlock.NodeLocks, []redlock.NodeStatus, error) {
 	// inspect reports every node's state itself: the client's own log
 	// lines (a node list under 3, a node down) would say it twice.
 	quiet := redlock.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -99,7 +131,7 @@ func readNodes(urls []string, prefix, name string, timeout time.Duration, stderr
 		}
 	}()
 	ctx := context.Background()
-	states, err := client.Inspect(ctx, name)
+	states, err := client.InspectAll(ctx, name, slots)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -147,142 +179,4 @@ func nodeCause(err error) error {
 		return ne.Err
 	}
 	return err
-}
-
-type verdictKind int
-
-const (
-	verdictFree verdictKind = iota
-	verdictHeld
-	verdictUndecided
-)
-
-// verdict is the quorum's answer.
-type verdict struct {
-	kind      verdictKind
-	n, quorum int
-	reachable int
-	holder    string        // verdictHeld: the owner on a quorum
-	nodes     int           // verdictHeld: on how many nodes it holds the lock
-	count     int64         // verdictHeld: its hold count on most of them
-	expires   time.Duration // verdictHeld: the quorum's PTTL: the (quorum)-th largest
-	partial   int           // nodes where some owner holds it without a quorum
-}
-
-// decide applies the lock's quorum rule to what the nodes said: held when one
-// owner is on N/2+1 nodes; free when no owner can be (too many nodes answered
-// without it); undecided otherwise.
-func decide(states []redlock.NodeLock) verdict {
-	v := verdict{n: len(states), quorum: len(states)/2 + 1}
-	on := map[string][]redlock.NodeLock{}
-	for _, s := range states {
-		if s.Err != nil {
-			continue
-		}
-		v.reachable++
-		if !s.Exists {
-			continue
-		}
-		for h := range s.Holders {
-			on[h] = append(on[h], s)
-		}
-	}
-	for h, ss := range on {
-		if len(ss) < v.quorum {
-			v.partial += len(ss)
-			continue
-		}
-		v.kind, v.holder, v.nodes = verdictHeld, h, len(ss)
-		ttls := make([]time.Duration, len(ss))
-		counts := map[int64]int{}
-		for i, s := range ss {
-			ttls[i] = s.TTL
-			counts[s.Holders[h]]++
-		}
-		sort.Slice(ttls, func(i, j int) bool { return ttls[i] > ttls[j] })
-		v.expires = ttls[v.quorum-1]
-		for c, k := range counts {
-			if k > counts[v.count] || (k == counts[v.count] && c > v.count) {
-				v.count = c
-			}
-		}
-	}
-	if v.kind == verdictHeld {
-		return v
-	}
-	// Free needs enough answers to exclude every owner from a majority:
-	// the unreachable nodes plus the largest partial holder stay below quorum.
-	best := 0
-	for _, ss := range on {
-		best = max(best, len(ss))
-	}
-	if best+(v.n-v.reachable) >= v.quorum {
-		v.kind = verdictUndecided
-	}
-	return v
-}
-
-// printInspect writes the table of what each node said and the verdict;
-// states is not empty (Dial wants a node).
-func printInspect(w io.Writer, name string, states []redlock.NodeLock, v verdict) {
-	fmt.Fprintf(w, "lock %q (key %s) on %d nodes, quorum %d\n\n", name, states[0].Key, v.n, v.quorum)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tREACHABLE\tHOLDER\tCOUNT\tPTTL")
-	for _, s := range states {
-		switch {
-		case s.Err != nil:
-			fmt.Fprintf(tw, "%s\tno\t-\t-\t-\n", s.Node)
-		case len(s.Holders) == 0:
-			fmt.Fprintf(tw, "%s\tyes\t(free)\t-\t%s\n", s.Node, ttlString(s))
-		default:
-			hs := make([]string, 0, len(s.Holders))
-			for h := range s.Holders {
-				hs = append(hs, h)
-			}
-			sort.Strings(hs)
-			for i, h := range hs {
-				node, reach, ttl := s.Node, "yes", ttlString(s)
-				if i > 0 {
-					node, reach, ttl = "", "", ""
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", node, reach, h, s.Holders[h], ttl)
-			}
-		}
-	}
-	tw.Flush()
-	for _, s := range states {
-		if s.Err != nil {
-			fmt.Fprintf(w, "%s: %v\n", s.Node, nodeCause(s.Err))
-		}
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "verdict: "+verdictLine(v))
-}
-
-// verdictLine says the verdict v in one line: HELD by whom, on how many
-// nodes, with which count and quorum PTTL; FREE; or UNDECIDED.
-func verdictLine(v verdict) string {
-	switch v.kind {
-	case verdictHeld:
-		return fmt.Sprintf("HELD by %s on %d of %d nodes (quorum %d), hold count %d, quorum PTTL %s",
-			v.holder, v.nodes, v.n, v.quorum, v.count, round(v.expires))
-	case verdictFree:
-		line := fmt.Sprintf("FREE: no owner holds it on a quorum (%d of %d nodes); %d nodes answered", v.quorum, v.n, v.reachable)
-		if v.partial > 0 {
-			line += fmt.Sprintf("; %d partial hold(s) will expire", v.partial)
-		}
-		return line
-	}
-	return fmt.Sprintf("UNDECIDED: %d of %d nodes answered, %d needed to tell", v.reachable, v.n, v.quorum)
-}
-
-// ttlString renders a node's time to live of the lock's key.
-func ttlString(s redlock.NodeLock) string {
-	switch {
-	case !s.Exists:
-		return "no key"
-	case s.TTL < 0:
-		return "no expiry"
-	}
-	return round(s.TTL)
 }

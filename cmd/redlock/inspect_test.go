@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -177,6 +178,119 @@ func TestDecide(t *testing.T) {
 			require.Equal(t, tc.holder, v.holder)
 			require.Equal(t, tc.expires, v.expires)
 			require.Equal(t, tc.partial, v.partial)
+		})
+	}
+}
+
+// TestInspectEveryKind: inspect shows the RWMutex of the name (its
+// readers, and a waiting writer's intent), the Semaphore's held permits
+// of N, and the intents, with a verdict per kind; the name may be --name,
+// and flags may follow it.
+func TestInspectEveryKind(t *testing.T) {
+	ctx := context.Background()
+	c := redlocktest.Start(t, 3)
+	client := dial(t, c)
+	require.NoError(t, client.NewRWMutex("job").RLock(ctx))
+	p, err := client.NewSemaphore("job", 2).Acquire(ctx, 0)
+	require.NoError(t, err)
+	reader := ownerField(t, c, 0, "redlock:{job}:rw:readers")
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		_, _ = client.NewRWMutex("job").TryLock(wctx, time.Minute, 0)
+		close(done)
+	}()
+	defer func() { cancel(); <-done }()
+	var writer string
+	require.Eventually(t, func() bool {
+		for i := 0; i < c.N(); i++ {
+			w, err := redis.String(c.Do(i, "GET", "redlock:{job}:rw:wait"))
+			if err != nil {
+				return false
+			}
+			writer = w
+		}
+		return true
+	}, 5*time.Second, 10*time.Millisecond, "the waiting writer's intent on every node")
+	// The permit's slot and owner, once every node has it (Acquire returns
+	// once a majority said yes).
+	var permit string
+	require.Eventually(t, func() bool {
+		seen := map[string]int{}
+		for n := 0; n < c.N(); n++ {
+			for i := 0; i < 2; i++ {
+				fs, err := redis.StringMap(c.Do(n, "HGETALL", "redlock:{job}:sem:"+strconv.Itoa(i)+":lock"))
+				for f := range fs {
+					if err == nil && !strings.HasSuffix(f, "#") {
+						seen["slot "+strconv.Itoa(i)+" by "+f]++
+					}
+				}
+			}
+		}
+		for p, k := range seen {
+			permit = p
+			return len(seen) == 1 && k == c.N()
+		}
+		return false
+	}, 5*time.Second, 10*time.Millisecond)
+
+	nodes := strings.Join(c.URLs(), ",")
+	for _, args := range [][]string{
+		{"inspect", "--nodes", nodes, "--permits", "2", "--name", "job"},
+		{"inspect", "job", "--nodes", nodes, "--permits", "2"},
+	} {
+		code, out, stderr := runCLI(args...)
+		require.Equal(t, exitOK, code, "%q: stderr: %s", args, stderr)
+		require.Contains(t, out, `read-write lock "job" (keys redlock:{job}:rw:lock, redlock:{job}:rw:readers)`)
+		rows := regexp.MustCompile(`(?m)^redis://127\.0\.0\.1:\d+\s+yes\s+read\s+` + regexp.QuoteMeta(reader) + `\s+1\s+\d`)
+		require.Len(t, rows.FindAllString(out, -1), 3, out)
+		require.Contains(t, out, `semaphore "job" (keys redlock:{job}:sem:0:lock to redlock:{job}:sem:1:lock)`)
+		require.Len(t, regexp.MustCompile(`(?m)^redis://\S+\s+RWMutex writer\s+`+regexp.QuoteMeta(writer)+`\s+-\s+\d`).FindAllString(out, -1), 3, out)
+		require.Contains(t, out, "Mutex verdict: FREE: no owner holds it on a quorum (2 of 3 nodes); 3 nodes answered\n")
+		require.Contains(t, out, "RWMutex verdict: HELD for reading by 1 owner(s): "+reader+" on 3 of 3 nodes (quorum 2), hold count 1, quorum PTTL ")
+		require.Contains(t, out, "; a writer waits, keeping new readers out: "+writer+"'s intent on 3 of 3 nodes\n")
+		require.Contains(t, out, "Semaphore verdict: HELD: 1 permit(s) of 2 held on a quorum (slots 0 to 1 read): "+permit+" on 3 of 3 nodes (quorum 2), hold count 1")
+	}
+	code, out, _ := runCLI("inspect", "--nodes", nodes, "job")
+	require.Equal(t, exitOK, code)
+	require.Contains(t, out, "Semaphore verdict: HELD: 1 permit(s) held on a quorum (slots 0 to 1023 read): "+permit)
+	require.NoError(t, p.Release(ctx))
+}
+
+func TestDecideShared(t *testing.T) {
+	ms := time.Millisecond
+	up := func(ttl time.Duration, holders ...string) redlock.NodeLock {
+		s := redlock.NodeLock{Exists: true, TTL: ttl, Holders: map[string]int64{}}
+		for _, h := range holders {
+			s.Holders[h] = 1
+		}
+		return s
+	}
+	free := redlock.NodeLock{Holders: map[string]int64{}}
+	down := redlock.NodeLock{Err: errors.New("connection refused")}
+	for _, tc := range []struct {
+		name    string
+		states  []redlock.NodeLock
+		want    verdictKind
+		held    []string
+		partial int
+	}{
+		{"all free", []redlock.NodeLock{free, free, free}, verdictFree, nil, 0},
+		{"two readers everywhere", []redlock.NodeLock{up(900*ms, "a", "b"), up(800*ms, "a", "b"), up(700*ms, "b", "a")}, verdictHeld, []string{"a", "b"}, 0},
+		{"one on a quorum, one partial", []redlock.NodeLock{up(900*ms, "a", "b"), up(800*ms, "a"), free}, verdictHeld, []string{"a"}, 1},
+		{"partial only", []redlock.NodeLock{up(900*ms, "a"), up(800*ms, "b"), free, free, free}, verdictFree, nil, 2},
+		{"could be held on the unreachable", []redlock.NodeLock{down, up(time.Second, "a"), free}, verdictUndecided, nil, 1},
+		{"majority down", []redlock.NodeLock{down, down, free}, verdictUndecided, nil, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			held, all := decideShared(tc.states)
+			require.Equal(t, tc.want, all.kind)
+			var got []string
+			for _, v := range held {
+				got = append(got, v.holder)
+			}
+			require.Equal(t, tc.held, got)
+			require.Equal(t, tc.partial, all.partial)
 		})
 	}
 }

@@ -5,7 +5,7 @@
 // Usage:
 //
 //	redlock demo [flags]
-//	redlock exec --nodes URL,URL,... --name NAME [flags] -- CMD [ARGS...]
+//	redlock exec --nodes URL,URL,... [flags] NAME -- CMD [ARGS...]
 //	redlock inspect --nodes URL,URL,... [flags] NAME
 //	redlock version
 //
@@ -43,8 +43,8 @@ const usage = `redlock: a distributed lock over N independent Redis masters.
 
 Usage:
   redlock demo [flags]                          watch the lock survive killed masters
-  redlock exec --nodes URLS --name NAME -- CMD  run CMD while holding the lock (flock for a fleet)
-  redlock inspect --nodes URLS NAME             show the lock's state on every node
+  redlock exec --nodes URLS NAME -- CMD         run CMD while holding the lock (flock for a fleet)
+  redlock inspect --nodes URLS NAME             show every kind of lock of NAME on every node
   redlock version                               print redlock's module version
 
 Nodes: comma-separated redis://[user:pass@]host:port[/db], rediss://... or
@@ -144,6 +144,24 @@ func version(info *debug.BuildInfo, ok bool) string {
 func usageError(w io.Writer, cmd, format string, args ...any) int {
 	fmt.Fprintf(w, "redlock %s: %s\nRun \"redlock %s -h\" for usage.\n", cmd, fmt.Sprintf(format, args...), cmd)
 	return exitUsage
+}
+
+// lockName returns the lock's name from the --name flag (flagName, ""
+// when not given) and the NAME arguments, or what is wrong with them.
+func lockName(flagName string, args []string) (name, problem string) {
+	switch {
+	case len(args) > 1:
+		return "", fmt.Sprintf("want one lock NAME, got %d: %q", len(args), args)
+	case len(args) == 1 && args[0] == "":
+		return "", "the lock NAME is empty"
+	case len(args) == 1 && flagName != "" && flagName != args[0]:
+		return "", fmt.Sprintf("two lock names: --name %q and the argument %q; give one", flagName, args[0])
+	case len(args) == 1:
+		return args[0], ""
+	case flagName == "":
+		return "", "no lock name: give it as the argument NAME, or as --name NAME"
+	}
+	return flagName, ""
 }
 
 // nodeList returns the node URLs from the --nodes flag, else $REDLOCK_NODES.

@@ -44,6 +44,8 @@ func TestCalls(t *testing.T) {
 		{"holders", HoldersCall(twoLocks), &Holders, []interface{}{4, "a", "am", "b", "bm"}},
 		{"inspect", InspectCall(twoLocks, "o"), &Inspect, []interface{}{2, "a", "b", "o"}},
 		{"view", ViewCall("a"), &View, []interface{}{1, "a"}},
+		{"survey", SurveyCall(SurveyKeys{Lock: "l", Intent: "i", Writer: "w", Readers: "r", WriterIntent: "wi", ReadersIntent: "ri", Own: "o:", SemaphoreIntent: "si", Slots: []string{"s0", "s1"}}),
+			&Survey, []interface{}{9, "l", "i", "w", "r", "wi", "ri", "si", "s0", "s1", "o:"}},
 		{"fence", FenceCall(twoLocks, 11, 86400000), &Fence, []interface{}{2, "af", "bf", int64(11), int64(86400000)}},
 		{"ping", PingCall(), &Ping, []interface{}{0}},
 		{"renew", RenewCall(30000, [][]interface{}{{"a", "b", "o1"}, {"c", "o2"}}),

@@ -168,6 +168,37 @@ func TestParseView(t *testing.T) {
 	}
 }
 
+func TestParseSurvey(t *testing.T) {
+	free := i64s(-2)
+	reply := []interface{}{
+		[]interface{}{int64(1200), "c:1", int64(2)}, []interface{}{int64(900), []byte("5/c:9")},
+		free, []interface{}{int64(800), "c:3", int64(1), "c:4", int64(1)}, []interface{}{int64(700), "c:5"}, []interface{}{int64(-1), "1"},
+		free, free, []interface{}{int64(600), "c:6", int64(1)},
+	}
+	got, err := ParseSurvey(reply, 2)
+	require.NoError(t, err)
+	none := map[string]int64{}
+	assert.Equal(t, NameView{
+		Lock: LockView{PTTL: 1200, Holders: map[string]int64{"c:1": 2}}, Intent: Text{PTTL: 900, Value: "5/c:9"},
+		Writer: LockView{PTTL: -2, Holders: none}, Readers: LockView{PTTL: 800, Holders: map[string]int64{"c:3": 1, "c:4": 1}},
+		WriterIntent: Text{PTTL: 700, Value: "c:5"}, ReadersIntent: Text{PTTL: -1, Value: "1"}, SemaphoreIntent: Text{PTTL: -2},
+		Slots: []LockView{{PTTL: -2, Holders: none}, {PTTL: 600, Holders: map[string]int64{"c:6": 1}}},
+	}, got)
+	_, err = ParseSurvey(reply, 1)
+	assert.Error(t, err, "one slot asked, two answered")
+	_, err = ParseSurvey([]interface{}{free, free, free, free, free, free, free}, 0)
+	assert.NoError(t, err, "every key absent")
+	bad := append([]interface{}{
+		[]interface{}{free, i64s(5), free, free, free, free, free},
+		[]interface{}{free, i64s(-1), free, free, free, free, free},
+		[]interface{}{free, []interface{}{int64(5), "a", "b"}, free, free, free, free, free},
+		[]interface{}{"x", free, free, free, free, free, free},
+	}, malformed...)
+	for _, r := range bad {
+		assert.Error(t, parse(t, r, func(r interface{}) error { _, err := ParseSurvey(r, 0); return err }), "reply %#v", r)
+	}
+}
+
 func TestParseAnswers(t *testing.T) {
 	failed := struct{ err error }{errors.New("shard down")} // a part of a split call that failed
 	got, err := ParseAnswers([]interface{}{int64(1), int64(0), int64(-1), failed, int64(7), []byte("1")}, 6)

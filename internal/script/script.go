@@ -41,6 +41,8 @@ var (
 	inspectLua string
 	//go:embed view.lua
 	viewLua string
+	//go:embed survey.lua
+	surveyLua string
 	//go:embed renew.lua
 	renewLua string
 	//go:embed repair.lua
@@ -77,6 +79,7 @@ var (
 	Holders        = New(-1, holdersLua)
 	Inspect        = New(-1, inspectLua)
 	View           = New(1, viewLua)
+	Survey         = New(-1, surveyLua) // every kind of lock of one name
 	Renew          = New(-1, renewLua)
 	Repair         = New(-1, repairLua)
 	Fence          = New(-1, fenceLua)
@@ -97,7 +100,7 @@ var (
 
 	// All lists every script a connection loads at once (not the
 	// cross-slot forms, which only a Transport sends).
-	All = []*Script{&Acquire, &Rollback, &Release, &Force, &Holders, &Inspect, &View, &Renew, &Repair, &Fence, &Ping, &RWRead, &RWWrite, &RWWithdraw, &Withdraw, &Slots, &Leases, &RollbackShared, &ReleaseShared, &Refresh}
+	All = []*Script{&Acquire, &Rollback, &Release, &Force, &Holders, &Inspect, &View, &Survey, &Renew, &Repair, &Fence, &Ping, &RWRead, &RWWrite, &RWWithdraw, &Withdraw, &Slots, &Leases, &RollbackShared, &ReleaseShared, &Refresh}
 )
 
 func init() {

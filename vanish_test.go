@@ -5,6 +5,7 @@ package redlock_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -244,4 +245,51 @@ func TestLivingWaiterKeepsItsIntent(t *testing.T) {
 	require.NoError(t, a.Unlock(ctx))
 	require.NoError(t, <-done)
 	require.NoError(t, waiter.Unlock(ctx))
+}
+
+// TestIntentRefreshCost counts what keeping intents costs the nodes: the
+// script calls on each node while waiters of one Client wait behind a
+// hold for three seconds, with one waiter and with four. The keeper sends
+// one refresh.lua call per waiting intent per node every third of the
+// intent lease (a second by default): three per second per waiter, in one
+// round trip per node for all of a Client's waiters.
+func TestIntentRefreshCost(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	ctx := context.Background()
+	holder := dial(t, cl).NewMutex("cost-a")
+	require.NoError(t, holder.LockLease(ctx, time.Minute))
+	c := dial(t, cl)
+	evals := func() int64 {
+		v, err := redis.String(cl.Do(0, "INFO", "commandstats"))
+		require.NoError(t, err)
+		var n int64
+		for _, line := range strings.Split(v, "\n") {
+			if strings.HasPrefix(line, "cmdstat_evalsha:calls=") {
+				_, err := fmt.Sscanf(line, "cmdstat_evalsha:calls=%d", &n)
+				require.NoError(t, err)
+			}
+		}
+		return n
+	}
+	for _, waiters := range []int{1, 4} {
+		wctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, waiters)
+		for w := 0; w < waiters; w++ {
+			m := c.NewMultiMutex("cost-a", fmt.Sprintf("cost-b%d", w))
+			go func() { done <- m.Lock(wctx) }()
+		}
+		time.Sleep(500 * time.Millisecond) // the waits are under way, their first attempts made
+		before := evals()
+		const wait = 3 * time.Second
+		time.Sleep(wait)
+		calls := evals() - before
+		cancel()
+		for w := 0; w < waiters; w++ {
+			require.ErrorIs(t, <-done, context.Canceled)
+		}
+		perWaiterSecond := float64(calls) / float64(waiters) / wait.Seconds()
+		t.Logf("%d waiter(s) of one Client, %v: %d script calls on a node, %.1f per waiter per second", waiters, wait, calls, perWaiterSecond)
+		assert.LessOrEqual(t, perWaiterSecond, 4.5, "more calls than the keeper's three per second per waiter and the waiters' rare attempts")
+	}
+	require.NoError(t, holder.Unlock(ctx))
 }

@@ -603,6 +603,29 @@ func (m *Mutex) Lost() <-chan struct{} {
 	return m.h.lostLocked()
 }
 
+// AtRisk returns a channel that is closed as soon as the current hold can
+// no longer be counted on to last: at the first renewal of the watchdog
+// that fails to reach a quorum (the hold then lasts until Until, unless a
+// later renewal succeeds: the channel stays closed all the same), or when
+// the hold ends (then Lost has closed too), whichever comes first. It is
+// the early warning that Lost is the end of: with a 3 s lease, a hold
+// whose renewals stop reaching a quorum is at risk about a second after
+// its last renewal and lost at Until, about two seconds later. A fixed
+// lease (LockLease) is never renewed: it is at risk only when it ends.
+// Each hold has its own channel; call AtRisk after Lock returns. When the
+// Mutex holds nothing the channel is already closed. redlock closes it;
+// the caller only receives from it. Do cancels fn's context on it.
+func (m *Mutex) AtRisk() <-chan struct{} {
+	if m == nil {
+		return closedChan
+	}
+	h := m.current()
+	if h == nil {
+		return closedChan
+	}
+	return h.atRisk()
+}
+
 // lostLocked is the channel that end closes, made at the first call (most
 // holds are never asked: a Lock+Unlock does not pay for it); closed
 // already once the hold has ended. Under h.m.mu.

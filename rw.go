@@ -243,6 +243,20 @@ func (rw *RWMutex) Lost() <-chan struct{} {
 	return rw.r.Lost()
 }
 
+// AtRisk returns a channel closed as soon as the hold Lost watches can no
+// longer be counted on to last: its write hold's while it has one, else
+// its read hold's (see Mutex.AtRisk); closed already when it holds
+// neither, and for a nil or zero RWMutex.
+func (rw *RWMutex) AtRisk() <-chan struct{} {
+	if rw.ensureMade() != nil {
+		return closedChan
+	}
+	if rw.w.holds() {
+		return rw.w.AtRisk()
+	}
+	return rw.r.AtRisk()
+}
+
 // Until returns the end of validity of the hold Lost watches; the zero
 // Time when it holds nothing.
 func (rw *RWMutex) Until() time.Time {

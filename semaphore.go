@@ -593,6 +593,17 @@ func (p *Permit) Lost() <-chan struct{} {
 	return p.m.Lost()
 }
 
+// AtRisk returns a channel that is closed as soon as the permit can no
+// longer be counted on to last, before Lost: at the first renewal that
+// fails to reach a quorum, or when the permit ends (see Mutex.AtRisk). For
+// a nil Permit the channel is already closed.
+func (p *Permit) AtRisk() <-chan struct{} {
+	if p == nil || p.m == nil {
+		return closedChan
+	}
+	return p.m.AtRisk()
+}
+
 // Until returns the end of the permit's validity by this process's clock,
 // drift already taken off; the watchdog moves it on with each renewal. It
 // returns the zero Time once the permit has ended, and for a nil Permit.

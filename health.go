@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-multierror"
@@ -98,7 +99,10 @@ type NodeStatus struct {
 }
 
 // Status checks every node at once, each bounded by the node timeout: it
-// runs a script call (as every lock call does) and reports, in the order
+// first waits, within ctx, for the connections still being set up (so that
+// a node that cannot be connected says why: a refused password, a TLS
+// handshake with a plain-text port), then runs a script call (as every
+// lock call does) and reports, in the order
 // of the nodes, whether each answered, how long it took, whether it counts
 // toward quorums and what this client knows of its server process. It is
 // for health checks and tools (`redlock inspect` prints it). It returns
@@ -110,6 +114,7 @@ func (c *Client) Status(ctx context.Context) ([]NodeStatus, error) {
 	if err := c.ensureOpen(); err != nil {
 		return nil, err
 	}
+	c.settle(ctx)
 	check := []call{script.PingCall()}
 	results := c.broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return check })
 	out := make([]NodeStatus, len(c.peers))
@@ -148,6 +153,22 @@ func (c *Client) Status(ctx context.Context) ([]NodeStatus, error) {
 		out[i] = s
 	}
 	return out, nil
+}
+
+// settle waits, within ctx, until no node's connection is being set up
+// (see node.Peer.Settle): a health check then says why a node that could
+// not be connected failed (a refused password, a TLS handshake with a
+// plain-text port), as a lock call would, not that it is still connecting.
+func (c *Client) settle(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, p := range c.peers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.n.Settle(ctx)
+		}()
+	}
+	wg.Wait()
 }
 
 // Ping checks the nodes as a lock call uses them (see Status): it returns

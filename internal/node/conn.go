@@ -40,13 +40,15 @@ type native struct {
 	next    atomic.Uint32 // round-robin over the pipes
 
 	loop    Worker         // run: keeps the pipes connected
+	amu     sync.Mutex     // protects attempt
+	attempt chan struct{}  // closed when the connecting attempt under way ends; nil between attempts
 	broken  chan struct{}  // capacity 1: a pipe's connection broke
 	serving sync.WaitGroup // the goroutines of the pipes serving a connection
 }
 
 // newNative makes cfg.Conns pipes; start connects them.
 func newNative(cfg *Config) *native {
-	t := &native{cfg: cfg, process: Process{addr: cfg.Addr}, broken: make(chan struct{}, 1)}
+	t := &native{cfg: cfg, process: Process{addr: cfg.Addr}, broken: make(chan struct{}, 1), attempt: make(chan struct{})}
 	t.pipes = make([]*pipe, cfg.Conns)
 	for i := range t.pipes {
 		t.pipes[i] = &pipe{t: t, wake: make(chan struct{}, 1)}
@@ -84,7 +86,9 @@ func (t *native) run() {
 	defer t.shutdown()
 	var backoff time.Duration
 	for t.cfg.Hooks.Ctx.Err() == nil {
+		t.attempting(true)
 		err := t.connectIdle()
+		t.attempting(false)
 		if err == nil {
 			backoff = 0
 			t.cfg.Hooks.Reached(nil)
@@ -114,6 +118,34 @@ func (t *native) run() {
 		for _, p := range t.pipes {
 			p.setConnecting()
 		}
+	}
+}
+
+// attempting records that a connecting attempt begins (on) or has ended.
+func (t *native) attempting(on bool) {
+	t.amu.Lock()
+	defer t.amu.Unlock()
+	switch {
+	case on && t.attempt == nil:
+		t.attempt = make(chan struct{})
+	case !on && t.attempt != nil:
+		close(t.attempt)
+		t.attempt = nil
+	}
+}
+
+// settle returns once no connecting attempt is under way, or ctx ends.
+func (t *native) settle(ctx context.Context) {
+	t.amu.Lock()
+	ch := t.attempt
+	t.amu.Unlock()
+	if ch == nil {
+		return
+	}
+	select {
+	case <-ch:
+	case <-ctx.Done():
+	case <-t.cfg.Hooks.Ctx.Done():
 	}
 }
 

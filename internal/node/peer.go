@@ -160,6 +160,17 @@ func (p *Peer) SendBatch(calls []script.Call, deadline time.Time, to Receiver) {
 // failed attempt, or the break), nil when it has one.
 func (p *Peer) Unreachable() error { return p.lanes.unreachable() }
 
+// Settle returns once no connection of the node is being set up, or ctx
+// ends: a native node's connecting attempt under way (dial, TLS handshake,
+// AUTH, INFO, SCRIPT LOAD) has succeeded or failed, so that Unreachable
+// says why it failed instead of "connecting". A node over a Transport
+// (whose connections its client makes) settles at once.
+func (p *Peer) Settle(ctx context.Context) {
+	if p.native != nil {
+		p.native.settle(ctx)
+	}
+}
+
 // Process returns the record of the server process that serves key: the
 // one server of a native node, the server the Transport routes key to.
 func (p *Peer) Process(key string) *Process {

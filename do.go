@@ -3,7 +3,6 @@ package redlock
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/redlock-go/redlock/internal/lockname"
 )
@@ -56,7 +55,7 @@ func (m *Mutex) Do(ctx context.Context, fn func(ctx context.Context) error) (err
 func (m *Mutex) cancelOnRisk(cancel context.CancelCauseFunc) (stop func()) {
 	h := m.current()
 	if h == nil {
-		cancel(fmt.Errorf("redlock: lock %s: the hold ended before fn ran: %w", lockname.Quote(m.name), ErrNotHeld))
+		cancel(errorf("redlock: lock %s: the hold ended before fn ran: %w", lockname.Quote(m.name), ErrNotHeld))
 		return func() {}
 	}
 	risk := h.atRisk()
@@ -83,10 +82,10 @@ func (m *Mutex) riskCause(h *hold) error {
 	select {
 	case <-lost:
 		if err := m.c.ensureOpen(); err != nil {
-			return fmt.Errorf("redlock: lock %s: the Client was closed, which released the hold: %w", lockname.Quote(m.name), err)
+			return errorf("redlock: lock %s: the Client was closed, which released the hold: %w", lockname.Quote(m.name), err)
 		}
-		return fmt.Errorf("redlock: lock %s: the hold was lost: %w", lockname.Quote(m.name), ErrNotHeld)
+		return errorf("redlock: lock %s: the hold was lost: %w", lockname.Quote(m.name), ErrNotHeld)
 	default:
-		return fmt.Errorf("redlock: lock %s: a renewal reached no quorum; the hold ends at its validity unless a later renewal succeeds: %w", lockname.Quote(m.name), ErrNoQuorum)
+		return errorf("redlock: lock %s: a renewal reached no quorum; the hold ends at its validity unless a later renewal succeeds: %w", lockname.Quote(m.name), ErrNoQuorum)
 	}
 }

@@ -50,10 +50,11 @@ type NodeError struct {
 }
 
 func (e *NodeError) Error() string {
+	why := strings.TrimPrefix(e.Err.Error(), prefix) // said once, by the message this one is part of
 	if e.Addr == "" || e.Addr == e.Node {
-		return "node " + e.Node + ": " + e.Err.Error()
+		return "node " + e.Node + ": " + why
 	}
-	return "node " + e.Node + " (" + e.Addr + "): " + e.Err.Error()
+	return "node " + e.Node + " (" + e.Addr + "): " + why
 }
 
 // Unwrap returns the node's own error.
@@ -104,9 +105,38 @@ func (e *quorumError) Unwrap() []error {
 	return []error{ErrNoQuorum}
 }
 
+// prefix begins every message of the package's errors, once.
+const prefix = "redlock: "
+
+// errorf is fmt.Errorf for the package's messages, whose format begins
+// with prefix: where a wrapped error's text (a sentinel's, a quorum
+// error's) begins with it too, the message says it once. The error wraps
+// what fmt.Errorf's would.
+func errorf(format string, args ...any) error {
+	err := fmt.Errorf(format, args...)
+	msg := err.Error()
+	if strings.HasPrefix(msg, prefix) {
+		rest := msg[len(prefix):]
+		for _, sep := range []string{": ", "; ", " (", ", "} {
+			rest = strings.ReplaceAll(rest, sep+prefix, sep)
+		}
+		msg = prefix + rest
+	}
+	return &message{msg: msg, err: err}
+}
+
+// message is an error that says msg and wraps err (see errorf).
+type message struct {
+	msg string
+	err error
+}
+
+func (e *message) Error() string { return e.msg }
+func (e *message) Unwrap() error { return e.err }
+
 // invalid is an error wrapping ErrInvalid.
 func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
+	return errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
 }
 
 // withCtx puts the caller's ctx.Err() in front of err once ctx has ended:

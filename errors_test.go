@@ -125,3 +125,52 @@ func TestUnitQuorumError(t *testing.T) {
 	qe = &quorumError{op: "x", yes: 0, unheard: 2, need: 3, n: 5, nodes: none}
 	assert.Equal(t, "redlock: no quorum for x: 0 of 5 nodes said yes, 0 said no, 3 failed, 2 not waited for; 3 yes needed", qe.Error())
 }
+
+// TestUnitErrorTexts lists the errors the package makes, from the checks
+// of its arguments and options to the ones that wrap sentinels, quorum
+// errors and node errors, and holds each text to one rule: it begins with
+// "redlock: " (or with a context's error in front of one), says it once,
+// and names what the caller asked for, not an internal step.
+func TestUnitErrorTexts(t *testing.T) {
+	c := &Client{}
+	m := &Mutex{c: c, name: "x"}
+	node := func(err error) error { return &NodeError{Node: "redis://h:1", Addr: "h:1", Err: err} }
+	quorum := &quorumError{op: "lock \"x\"", yes: 1, no: 0, n: 3, need: 2,
+		nodes: appendError(appendError(nil, node(fmt.Errorf("%w: restarted 1s ago: not counted for 29s more", ErrQuarantined))), node(fmt.Errorf("%w: wrong user or password", ErrAuth)))}
+	errs := map[string]error{
+		"nil context":    errNilContext(),
+		"lost":           m.lostError("this re-entrant acquisition found it gone on a majority"),
+		"rollback":       joinRollback(`"x"`, quorum, quorum),
+		"rollback alone": joinRollback(`"x"`, nil, quorum),
+		"wait ended":     waitEnded(context.Background(), "lock", "x", attempt{err: quorum}),
+		"quorum":         quorum,
+		"sentinel":       errorf("redlock: lock %q: a renewal reached no quorum: %w", "x", ErrNoQuorum),
+		"url":            func() error { _, err := parseURL("localhost:6379"); return err }(),
+		"name":           checkName("lock", ""),
+	}
+	bad := []Option{WithLease(-1), WithDriftFactor(0.7), WithNodeTimeout(0), WithKeyPrefix("a{b"), WithLogger(nil),
+		WithQuarantine(-1), WithConnections(0), WithSetupTimeout(0), WithObserver(nil), WithStallWarning(0), nil}
+	for i, o := range bad {
+		_, err := buildOptions([]Option{o})
+		errs[fmt.Sprintf("option %d", i)] = err
+	}
+	for name, err := range errs {
+		require.Error(t, err, name)
+		msg := err.Error()
+		for _, ctxErr := range []string{context.Canceled.Error() + ": ", context.DeadlineExceeded.Error() + ": "} {
+			msg = strings.TrimPrefix(msg, ctxErr)
+		}
+		assert.True(t, strings.HasPrefix(msg, prefix), "%s: %q does not begin with %q", name, msg, prefix)
+		assert.Equal(t, 1, strings.Count(msg, "redlock:"), "%s: %q says redlock: more than once", name, msg)
+		assert.NotContains(t, msg, "publishing the longest lease", name)
+		assert.NotContains(t, msg, "write-back", name)
+	}
+	assert.ErrorIs(t, errs["lost"], ErrLost)
+	assert.ErrorIs(t, errs["lost"], ErrNotHeld)
+	assert.ErrorIs(t, errs["quorum"], ErrQuarantined)
+	assert.ErrorIs(t, errs["quorum"], ErrAuth)
+	assert.ErrorIs(t, errs["rollback"], ErrNoQuorum)
+	assert.ErrorIs(t, errs["option 0"], ErrInvalid)
+	var ne *NodeError
+	assert.ErrorAs(t, errs["quorum"], &ne)
+}

@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/redlock-go/redlock/internal/lockname"
@@ -79,9 +78,9 @@ func (m *Mutex) fenceToken(ctx context.Context, r *round) (int64, error) {
 		case wb.ballot.Won():
 			return token, nil
 		case wb.ballot.No == 0:
-			return 0, wb.noQuorum("fencing token write-back for " + lockname.Quote(m.name))
+			return 0, wb.noQuorum("lock " + lockname.Quote(m.name) + " (its fencing token)")
 		}
 		token = max(token, seen)
 	}
-	return 0, fmt.Errorf("redlock: lock %s: the fencing token's write-back met a larger counter %d times in a row: %w", lockname.Quote(m.name), fenceRounds, ErrNoQuorum)
+	return 0, errorf("redlock: lock %s: the fencing token's write-back met a larger counter %d times in a row: %w", lockname.Quote(m.name), fenceRounds, ErrNoQuorum)
 }

@@ -135,6 +135,11 @@ func (c *Client) Status(ctx context.Context) ([]NodeStatus, error) {
 			s.Quarantine = c.excluded(p, "")
 			s.Counted = s.Quarantine == nil
 		}
+		if err := c.duplicated(p); err != nil {
+			// Its calls go through the node it duplicates: it is not asked,
+			// and does not count.
+			s.Err, s.Quarantine, s.Counted = nil, err, false
+		}
 		if d := p.dup.Load(); d != nil {
 			s.DuplicateOf = d.of.name
 		}

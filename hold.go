@@ -1,7 +1,6 @@
 package redlock
 
 import (
-	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -138,7 +137,7 @@ func (m *Mutex) reentry() (int, *hold, error) {
 // lostError is the error of an acquisition that found this owner's hold
 // lost, why.
 func (m *Mutex) lostError(why string) error {
-	return fmt.Errorf("redlock: lock %s: %s: %w (%w)", lockname.Quote(m.name), why, ErrLost, ErrNotHeld)
+	return errorf("redlock: lock %s: %s: %w (%w)", lockname.Quote(m.name), why, ErrLost, ErrNotHeld)
 }
 
 // gone ends the hold as lost, after a call of its owner found it gone on

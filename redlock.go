@@ -165,7 +165,7 @@ func New(nodes []*Node, opts ...Option) (*Client, error) {
 func newClient(nodes []*Node, o options) (*Client, error) {
 	var id [16]byte
 	if _, err := rand.Read(id[:]); err != nil {
-		return nil, fmt.Errorf("redlock: client id: %w", err)
+		return nil, errorf("redlock: client id: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Client{

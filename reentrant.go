@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"strconv"
 	"sync"
@@ -225,7 +224,7 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew bool, intent
 		if ctx.Err() != nil {
 			a.err, a.ended = ctx.Err(), true
 		} else {
-			a.err, a.nodes = r.noQuorum("lock "+lockname.Quote(m.name)+" (publishing the longest lease in use)"), r.nodeResults()
+			a.err, a.nodes = r.noQuorum("lock "+lockname.Quote(m.name)), r.nodeResults()
 		}
 		return a
 	}
@@ -300,7 +299,7 @@ func (m *Mutex) failedAttempt(ctx context.Context, r *round, lease, elapsed time
 	case fenceErr != nil:
 		a.err = fenceErr
 	case r.ballot.Won():
-		a.err = fmt.Errorf("redlock: lock %s: acquired too late: %v elapsed of a %v lease", lockname.Quote(m.name), elapsed.Round(time.Microsecond), lease)
+		a.err = errorf("redlock: lock %s: acquired too late: %v elapsed of a %v lease", lockname.Quote(m.name), elapsed.Round(time.Microsecond), lease)
 	case !r.ballot.Denied():
 		a.err, a.nodes = r.noQuorum("lock "+lockname.Quote(m.name)), r.nodeResults()
 	}
@@ -332,9 +331,9 @@ func (u *rollbackOf) call() call {
 // joinRollback adds the rollback errors of a failed attempt to its error.
 func joinRollback(name string, err, undoErr error) error {
 	if err == nil {
-		return fmt.Errorf("redlock: lock %s: rollback of a failed attempt: %w", name, undoErr)
+		return errorf("redlock: lock %s: rollback of a failed attempt: %w", name, undoErr)
 	}
-	return fmt.Errorf("%w; rollback: %w", err, undoErr)
+	return errorf("%w; rollback: %w", err, undoErr)
 }
 
 // subscribers is the most clients subscribed to the lock's channel that a

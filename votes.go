@@ -150,5 +150,5 @@ func (c *Client) duplicates() error {
 	if len(pairs) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w: %w: %s: each node must be a different server, only one of them counts", ErrInvalid, ErrDuplicateNode, strings.Join(pairs, "; "))
+	return errorf("%w: %w: %s: each node must be a different server, only one of them counts", ErrInvalid, ErrDuplicateNode, strings.Join(pairs, "; "))
 }

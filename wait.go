@@ -3,7 +3,6 @@ package redlock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/redlock-go/redlock/internal/lockname"
@@ -164,7 +163,7 @@ func (a attempt) paced() wait.Attempt {
 // it was something else.
 func waitEnded(ctx context.Context, what, name string, a attempt) error {
 	if a.err != nil && !a.ended {
-		return fmt.Errorf("redlock: %s %s: %w; last attempt: %w", what, lockname.Quote(name), ctx.Err(), a.err)
+		return errorf("redlock: %s %s: %w; last attempt: %w", what, lockname.Quote(name), ctx.Err(), a.err)
 	}
-	return fmt.Errorf("redlock: %s %s: %w", what, lockname.Quote(name), ctx.Err())
+	return errorf("redlock: %s %s: %w", what, lockname.Quote(name), ctx.Err())
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -682,6 +683,41 @@ func TestClusterShardsDeadOnTwoMembersKeepEveryHold(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestClusterMemberWithoutAMajorityOfPrimariesStopsVoting: a member is a
+// vote only while it keeps a majority of its own primaries. y's slot is
+// on shard 2. Member 1's shard 2 dies: y lives on members 0 and 2, a
+// majority, and is kept. Then member 0 loses shards 0 and 1, two of its
+// three primaries: after its cluster-node-timeout its surviving shard 2
+// says cluster_state:fail and refuses every command (CLUSTERDOWN), so
+// member 0 stops voting as a whole, for y's slot too, although its shard
+// 2 still runs. y is then on one member of three and is lost: failing
+// closed, its Lost closes and its Unlock says ErrNotHeld.
+func TestClusterMemberWithoutAMajorityOfPrimariesStopsVoting(t *testing.T) {
+	ctx := context.Background()
+	c := redlocktest.Start(t, 3, redlocktest.WithShards(3))
+	client := shardClient(t, c)
+	y := client.NewMutex(nameOnShard(c, 2, "whole"))
+	require.NoError(t, y.Lock(ctx))
+	require.NoError(t, c.KillShard(1, 2))
+	keptFor(t, 2*shardLease, y)
+
+	require.NoError(t, c.KillShard(0, 0))
+	require.NoError(t, c.KillShard(0, 1))
+	require.Eventually(t, func() bool {
+		v, err := c.DoShard(0, 2, "CLUSTER", "INFO")
+		info, _ := v.([]byte)
+		return err == nil && strings.Contains(string(info), "cluster_state:fail")
+	}, 10*time.Second, 50*time.Millisecond, "member 0's last shard never said cluster_state:fail")
+	_, err := c.DoShard(0, 2, "GET", "x")
+	require.ErrorContains(t, err, "CLUSTERDOWN", "a member without a majority of its primaries refuses every command")
+	select {
+	case <-y.Lost():
+	case <-time.After(3 * shardLease):
+		t.Fatal("y is on one member of three but was not lost")
+	}
+	require.ErrorIs(t, y.Unlock(ctx), redlock.ErrNotHeld)
 }
 
 // TestClusterRestartedShardQuarantinesOnlyItsHolds: x (its slot on shard

@@ -149,7 +149,7 @@ func TestUnitErrorTexts(t *testing.T) {
 		"name":           checkName("lock", ""),
 	}
 	bad := []Option{WithLease(-1), WithDriftFactor(0.7), WithNodeTimeout(0), WithKeyPrefix("a{b"), WithLogger(nil),
-		WithQuarantine(-1), WithConnections(0), WithSetupTimeout(0), WithObserver(nil), WithStallWarning(0), nil}
+		WithQuarantine(-1), WithConnections(0), WithSetupTimeout(0), WithObserver(nil), WithStallWarning(0), WithOwnerLabel("a\x00b"), nil}
 	for i, o := range bad {
 		_, err := buildOptions([]Option{o})
 		errs[fmt.Sprintf("option %d", i)] = err

@@ -91,6 +91,12 @@ type NodeLocks struct {
 	// order: a permit is a hold of one slot, by one owner.
 	Slots           []NodeLock
 	SemaphoreIntent *Intent // a Semaphore waiter's intent (see Semaphore); nil: none
+
+	// Labels are the labels (WithOwnerLabel: by default "HOST pid PID")
+	// that the Clients of the owners and waiters above published on the
+	// node, by owner field; an owner whose Client published none is not
+	// in it.
+	Labels map[string]string
 }
 
 // Intent is a waiter's intent found on a node: a waiting owner's claim to
@@ -143,10 +149,31 @@ func (c *Client) InspectAll(ctx context.Context, name string, permits int) ([]No
 	read := []call{script.SurveyCall(keys)}
 	results := c.broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return read })
 	out := make([]NodeLocks, len(c.peers))
+	var owners []string
 	for i, res := range results {
 		out[i] = surveyOf(c.peers[i], keys, res)
+		owners = append(owners, out[i].owners()...)
+	}
+	for i, labels := range c.ownerLabels(ctx, owners) {
+		out[i].Labels = labels
 	}
 	return out, nil
+}
+
+// owners are the owner fields of every hold and waiter of v.
+func (v *NodeLocks) owners() []string {
+	var out []string
+	for _, l := range append([]NodeLock{v.Mutex, v.Writer, v.Readers}, v.Slots...) {
+		for h := range l.Holders {
+			out = append(out, h)
+		}
+	}
+	for _, in := range []*Intent{v.Intent, v.WriterIntent, v.SemaphoreIntent} {
+		if in != nil && in.Waiter != "" {
+			out = append(out, in.Waiter)
+		}
+	}
+	return out
 }
 
 // surveyOf reads survey.lua's reply from one node.

@@ -3,8 +3,11 @@ package redlock
 import (
 	"crypto/tls"
 	"log/slog"
+	"os"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/redlock-go/redlock/observe"
 )
@@ -30,6 +33,7 @@ type options struct {
 	observer      observe.Observer // nil: none (the default)
 	observerSet   bool             // WithObserver was given
 	stall         time.Duration    // WithStallWarning's: a wait that node failures stall this long is said at Warn
+	label         string           // WithOwnerLabel's: who this Client's owners are, for operators ("" publishes none)
 }
 
 func defaultOptions() options {
@@ -42,7 +46,24 @@ func defaultOptions() options {
 		quarantine:  -1,
 		conns:       1,
 		stall:       5 * time.Second,
+		label:       defaultLabel(),
 	}
+}
+
+// maxLabel is the longest owner label, in bytes.
+const maxLabel = 200
+
+// defaultLabel is WithOwnerLabel's default: "HOST pid PID".
+func defaultLabel() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown-host"
+	}
+	label := host + " pid " + strconv.Itoa(os.Getpid())
+	if len(label) > maxLabel {
+		label = label[len(label)-maxLabel:]
+	}
+	return label
 }
 
 func (o *options) validate() error {
@@ -87,6 +108,9 @@ func (o *options) validate() error {
 	}
 	if o.youngNodes && o.quarantine == 0 {
 		return invalid("WithQuarantineYoungNodes with WithQuarantine(0): quarantine is off")
+	}
+	if len(o.label) > maxLabel || strings.IndexFunc(o.label, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		return invalid("WithOwnerLabel(%q): want at most %d bytes of printable text", o.label, maxLabel)
 	}
 	return nil
 }
@@ -166,6 +190,16 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l 
 // every node down, from its call). Waiting behind another owner's hold is
 // not a stall and is never warned of. Default 5s; it must be positive.
 func WithStallWarning(d time.Duration) Option { return func(o *options) { o.stall = d } }
+
+// WithOwnerLabel names this Client's owners for operators: `redlock
+// inspect` and Client.InspectAll show the label beside the owner fields
+// ("<client id>:<owner id>") of its holds and waits. The Client publishes
+// it on every node (one small key per Client, PREFIX owner:<client id>)
+// with its first acquisition and again at least every five minutes while
+// it takes or renews locks, never on a lock's own calls: it costs an
+// acquisition nothing. Default: the host name and the process id, "HOST
+// pid PID"; "" publishes none. At most 200 bytes of printable text.
+func WithOwnerLabel(label string) Option { return func(o *options) { o.label = label } }
 
 // WithTLSConfig sets the TLS configuration for rediss:// URLs given to Dial
 // (a private CA, client certificates, or InsecureSkipVerify in tests).

@@ -76,6 +76,7 @@ type Client struct {
 	votes    votes        // which node each server process votes through (votes.go)
 	leases   leaseShare   // the longest lease in use, published and learned (leases.go)
 	intents  waitIntents  // the intents of the waits under way, for Close (intent.go)
+	labels   labelShare   // this Client's label, published for operators (label.go)
 
 	ctx    context.Context // cancelled by Close once holds are released; parent of background work
 	cancel context.CancelFunc

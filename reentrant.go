@@ -228,6 +228,7 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew bool, intent
 		}
 		return a
 	}
+	c.keepLabel()
 	// The attempt starts after the publication: its validity, and how
 	// long an attempt takes (which paces the waiters), are the acquisition's.
 	start := now()

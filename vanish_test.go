@@ -259,18 +259,7 @@ func TestIntentRefreshCost(t *testing.T) {
 	holder := dial(t, cl).NewMutex("cost-a")
 	require.NoError(t, holder.LockLease(ctx, time.Minute))
 	c := dial(t, cl)
-	evals := func() int64 {
-		v, err := redis.String(cl.Do(0, "INFO", "commandstats"))
-		require.NoError(t, err)
-		var n int64
-		for _, line := range strings.Split(v, "\n") {
-			if strings.HasPrefix(line, "cmdstat_evalsha:calls=") {
-				_, err := fmt.Sscanf(line, "cmdstat_evalsha:calls=%d", &n)
-				require.NoError(t, err)
-			}
-		}
-		return n
-	}
+	evals := func() int64 { return evalCalls(t, cl, 0) }
 	for _, waiters := range []int{1, 4} {
 		wctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, waiters)

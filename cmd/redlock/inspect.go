@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sort"
 	"text/tabwriter"
 	"time"
 
@@ -100,6 +101,7 @@ func runInspect(args []string, stdout, stderr io.Writer) int {
 	}
 	vs := judge(states, *permits)
 	printInspect(stdout, name, states, vs)
+	printOwners(stdout, states)
 	printHealth(stdout, health)
 	for _, v := range vs {
 		if v.kind == verdictUndecided {
@@ -137,6 +139,55 @@ func readNodes(urls []string, prefix, name string, slots int, timeout time.Durat
 	}
 	health, err := client.Status(ctx)
 	return states, health, err
+}
+
+// printOwners writes who each owner and waiter found is: the label its
+// Client published (redlock.WithOwnerLabel; by default "HOST pid PID"),
+// as any node has it, or "(no label)".
+func printOwners(w io.Writer, states []redlock.NodeLocks) {
+	labels := map[string]string{}
+	for _, s := range states {
+		for _, o := range ownersOf(s) {
+			if _, ok := labels[o]; !ok || labels[o] == "" {
+				labels[o] = s.Labels[o]
+			}
+		}
+	}
+	if len(labels) == 0 {
+		return
+	}
+	owners := make([]string, 0, len(labels))
+	for o := range labels {
+		owners = append(owners, o)
+	}
+	sort.Strings(owners)
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "OWNER\tWHO")
+	for _, o := range owners {
+		who := labels[o]
+		if who == "" {
+			who = "(no label)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", o, who)
+	}
+	tw.Flush()
+}
+
+// ownersOf lists the owners and waiters of s, each once.
+func ownersOf(s redlock.NodeLocks) []string {
+	var out []string
+	for _, l := range append([]redlock.NodeLock{s.Mutex, s.Writer, s.Readers}, s.Slots...) {
+		for h := range l.Holders {
+			out = append(out, h)
+		}
+	}
+	for _, in := range []*redlock.Intent{s.Intent, s.WriterIntent, s.SemaphoreIntent} {
+		if in != nil && in.Waiter != "" {
+			out = append(out, in.Waiter)
+		}
+	}
+	return out
 }
 
 // printHealth writes each node's health: the round trip of a script call,

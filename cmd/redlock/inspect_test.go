@@ -294,3 +294,19 @@ func TestDecideShared(t *testing.T) {
 		})
 	}
 }
+
+// TestInspectSaysWhoHolds: inspect names each owner it shows by the label
+// its Client published (redlock.WithOwnerLabel, by default host and pid).
+func TestInspectSaysWhoHolds(t *testing.T) {
+	ctx := context.Background()
+	c := redlocktest.Start(t, 3)
+	m := dial(t, c, redlock.WithOwnerLabel("billing job on web-3")).NewMutex("who")
+	require.NoError(t, m.Lock(ctx))
+	owner := ownerField(t, c, 0, "redlock:{who}:lock")
+	nodes := strings.Join(c.URLs(), ",")
+	require.Eventually(t, func() bool {
+		code, out, _ := runCLI("inspect", "--nodes", nodes, "--permits", "1", "who")
+		return code == exitOK && regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(owner)+`\s+billing job on web-3$`).MatchString(out)
+	}, 5*time.Second, 50*time.Millisecond, "inspect never named the owner by its label")
+	require.NoError(t, m.Unlock(ctx))
+}

@@ -65,6 +65,8 @@ var (
 	leasesLua string
 	//go:embed refresh.lua
 	refreshLua string
+	//go:embed label.lua
+	labelLua string
 )
 
 // The scripts. Those of one hold take the keys of each of its locks (one
@@ -91,6 +93,7 @@ var (
 	Slots          = New(-1, slotsLua)    // a semaphore's permits
 	Leases         = New(1, leasesLua)    // the longest lease in use
 	Refresh        = New(-1, refreshLua)  // a living waiter's intents
+	Label          = New(1, labelLua)     // a Client's label for operators
 	RollbackShared = New(-1, markLua+dropSharedLua+rollbackLua)
 	ReleaseShared  = New(-1, markLua+dropSharedLua+releaseLua)
 
@@ -100,7 +103,7 @@ var (
 
 	// All lists every script a connection loads at once (not the
 	// cross-slot forms, which only a Transport sends).
-	All = []*Script{&Acquire, &Rollback, &Release, &Force, &Holders, &Inspect, &View, &Survey, &Renew, &Repair, &Fence, &Ping, &RWRead, &RWWrite, &RWWithdraw, &Withdraw, &Slots, &Leases, &RollbackShared, &ReleaseShared, &Refresh}
+	All = []*Script{&Acquire, &Rollback, &Release, &Force, &Holders, &Inspect, &View, &Survey, &Renew, &Repair, &Fence, &Ping, &RWRead, &RWWrite, &RWWithdraw, &Withdraw, &Slots, &Leases, &RollbackShared, &ReleaseShared, &Refresh, &Label}
 )
 
 func init() {

@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"strconv"
 	"sync"
@@ -10,7 +11,9 @@ import (
 
 	"github.com/redlock-go/redlock/internal/lockname"
 	"github.com/redlock-go/redlock/internal/script"
+	"github.com/redlock-go/redlock/internal/timer"
 	"github.com/redlock-go/redlock/internal/vote"
+	"github.com/redlock-go/redlock/internal/wait"
 	"github.com/redlock-go/redlock/observe"
 )
 
@@ -174,12 +177,61 @@ func (m *Mutex) acquireWith(ctx context.Context, maxWait, lease time.Duration, w
 		if lately && (a.ok || a.split) {
 			m.c.waiters.TookTurn(m.channel, max(a.subs+1, 0)) // this Client was not subscribed
 		}
+		if a.again && undecided(a) && maxWait != 0 && !m.c.authRefused(a.err) {
+			return m.reenter(ctx, maxWait, lease, renew, a)
+		}
 		if a.ok || a.again || maxWait == 0 || m.c.authRefused(a.err) {
 			return a.ok, a.err
 		}
 	}
 	w.waits(ctx, m.c, m.opOf(maxWait), m.name)
 	return m.await(ctx, maxWait, lease, renew, a)
+}
+
+// undecided reports whether a failed attempt a reached no quorum: too few
+// nodes answered to tell whether the lock is held (ctx had not ended).
+func undecided(a attempt) bool {
+	return !a.ok && !a.ended && errors.Is(a.err, ErrNoQuorum) && !errors.Is(a.err, ErrLost)
+}
+
+// reenter tries again a re-entrant acquisition whose attempt a reached no
+// quorum: the hold it re-enters may still be there, and Lock keeps trying
+// through node failures. It pauses as a waiter does after such an attempt
+// and tries again, until an attempt is decided (held; or the hold is gone:
+// ErrLost), ctx ends, maxWait passes (negative: no bound) or the hold
+// ends. It never waits behind another owner, nor in the Client's queue,
+// where the waiters wait for this owner's hold.
+func (m *Mutex) reenter(ctx context.Context, maxWait, lease time.Duration, renew bool, a attempt) (bool, error) {
+	var expired <-chan time.Time
+	if maxWait > 0 {
+		t := time.NewTimer(maxWait)
+		defer t.Stop()
+		expired = t.C
+	}
+	h := m.current()
+	for {
+		t := timer.Start(wait.RetryAfterError(m.c.opts.nodeTimeout))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			timer.Stop(t)
+			return false, waitEnded(ctx, "lock", m.name, a)
+		case <-expired:
+			timer.Stop(t)
+			return false, a.err
+		case <-m.c.done:
+			timer.Stop(t)
+			return false, ErrClosed
+		}
+		if h == nil || m.current() != h {
+			return false, m.lostError("the hold ended while this re-entrant acquisition waited for a quorum")
+		}
+		next := m.try(ctx, lease, renew, "", false, false)
+		if next.ok || !next.again || !undecided(next) || m.c.authRefused(next.err) {
+			return next.ok, next.err
+		}
+		a = next
+	}
 }
 
 // holds reports whether this owner holds the lock.

@@ -142,6 +142,11 @@ func (p *Pacing) pause(took, most time.Duration) time.Duration {
 	return timer.Jitter(min((2*took+time.Millisecond)<<min(p.splits, 6), most))
 }
 
+// RetryAfterError is how long an acquisition that reached no quorum
+// pauses before it tries again, with node timeout nodeTimeout: a short,
+// jittered pause (see retryAfterError).
+func RetryAfterError(nodeTimeout time.Duration) time.Duration { return retryAfterError(nodeTimeout) }
+
 // retryAfterError is how long a waiter waits after an attempt that failed
 // for want of a quorum before it tries again, with node timeout nodeTimeout.
 func retryAfterError(nodeTimeout time.Duration) time.Duration {

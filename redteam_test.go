@@ -770,3 +770,120 @@ func redteamErrClass(inner bool, err error) string {
 	}
 	return call + ": " + err.Error()
 }
+
+// TestRedteamAskingDuringUnlockIsNoLoss: an owner's IsHeld or HoldCount
+// (a monitoring goroutine, say) runs while its last Unlock is in flight,
+// behind proxies with 0, 4 and 8 ms of latency, so the question can find
+// the hold deleted on a majority by the Unlock itself. That is a release,
+// not a loss: the Unlock returns nil, and the owner's next Lock must not
+// fail with ErrLost (the docs: ErrLost is for a hold gone "while the owner
+// still counted on it"). The same for the watchdog: with a 300 ms lease
+// its renewals (every 100 ms) race the owner's Unlocks.
+func TestRedteamAskingDuringUnlockIsNoLoss(t *testing.T) {
+	cl := redlocktest.Start(t, 3, redlocktest.WithProxy())
+	for i := 0; i < 3; i++ {
+		require.NoError(t, cl.SetLatency(i, time.Duration(4*i)*time.Millisecond))
+	}
+	bg := context.Background()
+	a := dial(t, cl, redlock.WithLease(3*time.Second)).NewMutex("ask")
+	asks := map[string]func() error{
+		"IsHeld":    func() error { _, err := a.IsHeld(bg); return err },
+		"HoldCount": func() error { _, err := a.HoldCount(bg); return err },
+	}
+	deadline := time.Now().Add(6 * time.Second)
+	rounds, spurious := 0, map[string]int{}
+	for time.Now().Before(deadline) {
+		for what, ask := range asks {
+			rounds++
+			require.NoError(t, a.Lock(bg))
+			done := make(chan error, 1)
+			go func() {
+				time.Sleep(time.Duration(rand.IntN(10)) * time.Millisecond)
+				done <- ask()
+			}()
+			require.NoError(t, a.Unlock(bg))
+			<-done
+			if err := a.Lock(bg); err != nil {
+				spurious[what]++
+				require.ErrorIs(t, err, redlock.ErrLost)
+				require.ErrorIs(t, a.Unlock(bg), redlock.ErrNotHeld)
+				continue
+			}
+			require.NoError(t, a.Unlock(bg))
+		}
+	}
+	b := dial(t, cl, redlock.WithLease(300*time.Millisecond), redlock.WithNodeTimeout(50*time.Millisecond)).NewMutex("ask-renewed")
+	deadline = time.Now().Add(4 * time.Second)
+	for time.Now().Before(deadline) {
+		rounds++
+		require.NoError(t, b.Lock(bg))
+		time.Sleep(time.Duration(rand.IntN(120)) * time.Millisecond)
+		if err := b.Unlock(bg); err != nil {
+			spurious["Unlock after renewals"]++ // lost although nothing forced it
+			continue
+		}
+		if err := b.Lock(bg); err != nil {
+			spurious["renewal"]++
+			require.ErrorIs(t, err, redlock.ErrLost)
+			require.ErrorIs(t, b.Unlock(bg), redlock.ErrNotHeld)
+			continue
+		}
+		require.NoError(t, b.Unlock(bg))
+	}
+	t.Logf("%d rounds; a released hold taken for a loss: %v", rounds, spurious)
+	assert.Empty(t, spurious, "a question asked while the last Unlock was in flight made the owner's next Lock fail with ErrLost")
+}
+
+// TestRedteamKeeperStopsWithTheWait: the keeper refreshes intents only
+// while their waits are under way. Four MultiMutex waiters of one Client
+// wait behind a hold, get in one after another and release; the Client
+// then holds nothing and waits for nothing: over two seconds node 0 sees
+// no script call from it (a keeper that kept refreshing finished waits
+// would show about six per waiter per second).
+func TestRedteamKeeperStopsWithTheWait(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	bg := context.Background()
+	holder := dial(t, cl).NewMutex("kw-a")
+	require.NoError(t, holder.LockLease(bg, time.Minute))
+	c := dial(t, cl)
+	done := make(chan error, 4)
+	for w := 0; w < 4; w++ {
+		m := c.NewMultiMutex("kw-a", fmt.Sprintf("kw-b%d", w))
+		go func() {
+			err := m.Lock(bg)
+			if err == nil {
+				time.Sleep(20 * time.Millisecond)
+				err = m.Unlock(bg)
+			}
+			done <- err
+		}()
+	}
+	time.Sleep(time.Second) // the waits refresh their intents
+	require.NoError(t, holder.Unlock(bg))
+	for w := 0; w < 4; w++ {
+		require.NoError(t, <-done)
+	}
+	time.Sleep(100 * time.Millisecond) // releases' minority writes land
+	evals := func() int64 {
+		v, err := redis.String(cl.Do(0, "INFO", "commandstats"))
+		require.NoError(t, err)
+		var n int64
+		for _, line := range strings.Split(v, "\n") {
+			if strings.HasPrefix(line, "cmdstat_evalsha:calls=") {
+				_, err := fmt.Sscanf(line, "cmdstat_evalsha:calls=%d", &n)
+				require.NoError(t, err)
+			}
+		}
+		return n
+	}
+	before := evals()
+	time.Sleep(2 * time.Second)
+	calls := evals() - before
+	t.Logf("script calls on node 0 in 2 s after every wait ended: %d", calls)
+	assert.Zero(t, calls, "the keeper goes on after the waits ended")
+	for w := 0; w < 4; w++ {
+		n, err := redis.Int(cl.Do(0, "EXISTS", fmt.Sprintf("redlock:{kw-b%d}:intent", w)))
+		require.NoError(t, err)
+		assert.Zero(t, n, "an intent outlived its wait")
+	}
+}

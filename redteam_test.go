@@ -127,15 +127,20 @@ func startRedteamWaiter(t *testing.T, cl *redlocktest.Cluster, plan redteamPlan)
 	return ch
 }
 
-// intentOnEvery waits until key holds a value on every node.
-func intentOnEvery(t *testing.T, cl *redlocktest.Cluster, key string) {
+// intentOnQuorum waits until key exists on a majority of the nodes (an
+// attempt that timed out on a node under load leaves no intent there
+// until the waiter's next attempt).
+func intentOnQuorum(t *testing.T, cl *redlocktest.Cluster, key string) {
 	t.Helper()
-	for i := 0; i < cl.N(); i++ {
-		require.Eventually(t, func() bool {
-			n, err := redis.Int(cl.Do(i, "EXISTS", key))
-			return err == nil && n == 1
-		}, 10*time.Second, 2*time.Millisecond, "%s never reached node %d", key, i)
-	}
+	require.Eventually(t, func() bool {
+		on := 0
+		for i := 0; i < cl.N(); i++ {
+			if n, err := redis.Int(cl.Do(i, "EXISTS", key)); err == nil && n == 1 {
+				on++
+			}
+		}
+		return on > cl.N()/2
+	}, 10*time.Second, 2*time.Millisecond, "%s never reached a majority of the nodes", key)
 }
 
 // redteamKind is one kind of waiter: its holder (what it waits behind), the
@@ -254,7 +259,7 @@ func redteamMoments() []redteamMoment {
 			time.Sleep(300 * time.Millisecond) // its first attempt has been refused
 			return
 		}
-		intentOnEvery(t, cl, intent)
+		intentOnQuorum(t, cl, intent)
 	}
 	return []redteamMoment{
 		// Right after it dialed: its first attempt may or may not have
@@ -414,7 +419,7 @@ func TestRedteamPausedWaiterRejoins(t *testing.T) {
 	holder := dial(t, cl).NewMutex("pa")
 	require.NoError(t, holder.LockLease(ctx, 10*time.Minute))
 	old := startRedteamWaiter(t, cl, redteamPlan{Kind: "multi", Names: []string{"pa", "pb"}})
-	intentOnEvery(t, cl, "redlock:{pb}:intent")
+	intentOnQuorum(t, cl, "redlock:{pb}:intent")
 
 	young := dial(t, cl).NewMultiMutex("pa", "pb")
 	got := make(chan error, 1)

@@ -636,7 +636,7 @@ func (d *demoRun) summary(w io.Writer, s snapshot, interrupted bool) int {
 		fmt.Fprint(w, " (interrupted)")
 	}
 	fmt.Fprintln(w, ":")
-	fmt.Fprintf(w, "  acquisitions   %d (%.0f/s) by %d owners in %d clients\n", s.acquired, rate, d.cfg.clients*d.cfg.workers, d.cfg.clients)
+	fmt.Fprintf(w, "  acquisitions   %d (%.0f/s) by %d owners in %d clients (one of them paused)\n", s.acquired, rate, d.cfg.clients*d.cfg.workers+1, d.cfg.clients)
 	fmt.Fprintf(w, "  handoff gap    p50 %s, p99 %s, max %s\n", round(s.p50), round(s.p99), round(s.maxGap))
 	up := 0
 	for _, st := range s.state {

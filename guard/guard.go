@@ -77,6 +77,7 @@ type StaleError struct {
 	Mark     int64  // the resource's mark, above Token
 }
 
+// Error says which token was refused, for which resource, and the mark.
 func (e *StaleError) Error() string {
 	where := ""
 	if e.Resource != "" {

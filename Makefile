@@ -1,5 +1,6 @@
 # make test: everything a change must pass (vet, the race-enabled suite on
-# real redis-server nodes, the fuzz seeds). make fuzz / make soak run longer.
+# real redis-server nodes and, for the guard and the command's psql recipe,
+# a real PostgreSQL server, the fuzz seeds). make fuzz / make soak run longer.
 GO ?= go
 FUZZTIME ?= 30s
 # Every other Go module in the repository: the adapters (goredis, rueidis,
@@ -8,19 +9,24 @@ FUZZTIME ?= 30s
 # release, and go.work's replace lines map that version onto the directories.
 MODULES := $(sort $(patsubst ./%/go.mod,%,$(shell find . -mindepth 2 -name go.mod -not -path './.git/*')))
 
-.PHONY: test redis vet apicheck fuzz soak bench compat modelcheck release tidy stress fairness
+.PHONY: test redis postgres vet apicheck fuzz soak bench compat modelcheck release tidy stress fairness
 
 # The other modules' tests run side by side (mostly waiting on their
 # redis-servers), each module's output kept together and shown in order.
 # releasetest's TestConsumerBuild releases a clone of HEAD into a module
 # proxy directory and builds and runs a consumer's program from it.
-test: redis vet apicheck
+test: redis postgres vet apicheck
 	$(GO) test -race -count=1 -timeout 9m ./...
 	@dir=$$(mktemp -d); for m in $(MODULES); do f=$$dir/$$(echo $$m | tr / _); (cd $$m && $(GO) test -race -count=1 -timeout 9m ./... > $$f.log 2>&1; echo $$? > $$f.rc) & done; wait; \
 	rc=0; for m in $(MODULES); do f=$$dir/$$(echo $$m | tr / _); echo "== $$m"; cat $$f.log; [ "$$(cat $$f.rc)" = 0 ] || rc=1; done; rm -rf $$dir; exit $$rc
 
 redis:
 	@./.ci/ensure-redis
+
+# The guard's tests run PostgreSQL themselves (internal/pgtest); this makes
+# sure its binaries are there, installing Debian's package when we are root.
+postgres:
+	@./.ci/ensure-postgres
 
 vet:
 	$(GO) vet ./...
@@ -71,7 +77,7 @@ STRESS_COUNT ?= 5
 STRESS_MODULES ?= . $(filter-out bench releasetest,$(MODULES))
 STRESS_RUN ?=
 STRESS_TIMEOUT ?= 20m
-stress: redis
+stress: redis postgres
 	@log=$$(mktemp "$${TMPDIR:-/tmp}/redlock-stress.XXXXXX") && out=$$(mktemp) || exit 1; burners=; \
 	trap 'kill $$burners 2>/dev/null; rm -f "$$out"; [ -s "$$log" ] || rm -f "$$log"' EXIT; trap 'exit 130' INT TERM HUP; \
 	for i in 1 2; do sh -c 'while :; do :; done' & burners="$$burners $$!"; done; \
@@ -99,7 +105,7 @@ compat_module = @echo "== $(1) with $(2)"; tmp=$$(mktemp -d); cp $(1)/go.mod $(1
 	(cd $(1) && export GOWORK=off GOTOOLCHAIN=$(2) GOFLAGS="$$GOFLAGS -modfile=$$tmp/go.mod" && \
 	 $(GO) vet ./... && $(GO) test -count=1 -run '$(3)' ./...); rc=$$?; rm -rf $$tmp; exit $$rc
 compat:
-	GOWORK=off GOTOOLCHAIN=$(COMPAT_GO) $(GO) vet . ./redlocktest ./cmd/...
+	GOWORK=off GOTOOLCHAIN=$(COMPAT_GO) $(GO) vet . ./guard ./redlocktest ./cmd/...
 	GOWORK=off GOTOOLCHAIN=$(COMPAT_GO) $(GO) test -count=1 -run '^TestUnit' .
 	$(call compat_module,goredis,go1.26.0,^(TestNewNodeRefusesWhatCannotWork|TestSlot)$$)
 	$(call compat_module,rueidis,go1.25.0,^TestNewNodeRejects$$)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/guard"
 )
 
 // Exit codes of demo.
@@ -35,8 +36,18 @@ Each worker holds the lock for a millisecond or so; twice a worker holds it
 longer than the lease, so only the watchdog's renewal keeps it. Violations are
 checked independently of redlock: an owner-interval checker sees whether two
 owners were ever inside at once, and every owner increments a counter kept in
-a separate in-process store with a read, a pause and a write, so any overlap
-loses an update.
+a separate data store (one more server of the nodes' kind) with a read, a
+pause and a write, so any overlap loses an update.
+
+The counter is written through the guard (package
+github.com/redlock-go/redlock/guard): each write carries the hold's fencing
+token, and the store refuses a token older than one that has claimed the
+counter. At the start, a worker pauses past its lease, as a process stopped by a
+GC pause or a frozen VM does: it takes the lock first, with a fixed lease,
+reads the counter, sleeps without looking at Lost (two leases, and until
+another owner has taken the lock), and writes late. The guard refuses that write; without it, it
+would overwrite the newer owner's increment. The summary says how many
+stale writes were refused, and how many updates were lost (none).
 
 Nodes (-backend): "redis" runs redis-server processes (found on $PATH, in
 $REDIS_SERVER_BIN, /usr/bin or /usr/local/bin); "miniredis" runs in-process
@@ -50,8 +61,9 @@ format at http://ADDR/metrics while it runs; the first line of output says
 the URL.
 
 Exit codes:
-  0  no violation of mutual exclusion
-  1  a violation was seen
+  0  no violation of mutual exclusion, no update lost
+  1  a violation was seen (owners inside at once, a lost update, a token
+     that did not grow)
   2  bad flags
   3  the demo could not run (nodes did not start, ...)
 `
@@ -112,8 +124,14 @@ func demo(ctx context.Context, cfg demoConfig, stdout, stderr io.Writer) int {
 		return exitDemoFailed
 	}
 	defer nodes.Close()
+	st, err := startStore(nodes)
+	if err != nil {
+		fmt.Fprintf(stderr, "redlock demo: %v\n", err)
+		return exitDemoFailed
+	}
+	defer st.Close()
 
-	d := &demoRun{cfg: cfg, nodes: nodes, urls: nodes.URLs(), state: make([]string, cfg.nodes)}
+	d := &demoRun{cfg: cfg, nodes: nodes, urls: nodes.URLs(), store: st, state: make([]string, cfg.nodes)}
 	for i := range d.state {
 		d.state[i] = "up"
 	}
@@ -141,7 +159,16 @@ func demo(ctx context.Context, cfg demoConfig, stdout, stderr io.Writer) int {
 	defer cancel()
 	out.header(headline)
 
+	// The paused worker takes the lock first; the others contend from then
+	// on, and one of them takes the lock when its lease has run out.
 	var wg sync.WaitGroup
+	held := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		d.pause(runCtx, "c1/paused", clients[0].NewMutex("demo"), held)
+	}()
+	<-held
 	for ci, c := range clients {
 		for wi := 0; wi < cfg.workers; wi++ {
 			wg.Add(1)
@@ -226,7 +253,7 @@ type demoRun struct {
 	start time.Time
 
 	chk   checker
-	store store
+	store *store // the data store of the counter, written through the guard
 
 	// wantLong asks the next worker that takes the lock to hold it longer
 	// than the lease.
@@ -257,16 +284,16 @@ func (d *demoRun) setState(i int, s string) {
 }
 
 func (d *demoRun) headline(kind string) string {
-	return fmt.Sprintf("redlock demo: %d %s, %d clients x %d workers on one lock, lease %v (watchdog), %v",
+	return fmt.Sprintf("redlock demo: %d %s, %d clients x %d workers on one lock (and one worker that pauses), lease %v (watchdog), %v",
 		d.cfg.nodes, kind, d.cfg.clients, d.cfg.workers, d.cfg.lease, d.cfg.duration)
 }
 
 // killCount is how many nodes the demo kills: the largest minority.
 func (d *demoRun) killCount() int { return (d.cfg.nodes - 1) / 2 }
 
-// schedule runs the script of the demo: a long hold, the kills of a
-// minority of the masters with a long hold across them, a delayed restart
-// of one of them, and another long hold.
+// schedule runs the script of the demo (after the paused worker's hold,
+// which comes first: demoRun.pause): a long hold, the kills of a minority of the masters with a long hold
+// across them, a delayed restart of one of them, and another long hold.
 func (d *demoRun) schedule(ctx context.Context) {
 	dur, lease := d.cfg.duration, d.cfg.lease
 	killAt := dur * 35 / 100
@@ -321,8 +348,9 @@ func (d *demoRun) schedule(ctx context.Context) {
 	}
 }
 
-// worker is one lock owner: take the lock, read the counter, pause, write it
-// back plus one, release; until ctx ends.
+// worker is one lock owner: take the lock, claim and read the counter,
+// pause, write it back plus one through the guard, release; until ctx
+// ends.
 func (d *demoRun) worker(ctx context.Context, name string, m *redlock.Mutex, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, uint64(d.start.UnixNano())))
 	for {
@@ -345,11 +373,15 @@ func (d *demoRun) worker(ctx context.Context, name string, m *redlock.Mutex, see
 		if long {
 			hold = d.cfg.lease + d.cfg.lease/4
 		}
-		d.chk.enter(name, long, m.Token())
+		token := m.Token()
+		d.chk.enter(name, long, token)
 		if long {
 			d.event("%s takes a long hold: %v on a %v lease, kept only by the watchdog's renewal", name, hold, d.cfg.lease)
 		}
-		v := d.store.get()
+		v, err := d.store.claim(token)
+		if err != nil {
+			d.chk.storeError(err)
+		}
 		t := time.NewTimer(hold)
 		var wasLost, aborted bool
 		select {
@@ -367,9 +399,12 @@ func (d *demoRun) worker(ctx context.Context, name string, m *redlock.Mutex, see
 			default:
 			}
 		}
-		wrote := !wasLost && !aborted
+		wrote := !wasLost && !aborted && err == nil
 		if wrote {
-			d.store.set(v + 1)
+			if err := d.store.set(token, v+1); err != nil {
+				d.chk.storeError(err) // a valid holder refused is a violation
+				wrote = false
+			}
 		}
 		d.chk.leave(wasLost, wrote, long)
 		switch {
@@ -406,41 +441,26 @@ func (d *demoRun) unlock(m *redlock.Mutex) error {
 	}
 }
 
-// store is the independent in-process store the workers increment with a
-// read and a later write: correct only under mutual exclusion. Its own mutex
-// only keeps each single read or write atomic (and the race detector quiet).
-type store struct {
-	mu sync.Mutex // protects v
-	v  int64
-}
-
-func (s *store) get() int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.v
-}
-
-func (s *store) set(v int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.v = v
-}
-
 // checker watches owners enter and leave the critical section: two inside at
 // once is a violation. It also measures handoff gaps (from one owner's leave
 // to the next one's enter).
 type checker struct {
-	mu         sync.Mutex // protects every field
-	inside     int        // owners inside now; more than one is a violation
-	holder     string     // the last owner to enter
-	token      int64      // the largest fencing token seen
-	stale      int        // holds whose token was not above every earlier one
+	mu         sync.Mutex    // protects every field
+	inside     int           // owners inside now; more than one is a violation
+	holder     string        // the last owner to enter
+	token      int64         // the largest fencing token seen
+	waitAbove  int64         // with newer: the token a newer hold must exceed
+	newer      chan struct{} // closed when a hold with a token above waitAbove begins; nil when none is awaited
+	stale      int           // holds whose token was not above every earlier one
 	holderLong bool
 	enteredAt  time.Time
 	leftAt     time.Time // when inside last dropped to zero
 	acquired   int
 	overlaps   int
 	writes     int // counter increments done
+	refused    int // late writes of a paused holder that the guard refused
+	refusedOK  int // writes of valid holders that the guard refused: violations
+	storeErrs  int // other failures of the data store
 	lost       int // holds whose Lost channel closed before the owner was done
 	long       int // holds longer than the lease that ended without loss
 	lockErrs   int
@@ -462,6 +482,10 @@ func (c *checker) enter(name string, long bool, token int64) {
 		c.stale++
 	}
 	c.token = max(c.token, token)
+	if c.newer != nil && token > c.waitAbove {
+		close(c.newer)
+		c.newer = nil
+	}
 	c.inside++
 	c.acquired++
 	c.holder, c.holderLong, c.enteredAt = name, long, now
@@ -483,6 +507,50 @@ func (c *checker) leave(lost, wrote, long bool) {
 		if long {
 			c.long++
 		}
+	}
+}
+
+// newerHold returns a channel closed when a hold whose token is above token
+// begins.
+func (c *checker) newerHold(token int64) <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := make(chan struct{})
+	if c.token > token {
+		close(ch)
+		return ch
+	}
+	c.waitAbove, c.newer = token, ch
+	return ch
+}
+
+// wrote counts an increment made outside leave: the late write of a
+// paused holder that the guard accepted (nobody newer had claimed).
+func (c *checker) wrote() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.writes++
+}
+
+// refusedWrite counts a paused holder's late write refused by the guard.
+func (c *checker) refusedWrite() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.refused++
+}
+
+// storeError counts a failure of the data store; the guard's refusal of a
+// valid holder (whose token is the newest) is a violation.
+func (c *checker) storeError(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if errors.Is(err, guard.ErrStaleToken) {
+		c.refusedOK++
+	} else {
+		c.storeErrs++
+	}
+	if c.firstErr == nil {
+		c.firstErr = err
 	}
 }
 
@@ -508,7 +576,8 @@ func (c *checker) unlockError(err error) {
 type snapshot struct {
 	at                            time.Duration
 	acquired, writes, overlaps    int
-	stale                         int
+	stale, refused, refusedOK     int
+	storeErrs                     int
 	token                         int64
 	lost, long, lockErrs, unlockE int
 	firstErr                      error
@@ -522,21 +591,21 @@ type snapshot struct {
 }
 
 // violations counts the independent checks: overlapping owners, increments
-// the counter lost, and fencing tokens that did not grow.
+// the counter lost, fencing tokens that did not grow, and valid holders'
+// writes that the guard refused.
 func (s snapshot) violations() int {
-	v := s.overlaps + s.stale
-	if lostUpdates := int64(s.writes) - s.counter; lostUpdates > 0 {
-		v += int(lostUpdates)
-	}
-	return v
+	return s.overlaps + s.stale + int(s.lostUpdates()) + s.refusedOK
 }
+
+// lostUpdates is how many accepted increments the counter does not show.
+func (s snapshot) lostUpdates() int64 { return max(int64(s.writes)-s.counter, 0) }
 
 func (d *demoRun) snapshot() snapshot {
 	c := &d.chk
 	c.mu.Lock()
 	s := snapshot{
 		at: d.since(), acquired: c.acquired, writes: c.writes, overlaps: c.overlaps,
-		stale: c.stale, token: c.token,
+		stale: c.stale, token: c.token, refused: c.refused, refusedOK: c.refusedOK, storeErrs: c.storeErrs,
 		lost: c.lost, long: c.long, lockErrs: c.lockErrs, unlockE: c.unlockErrs, firstErr: c.firstErr,
 	}
 	gaps := slices.Clone(c.gaps)
@@ -567,7 +636,7 @@ func (d *demoRun) summary(w io.Writer, s snapshot, interrupted bool) int {
 		fmt.Fprint(w, " (interrupted)")
 	}
 	fmt.Fprintln(w, ":")
-	fmt.Fprintf(w, "  acquisitions   %d (%.0f/s) by %d owners in %d clients\n", s.acquired, rate, d.cfg.clients*d.cfg.workers, d.cfg.clients)
+	fmt.Fprintf(w, "  acquisitions   %d (%.0f/s) by %d owners in %d clients (one of them paused)\n", s.acquired, rate, d.cfg.clients*d.cfg.workers+1, d.cfg.clients)
 	fmt.Fprintf(w, "  handoff gap    p50 %s, p99 %s, max %s\n", round(s.p50), round(s.p99), round(s.maxGap))
 	up := 0
 	for _, st := range s.state {
@@ -578,12 +647,16 @@ func (d *demoRun) summary(w io.Writer, s snapshot, interrupted bool) int {
 	fmt.Fprintf(w, "  nodes          %d of %d up at the end\n", up, len(s.state))
 	fmt.Fprintf(w, "  long holds     %d held past their %v lease, renewed by the watchdog\n", s.long, d.cfg.lease)
 	fmt.Fprintf(w, "  holds lost     %d (Mutex.Lost closed before the owner was done; it stopped)\n", s.lost)
-	if s.lockErrs+s.unlockE > 0 {
-		fmt.Fprintf(w, "  errors         %d lock, %d unlock; the first: %v\n", s.lockErrs, s.unlockE, s.firstErr)
+	if s.lockErrs+s.unlockE+s.storeErrs > 0 {
+		fmt.Fprintf(w, "  errors         %d lock, %d unlock, %d data store; the first: %v\n", s.lockErrs, s.unlockE, s.storeErrs, s.firstErr)
 	}
 	fmt.Fprintf(w, "  counter        %d increments, store holds %d\n", s.writes, s.counter)
 	fmt.Fprintf(w, "  fencing        every hold's token above the previous ones: %s (last %d)\n", yesNo(s.stale == 0), s.token)
-	fmt.Fprintf(w, "  violations     %d (owners inside at once: %d, lost updates: %d, stale tokens: %d)\n", s.violations(), s.overlaps, max(int64(s.writes)-s.counter, 0), s.stale)
+	fmt.Fprintf(w, "  guard          stale writes refused: %d, lost updates: %d (the data store checks each write's token)\n", s.refused, s.lostUpdates())
+	if s.refusedOK > 0 {
+		fmt.Fprintf(w, "  guard          REFUSED %d writes of valid holders\n", s.refusedOK)
+	}
+	fmt.Fprintf(w, "  violations     %d (owners inside at once: %d, lost updates: %d, stale tokens: %d)\n", s.violations(), s.overlaps, s.lostUpdates(), s.stale)
 	if s.acquired == 0 {
 		fmt.Fprintln(w, "FAIL: no worker ever took the lock")
 		return exitDemoFailed

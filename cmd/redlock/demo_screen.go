@@ -81,8 +81,8 @@ func (s *screen) frame(now, prev snapshot, d *demoRun) {
 		if now.holderLong {
 			note = fmt.Sprintf("  (%s holding for %s)", now.holder, round(now.holderFor.Truncate(100*time.Millisecond)))
 		}
-		fmt.Fprintf(s.w, "%6.1fs  acq/s %5.0f  handoff p50 %-7s p99 %-7s  nodes up %d/%d  holds lost %d  violations %d%s\n",
-			now.at.Seconds(), rate, round(now.p50), round(now.p99), up, len(now.state), now.lost, now.violations(), note)
+		fmt.Fprintf(s.w, "%6.1fs  acq/s %5.0f  handoff p50 %-7s p99 %-7s  nodes up %d/%d  holds lost %d  stale writes refused %d  violations %d%s\n",
+			now.at.Seconds(), rate, round(now.p50), round(now.p99), up, len(now.state), now.lost, now.refused, now.violations(), note)
 		return
 	}
 	var b strings.Builder
@@ -109,6 +109,7 @@ func (s *screen) frame(now, prev snapshot, d *demoRun) {
 	}
 	line("  long holds     %d kept past the lease by the watchdog", now.long)
 	line("  holds lost     %d", now.lost)
+	line("  guard          stale writes refused: %d, lost updates: %d", now.refused, now.lostUpdates())
 	line("  violations     %d   (owners inside at once %d, counter %d of %d increments, stale fencing tokens %d)", now.violations(), now.overlaps, now.counter, now.writes, now.stale)
 	line("")
 	ev := now.events

@@ -10,7 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// A short demo on each backend: the script runs (kills, delayed restart,
+// A short demo on each backend: the script runs (a worker's pause past its
+// lease and its late write, refused by the guard; kills, delayed restart,
 // long holds), the output is plain lines (not a terminal), and no violation
 // is found. No speed is asserted.
 func TestDemo(t *testing.T) {
@@ -24,6 +25,9 @@ func TestDemo(t *testing.T) {
 			require.Contains(t, out, "killed n0, n1: 2 of 5 masters down")
 			require.Contains(t, out, "n0 back, empty")
 			require.Contains(t, out, "takes a long hold")
+			require.Regexp(t, `c1/paused takes the lock \(token \d+\) and pauses, past its 1s lease`, out)
+			require.Regexp(t, `c1/paused wakes up and writes with token \d+: REFUSED by the guard, a newer holder \(token \d+\) has claimed the counter`, out)
+			require.Contains(t, out, "guard          stale writes refused: 1, lost updates: 0")
 			require.Contains(t, out, "violations     0 (owners inside at once: 0, lost updates: 0, stale tokens: 0)")
 			require.Contains(t, out, "OK: no two owners ever held the lock at once, with 2 of 5 masters killed midway")
 		})
@@ -49,6 +53,22 @@ func TestDemoSummaryFailsOnViolation(t *testing.T) {
 	s = snapshot{at: time.Second, acquired: 2, writes: 2, counter: 2, state: []string{"up"}}
 	require.Equal(t, exitOK, d.summary(&out, s, false))
 	require.Contains(t, out.String(), "the run ended before any master was killed")
+
+	// A stale write that landed shows as a lost update; a valid holder's
+	// write refused by the guard is a violation too.
+	out.Reset()
+	s = snapshot{at: time.Second, acquired: 3, writes: 3, counter: 2, refused: 0, state: []string{"up"}}
+	require.Equal(t, exitViolation, d.summary(&out, s, false))
+	require.Contains(t, out.String(), "guard          stale writes refused: 0, lost updates: 1")
+	out.Reset()
+	s = snapshot{at: time.Second, acquired: 3, writes: 2, counter: 2, refused: 1, refusedOK: 1, state: []string{"up"}}
+	require.Equal(t, 1, s.violations())
+	require.Equal(t, exitViolation, d.summary(&out, s, false))
+	require.Contains(t, out.String(), "REFUSED 1 writes of valid holders")
+	out.Reset()
+	s = snapshot{at: time.Second, acquired: 3, writes: 2, counter: 2, refused: 1, state: []string{"up"}}
+	require.Equal(t, exitOK, d.summary(&out, s, false))
+	require.Contains(t, out.String(), "guard          stale writes refused: 1, lost updates: 0")
 
 	out.Reset()
 	s = snapshot{at: time.Second, state: []string{"up"}, firstErr: errors.New("redlock: no quorum")}

@@ -31,6 +31,26 @@ const (
 	exitNotFound    = 127 // CMD was not found
 )
 
+// psqlRecipe is the script that checks $REDLOCK_TOKEN against PostgreSQL
+// in one statement: exec's help, the README and TestExecFencingPsqlRecipe
+// (which runs it) share it.
+const psqlRecipe = `#!/bin/sh
+# write.sh: redlock exec --fencing --name nightly-report -- ./write.sh
+out=$(psql "$DATABASE_URL" -X -q -At -v ON_ERROR_STOP=1 \
+  -v name="$REDLOCK_NAME" -v token="$REDLOCK_TOKEN" <<'SQL'
+WITH fence AS (
+  INSERT INTO redlock_fence (resource, mark) VALUES (:'name', :'token')
+  ON CONFLICT (resource) DO UPDATE SET mark = excluded.mark
+  WHERE redlock_fence.mark <= excluded.mark
+  RETURNING mark)
+INSERT INTO reports (name, body) SELECT 'nightly', 'by ' || mark FROM fence
+ON CONFLICT (name) DO UPDATE SET body = excluded.body
+RETURNING 'written';
+SQL
+) || exit 1
+[ "$out" = written ] || { echo "token $REDLOCK_TOKEN is stale: refused" >&2; exit 1; }
+`
+
 const execDescription = `
 Run CMD while holding the lock NAME, like flock(1) for a fleet: at most one
 CMD per lock name runs at a time across every machine using the same nodes.
@@ -69,6 +89,15 @@ CMD's environment:
   REDLOCK_UNTIL  with --lease D: when the hold ends, by this machine's clock
                  (RFC 3339, drift already taken off)
 
+Checking REDLOCK_TOKEN where the work lands, on PostgreSQL with psql: one
+statement raises the lock's mark in the table redlock_fence (the one
+github.com/redlock-go/redlock/guard keeps; create it with CREATE TABLE
+redlock_fence (resource text PRIMARY KEY, mark bigint NOT NULL)) only when
+the token is not older, and writes only if it did; a holder whose token is
+older (it paused past its lease and another took the lock) writes nothing,
+and the script fails (not indented, so that it runs as pasted):
+
+` + psqlRecipe + `
 Exit codes:
   CMD's own  CMD ran and exited (128+N when a signal N ended it)
   2          bad flags or arguments

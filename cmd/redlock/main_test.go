@@ -20,7 +20,9 @@ import (
 
 // The test binary doubles as the redlock command (REDLOCK_TEST_AS=cli) and
 // as the CMD that exec runs (REDLOCK_TEST_AS=cmd), so exec and its signals
-// are tested on real processes without building anything else.
+// are tested on real processes without building anything else. Servers
+// that the tests share (PostgreSQL, for the psql recipe) are stopped after
+// the tests.
 func TestMain(m *testing.M) {
 	switch os.Getenv("REDLOCK_TEST_AS") {
 	case "cli":
@@ -29,7 +31,18 @@ func TestMain(m *testing.M) {
 	case "cmd":
 		os.Exit(helperCmd(os.Args[1:]))
 	}
-	goleak.VerifyTestMain(m)
+	code := m.Run()
+	if err := stopTestServers(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 // helperCmd is the CMD of the exec tests:

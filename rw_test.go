@@ -741,7 +741,7 @@ func TestRepairDoesNotPutAWriterBackWhereAReaderHolds(t *testing.T) {
 // once b leaves, a writer is still kept out by a.
 func TestUnitRWMutexReaderMissingFromTheReadersHashIsWrittenBack(t *testing.T) {
 	cl := redlocktest.Start(t, 3)
-	const lease = 900 * time.Millisecond
+	const lease = 1500 * time.Millisecond
 	ctx := context.Background()
 	c1, c2 := dial(t, cl, redlock.WithLease(lease)), dial(t, cl, redlock.WithLease(lease))
 	a, b := c1.NewRWMutex("rw-field-missing"), c2.NewRWMutex("rw-field-missing")

@@ -741,7 +741,7 @@ func TestRepairDoesNotPutAWriterBackWhereAReaderHolds(t *testing.T) {
 // once b leaves, a writer is still kept out by a.
 func TestUnitRWMutexReaderMissingFromTheReadersHashIsWrittenBack(t *testing.T) {
 	cl := redlocktest.Start(t, 3)
-	const lease = 1500 * time.Millisecond
+	const lease = 3 * time.Second // renewed every second: the repair comes within one
 	ctx := context.Background()
 	c1, c2 := dial(t, cl, redlock.WithLease(lease)), dial(t, cl, redlock.WithLease(lease))
 	a, b := c1.NewRWMutex("rw-field-missing"), c2.NewRWMutex("rw-field-missing")
@@ -755,13 +755,18 @@ func TestUnitRWMutexReaderMissingFromTheReadersHashIsWrittenBack(t *testing.T) {
 		require.Eventually(t, func() bool { return len(ownerFields(t, cl, i, readers)) == 2 }, 5*time.Second, time.Millisecond)
 	}
 
+	select {
+	case <-a.Lost():
+		t.Fatal("reader a lost before its field was deleted")
+	default:
+	}
 	for _, i := range []int{0, 1} {
 		n, err := redis.Int(cl.Do(i, "HDEL", readers, fa, fa+"#"))
 		require.NoError(t, err)
 		require.Equal(t, 2, n)
 	}
 	for _, i := range []int{0, 1} {
-		assert.Eventually(t, func() bool { return ownerFields(t, cl, i, readers)[fa] == "1" }, 3*lease, 5*time.Millisecond,
+		assert.Eventually(t, func() bool { return ownerFields(t, cl, i, readers)[fa] == "1" }, 2*lease, 5*time.Millisecond,
 			"reader a not written back in the readers' hash on node %d", i)
 	}
 	require.NoError(t, b.RUnlock(ctx))

@@ -591,3 +591,62 @@ func TestNameAtTheLimitWorks(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, ok, "the released lock is free")
 }
+
+// TestUnitReentryWritesItsCountOnEveryNode: each re-entrant acquisition
+// writes the owner's new hold count on every node, and each Unlock the
+// count it leaves, for a Mutex and both sides of an RWMutex (a reader's
+// count is in the readers' hash and in its own hash). The nodes' counts
+// are what a repair or another node's release starts from.
+func TestUnitReentryWritesItsCountOnEveryNode(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	c := dial(t, cl)
+	ctx := context.Background()
+	eventually := func(key string, want string) {
+		t.Helper()
+		for i := range cl.N() {
+			require.Eventually(t, func() bool {
+				fs := ownerFields(t, cl, i, key)
+				for _, count := range fs {
+					return len(fs) == 1 && count == want
+				}
+				return want == ""
+			}, time.Second, 5*time.Millisecond, "%s on node %d: %v, want %q", key, i, ownerFields(t, cl, i, key), want)
+		}
+	}
+
+	m := c.NewMutex("count")
+	rw := c.NewRWMutex("count-rw")
+	for _, side := range []struct {
+		what         string
+		lock, unlock func(context.Context) error
+		keys         func() []string
+	}{
+		{"mutex", m.Lock, m.Unlock, func() []string { return []string{keyOf("count")} }},
+		{"writer", rw.Lock, rw.Unlock, func() []string { return []string{rwKey("count-rw", "lock")} }},
+		{"reader", rw.RLock, rw.RUnlock, func() []string {
+			readers := rwKey("count-rw", "readers")
+			eventuallyOnEvery(t, cl, readers)
+			return []string{readers, rwKey("count-rw", "r:"+onlyField(t, cl, 0, readers))}
+		}},
+	} {
+		require.NoError(t, side.lock(ctx), side.what)
+		keys := side.keys()
+		for _, k := range keys {
+			eventually(k, "1")
+		}
+		require.NoError(t, side.lock(ctx), side.what)
+		require.NoError(t, side.lock(ctx), side.what)
+		for _, k := range keys {
+			eventually(k, "3")
+		}
+		require.NoError(t, side.unlock(ctx), side.what)
+		for _, k := range keys {
+			eventually(k, "2")
+		}
+		require.NoError(t, side.unlock(ctx), side.what)
+		require.NoError(t, side.unlock(ctx), side.what)
+		for _, k := range keys {
+			eventually(k, "")
+		}
+	}
+}

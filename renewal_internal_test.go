@@ -13,6 +13,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 	"github.com/redlock-go/redlock/internal/fifo"
 	"github.com/redlock-go/redlock/internal/script"
+	"github.com/redlock-go/redlock/internal/vote"
 	"github.com/redlock-go/redlock/redlocktest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -389,4 +390,55 @@ func TestUnitTallyCountsAFailedShardAsFailedForItsHolds(t *testing.T) {
 	assert.Equal(t, map[int]int64{0: 1, 3: -1}, got)
 	assert.Equal(t, 2, failed)
 	assert.ErrorContains(t, err, "connection refused")
+}
+
+// TestUnitTallyReadsAReadersHashWithoutTheFieldAsAbsent: a reader's hold
+// is two entries of renew.lua, the readers' hash (shared) and the
+// reader's own hash. The readers' hash there without the reader's field
+// (-1: an HDEL, or other readers' fields only) is absent for this reader,
+// whatever its own hash says: the hold is not renewed there and is written
+// back (repair.lua), since a writer looks for readers in the readers' hash
+// only. A -1 for a Mutex, or for a reader's own hash, is another owner's.
+func TestUnitTallyReadsAReadersHashWithoutTheFieldAsAbsent(t *testing.T) {
+	c, err := New([]*Node{NewNode("a", unitPool(nil))})
+	require.NoError(t, err)
+	defer c.Close()
+	reader := &hold{m: c.NewRWMutex("rw").r}
+	mutex := &hold{m: c.NewMutex("m")}
+	require.True(t, reader.m.lock(0).shared())
+	require.False(t, reader.m.lock(1).shared())
+	tests := []struct {
+		name string
+		h    *hold
+		vs   []any
+		want int64
+	}{
+		{"reader held", reader, []any{int64(1), int64(1)}, 1},
+		{"reader's field missing, its own hash there", reader, []any{int64(-1), int64(1)}, 0},
+		{"reader's field missing, its own hash gone", reader, []any{int64(-1), int64(0)}, 0},
+		{"readers' hash gone, its own hash there", reader, []any{int64(0), int64(1)}, 0},
+		{"reader's own hash another's", reader, []any{int64(1), int64(-1)}, -1},
+		{"mutex held", mutex, []any{int64(1)}, 1},
+		{"mutex another's", mutex, []any{int64(-1)}, -1},
+	}
+	for _, tt := range tests {
+		got := map[int]int64{}
+		failed, err := tallyHolds(tt.vs, []*hold{tt.h}, func(k int, v int64) { got[k] = v })
+		require.NoError(t, err, tt.name)
+		assert.Zero(t, failed, tt.name)
+		assert.Equal(t, map[int]int64{0: tt.want}, got, tt.name)
+	}
+
+	// Counted over three nodes: held on one, its field missing on two, the
+	// hold is renewed on one node, gone on none, and written back on two.
+	r := vote.NewRenewal(3, 1)
+	for i, vs := range [][]any{{int64(1), int64(1)}, {int64(-1), int64(1)}, {int64(-1), int64(1)}} {
+		r.Count(i, true, nil)
+		_, err := tallyHolds(vs, []*hold{reader}, func(k int, v int64) { r.Answer(i, k, v) })
+		require.NoError(t, err)
+	}
+	assert.Equal(t, 1, r.Yes(0))
+	assert.Equal(t, 2, r.Gone(0), "absent on two nodes")
+	assert.True(t, r.Absent(1, 0) && r.Absent(2, 0))
+	assert.True(t, r.Repairable(0, vote.Quorum(3)), "written back where its field is missing")
 }

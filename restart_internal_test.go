@@ -29,3 +29,28 @@ func TestUnitDefaultQuarantineOutlastsASlowHoldersValidity(t *testing.T) {
 		assert.Greater(t, quarantine, validity, "lease %v", lease)
 	}
 }
+
+// TestUnitDefaultQuarantineIsTheLongestLeaseInUse: the default quarantine
+// covers the longest lease of any client of the nodes (leases.go learns
+// it), not only this client's; a longer lease of this client's own counts
+// as well; WithQuarantine replaces both.
+func TestUnitDefaultQuarantineIsTheLongestLeaseInUse(t *testing.T) {
+	const own, others = time.Second, 10 * time.Minute
+	c, err := New([]*Node{NewNode("a", unitPool(nil))}, WithLease(own))
+	require.NoError(t, err)
+	defer c.Close()
+	f := c.opts.driftFactor
+	assert.Equal(t, own+drift(own, f), c.quarantinePeriod(), "nothing learned yet: this client's lease")
+
+	c.leases.learned.Store(int64(others))
+	assert.Equal(t, others+drift(others, f), c.quarantinePeriod(), "another client's longer lease, as the nodes say")
+
+	c.useLease(20 * time.Minute)
+	assert.Equal(t, 20*time.Minute+drift(20*time.Minute, f), c.quarantinePeriod(), "this client's own longer lease")
+
+	fixed, err := New([]*Node{NewNode("a", unitPool(nil))}, WithLease(own), WithQuarantine(3*time.Second))
+	require.NoError(t, err)
+	defer fixed.Close()
+	fixed.leases.learned.Store(int64(others))
+	assert.Equal(t, 3*time.Second, fixed.quarantinePeriod(), "WithQuarantine is the period")
+}

@@ -731,3 +731,60 @@ func TestRepairDoesNotPutAWriterBackWhereAReaderHolds(t *testing.T) {
 	}, 3*lease, 10*time.Millisecond, "the writer written back where only a dead reader's field is left")
 	require.NoError(t, rw.Unlock(ctx))
 }
+
+// TestUnitRWMutexReaderMissingFromTheReadersHashIsWrittenBack: reader a's
+// field is deleted from the readers' hash on two of three nodes (HDEL, as
+// an operator or a restore of an older copy would), while a's own hash
+// survives and reader b's field keeps the hash there. A writer looks for
+// readers in the readers' hash only, so the watchdog must not count a's
+// hold as renewed there: its next renewal writes a back (repair.lua), and
+// once b leaves, a writer is still kept out by a.
+func TestUnitRWMutexReaderMissingFromTheReadersHashIsWrittenBack(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	const lease = 3 * time.Second // renewed every second: the repair comes within one
+	ctx := context.Background()
+	c1, c2 := dial(t, cl, redlock.WithLease(lease)), dial(t, cl, redlock.WithLease(lease))
+	a, b := c1.NewRWMutex("rw-field-missing"), c2.NewRWMutex("rw-field-missing")
+	readers := rwKey("rw-field-missing", "readers")
+	require.NoError(t, a.RLock(ctx))
+	eventuallyOnEvery(t, cl, readers)
+	fa := onlyField(t, cl, 0, readers)
+	eventuallyOnEvery(t, cl, rwKey("rw-field-missing", "r:"+fa))
+	require.NoError(t, b.RLock(ctx))
+	for i := range cl.N() {
+		require.Eventually(t, func() bool { return len(ownerFields(t, cl, i, readers)) == 2 }, 5*time.Second, time.Millisecond)
+	}
+
+	select {
+	case <-a.Lost():
+		t.Fatal("reader a lost before its field was deleted")
+	default:
+	}
+	for _, i := range []int{0, 1} {
+		n, err := redis.Int(cl.Do(i, "HDEL", readers, fa, fa+"#"))
+		require.NoError(t, err)
+		require.Equal(t, 2, n)
+	}
+	for _, i := range []int{0, 1} {
+		assert.Eventually(t, func() bool { return ownerFields(t, cl, i, readers)[fa] == "1" }, 2*lease, 5*time.Millisecond,
+			"reader a not written back in the readers' hash on node %d", i)
+	}
+	require.NoError(t, b.RUnlock(ctx))
+
+	w := c2.NewRWMutex("rw-field-missing")
+	ok, err := w.TryLock(ctx, 0, lease)
+	require.NoError(t, err)
+	if !assert.False(t, ok, "a writer got in beside reader a") {
+		require.NoError(t, w.Unlock(ctx))
+	}
+	select {
+	case <-a.Lost():
+		t.Fatal("reader a was lost while its hold was written back")
+	default:
+	}
+	require.NoError(t, a.RUnlock(ctx))
+	ok, err = w.TryLock(ctx, time.Second, lease)
+	require.NoError(t, err)
+	require.True(t, ok, "the writer once the readers left")
+	require.NoError(t, w.Unlock(ctx))
+}

@@ -3,6 +3,7 @@ package redlock
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -99,13 +100,18 @@ func (c *Client) recheckVotes() {
 		ns[i] = p.n
 	}
 	dups := node.Duplicates(ns)
-	any := false
+	any := slices.ContainsFunc(dups, func(d *node.Duplicate) bool { return d != nil })
+	if any {
+		// Raised before a node is marked, lowered after every mark is
+		// cleared: whoever sees a node marked (a lock call, Status) sees
+		// it not counted.
+		c.votes.any.Store(true)
+	}
 	for i, p := range c.peers {
 		var d *duplicate
 		if nd := dups[i]; nd != nil {
 			d = &duplicate{of: c.peers[nd.Of], addr: nd.Addr, runID: nd.RunID}
 		}
-		any = any || d != nil
 		was := p.dup.Load()
 		if (was == nil) != (d == nil) || was != nil && was.of != d.of {
 			p.dup.Store(d)

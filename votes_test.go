@@ -2,7 +2,9 @@ package redlock_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -175,4 +177,59 @@ func TestInfoDeniedWithQuarantineOff(t *testing.T) {
 	_, err = c.NewMutex("again").IsLocked(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 3, warned(), "one warning per node")
+}
+
+// TestUnitAliasCountsOnceInAnyPosition: two servers behind three nodes,
+// one server under two URLs, at every place in the node list. The alias
+// does not count, whichever node it is, and another owner's hold on the
+// other server leaves the alias's server alone, one vote of three: no
+// majority.
+func TestUnitAliasCountsOnceInAnyPosition(t *testing.T) {
+	cl := redlocktest.Start(t, 2)
+	s0, s1 := cl.DirectAddr(0), cl.DirectAddr(1)
+	alias := "localhost:" + s0[strings.LastIndexByte(s0, ':')+1:]
+	ctx := context.Background()
+	for k, order := range [][]string{{s0, alias, s1}, {s1, s0, alias}, {alias, s1, s0}} {
+		t.Run(fmt.Sprint("alias at ", slices.Index(order, alias)), func(t *testing.T) {
+			urls := make([]string, len(order))
+			for i, a := range order {
+				urls[i] = "redis://" + a
+			}
+			var logs logLines
+			c, err := redlock.Dial(urls, redlock.WithNodeTimeout(nodeTimeout), redlock.WithLogger(logs.logger()))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = c.Close() })
+			var st []redlock.NodeStatus
+			require.Eventually(t, func() bool {
+				st, err = c.Status(ctx)
+				return err == nil && slices.ContainsFunc(st, func(s redlock.NodeStatus) bool { return s.DuplicateOf != "" })
+			}, 5*time.Second, 5*time.Millisecond)
+			dups := 0
+			for _, s := range st {
+				if s.DuplicateOf == "" {
+					continue
+				}
+				dups++
+				assert.ElementsMatch(t, []string{"redis://" + s0, "redis://" + alias}, []string{s.Node, s.DuplicateOf}, "the two names of server 0")
+				assert.False(t, s.Counted, s.Node)
+				require.ErrorIs(t, s.Quarantine, redlock.ErrDuplicateNode, s.Node)
+			}
+			assert.Equal(t, 1, dups, "one alias: %+v", st)
+			require.ErrorIs(t, c.Ping(ctx), redlock.ErrDuplicateNode)
+
+			name := fmt.Sprint("alias-", k)
+			_, err = cl.Do(1, "HSET", keyOf(name), "other:1", 1, "other:1#", 1)
+			require.NoError(t, err)
+			_, err = cl.Do(1, "PEXPIRE", keyOf(name), 60000)
+			require.NoError(t, err)
+			m := c.NewMutex(name)
+			ok, err := m.TryLock(ctx, 0, time.Second)
+			assert.False(t, ok, "one server counted as two masters")
+			if ok {
+				require.NoError(t, m.Unlock(ctx))
+			}
+			require.ErrorIs(t, err, redlock.ErrNoQuorum)
+			require.ErrorIs(t, err, redlock.ErrDuplicateNode)
+		})
+	}
 }

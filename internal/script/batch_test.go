@@ -40,10 +40,12 @@ func TestUnitAppendBatch(t *testing.T) {
 	}
 	part := func(j int) *Call { return &parts[j] }
 	got := AppendBatch(nil, 2, part, false)
-	want := []interface{}{Batch.Hash, 8, "a", "am", "af", "ai", "a", "am", "b", "bm", 2,
-		1, 4, 7, "o", 1, int64(30000), int64(7), int64(0), "0", 0,
-		2, 4, 7, "p", 0, int64(9), 1, int64(30000), "ac", "bc"}
+	want := []interface{}{Batch.Hash, 8, "a", "am", "af", "ai", "a", "am", "b", "bm",
+		1 + 16*(4+4096*7), "o", 1, int64(30000), int64(7), int64(0), "0", 0,
+		2 + 16*(4+4096*7), "p", 0, int64(9), 1, int64(30000), "ac", "bc"}
 	assert.Equal(t, want, got)
+	buf := make([]interface{}, 0, 64)
+	assert.Zero(t, testing.AllocsPerRun(100, func() { AppendBatch(buf, 2, part, false) }), "a batch's arguments are boxed already")
 	eval := AppendBatch(got[:0:0], 2, part, true)
 	assert.Equal(t, Batch.Src, eval[0])
 	assert.Equal(t, want[1:], eval[1:])

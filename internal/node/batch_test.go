@@ -211,6 +211,8 @@ func TestBatchLeavesOutLateCalls(t *testing.T) {
 	assert.Equal(t, 1, evalsha)
 }
 
+func newParts() []request { return nil }
+
 // coalesce groups consecutive calls of the batched scripts, not EVAL's
 // nor another script's, at most maxParts to a batch, whose deadline is its
 // parts' earliest.
@@ -229,7 +231,7 @@ func TestUnitCoalesce(t *testing.T) {
 		{c: &acq, deadline: at(5), i: 5, eval: true},
 		{c: &acq, deadline: at(5), i: 6},
 	} {
-		batch = coalesce(batch, r)
+		batch = coalesce(batch, r, newParts)
 	}
 	require.Len(t, batch, 5)
 	assert.Len(t, batch[0].parts, 3)
@@ -245,7 +247,7 @@ func TestUnitCoalesce(t *testing.T) {
 
 	batch = nil
 	for i := 0; i < maxParts+1; i++ {
-		batch = coalesce(batch, request{c: &acq, deadline: at(1), i: i})
+		batch = coalesce(batch, request{c: &acq, deadline: at(1), i: i}, newParts)
 	}
 	require.Len(t, batch, 2)
 	assert.Len(t, batch[0].parts, maxParts)

@@ -410,6 +410,7 @@ type pipe struct {
 	held    bool        // the writer waits: the oldest written request is overdue
 	stall   *time.Timer // fires when the oldest written request is overdue by grace
 	stalled bool        // stall is armed
+	spare   [][]request // the parts of batches whose replies were handed out, for the next batches
 }
 
 // How soon a pipe would send a request, best first.
@@ -652,7 +653,7 @@ func (p *pipe) take(batch, expired []request) ([]request, []request) {
 			expired = append(expired, r)
 			continue
 		}
-		batch = coalesce(batch, r)
+		batch = coalesce(batch, r, p.spareLocked)
 	}
 	p.sent = append(p.sent, batch...)
 	clear(p.queue)
@@ -668,8 +669,9 @@ func (p *pipe) take(batch, expired []request) ([]request, []request) {
 const maxParts = 128
 
 // coalesce appends r to batch: into the batch or the call it ends with,
-// when both can go in one call of script.Batch.
-func coalesce(batch []request, r request) []request {
+// when both can go in one call of script.Batch (whose parts come from
+// spare).
+func coalesce(batch []request, r request, spare func() []request) []request {
 	n := len(batch)
 	if n == 0 || r.eval || !r.c.Batchable() {
 		return append(batch, r)
@@ -680,9 +682,7 @@ func coalesce(batch []request, r request) []request {
 		return append(batch, r)
 	case last.parts != nil:
 	case last.c.Batchable():
-		parts := make([]request, 1, 8)
-		parts[0] = *last
-		*last = request{parts: parts, deadline: last.deadline}
+		*last = request{parts: append(spare(), *last), deadline: last.deadline}
 	default:
 		return append(batch, r)
 	}
@@ -691,6 +691,32 @@ func coalesce(batch []request, r request) []request {
 		last.deadline = r.deadline
 	}
 	return batch
+}
+
+// spareLocked returns an empty slice for a batch's parts. Under p.mu.
+func (p *pipe) spareLocked() []request {
+	if n := len(p.spare); n > 0 {
+		parts := p.spare[n-1]
+		p.spare[n-1] = nil
+		p.spare = p.spare[:n-1]
+		clear(parts)
+		return parts[:0]
+	}
+	return make([]request, 0, 8)
+}
+
+// maxSpare bounds the slices a pipe keeps for batches' parts.
+const maxSpare = 16
+
+// recycle keeps the parts of a batch whose replies were all handed out
+// for a next batch. spareLocked clears them, in the writer, which read
+// them last but for this reader.
+func (p *pipe) recycle(parts []request) {
+	p.mu.Lock()
+	if len(p.spare) < maxSpare {
+		p.spare = append(p.spare, parts)
+	}
+	p.mu.Unlock()
 }
 
 // part is the call of the batch's part j.
@@ -821,6 +847,7 @@ func (p *pipe) split(r request, reply interface{}, re redis.Error, refused bool)
 		}
 		part.to.Receive(part.i, replies[j], nil)
 	}
+	p.recycle(r.parts)
 }
 
 // closedByNode says in words what a bare io.EOF or a reset means when it

@@ -83,10 +83,26 @@ func batchSource(scripts []*Script) string {
 }
 
 // Wrap returns src as the local function name of (KEYS, ARGV): the script
-// as Batch runs it.
+// as Batch runs it, without its lines of comment only, so that Batch's
+// source stays under maxBatchSrc.
 func Wrap(name, src string) string {
-	return "local function " + name + "(KEYS, ARGV)\n" + src + "\nend\n"
+	var b strings.Builder
+	b.WriteString("local function " + name + "(KEYS, ARGV)\n")
+	for _, line := range strings.SplitAfter(src, "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(line), "--") {
+			b.WriteString(line)
+		}
+	}
+	b.WriteString("\nend\n")
+	return b.String()
 }
+
+// maxBatchSrc bounds Batch's source: a connection's set-up sends SCRIPT
+// LOAD of every script before it reads whether the server took it, and a
+// server that wants AUTH closes the connection of a client not yet
+// authenticated that sends a bulk string of 16 KiB or more, so that such a
+// client would see a broken connection instead of the server's NOAUTH.
+const maxBatchSrc = 16 << 10
 
 // Batchable reports whether c can go in a call of Batch: its script is
 // one Batch runs, and it says how many keys it passes.

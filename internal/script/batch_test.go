@@ -29,6 +29,8 @@ func TestUnitBatchCarriesTheScripts(t *testing.T) {
 		assert.Equal(t, s.batchIndex > 0, c.Batchable(), s.Src[:20])
 	}
 	assert.Contains(t, All, &Batch, "a connection loads it with the others")
+	assert.Less(t, len(Batch.Src), maxBatchSrc, "a server closes the connection of an unauthenticated client that sends a longer bulk string")
+	assert.NotContains(t, Wrap("f", "-- a comment\n  -- another\nreturn 1 -- kept\n"), "comment\n")
 }
 
 // The layout of a batch: every part's keys, then the number of parts and

@@ -43,11 +43,15 @@ MODEL_WALKS ?= 100000
 MODEL_RW_STEPS ?= 8
 MODEL_FAMILY_STEPS ?= 7
 MODEL_FAMILY_WAITS ?= 10
+MODEL_VANISH_STEPS ?= 12
+MODEL_CRASH_STEPS ?= 11
+MODEL_VANISH_WALKS ?= 20000
 modelcheck: redis
 	$(GO) run ./internal/model/cmd/modelcheck -steps $(MODEL_STEPS) -walks $(MODEL_WALKS) -rw-steps $(MODEL_RW_STEPS) -rw-walks $(MODEL_WALKS) -served-walks $(MODEL_WALKS) \
-		-multi-steps $(MODEL_FAMILY_STEPS) -multi-waits-steps $(MODEL_FAMILY_WAITS) -multi-walks $(MODEL_WALKS) -sem-steps $(MODEL_FAMILY_STEPS) -sem-waits-steps $(MODEL_FAMILY_WAITS) -sem-walks $(MODEL_WALKS)
+		-multi-steps $(MODEL_FAMILY_STEPS) -multi-waits-steps $(MODEL_FAMILY_WAITS) -multi-walks $(MODEL_WALKS) -sem-steps $(MODEL_FAMILY_STEPS) -sem-waits-steps $(MODEL_FAMILY_WAITS) -sem-walks $(MODEL_WALKS) \
+		-vanish-steps $(MODEL_VANISH_STEPS) -vanish-walks $(MODEL_VANISH_WALKS) -crash-steps $(MODEL_CRASH_STEPS) -crash-walks $(MODEL_VANISH_WALKS)
 	$(GO) run ./internal/model/cmd/modelcheck -off intents -steps 0 -walks 0 -multi-steps $(MODEL_FAMILY_STEPS) -multi-waits-steps $(MODEL_FAMILY_WAITS) -multi-walks $(MODEL_WALKS) -sem-steps $(MODEL_FAMILY_STEPS) -sem-waits-steps $(MODEL_FAMILY_WAITS) -sem-walks $(MODEL_WALKS)
-	REDLOCK_MODEL_DEEP=1 $(GO) test -count=1 -timeout 60m -run 'TestCounterexamples|TestQueuedCall|TestRWCounterexamples' -v ./internal/model | grep -E '^(---|    ---|ok|FAIL)|states|walks|violated'
+	REDLOCK_MODEL_DEEP=1 $(GO) test -count=1 -timeout 60m -run 'TestCounterexamples|TestQueuedCall|TestRWCounterexamples|TestVanishCounterexamples|TestVanishLimits' -v ./internal/model | grep -E '^(---|    ---|ok|FAIL)|states|walks|violated'
 	REDLOCK_MODEL_CALLS=100000 $(GO) test -count=1 -timeout 60m -run '^(TestModelScriptsMatchRedis|TestModelRWScriptsMatchRedis)$$' -v . | grep -E '^(---|ok|FAIL)|calls in'
 
 # make fairness: the bounds on waiting (issue 27) over FAIR_RUNS runs each

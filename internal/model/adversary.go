@@ -21,6 +21,11 @@ const (
 	AAdvance  // time passes, to the next deadline
 	ATick     // time passes by Config.Tick
 	AWithdraw // a writer that stopped waiting takes its intent back
+	ARefresh  // the keeper refreshes a waiter's intents (vanish.go)
+	ACrash    // a waiter's process dies
+	AForce    // a ForceUnlock by a client outside the owners reads the holders (Msg: the name)
+	AForceNode
+	AEvict // a lock's key vanishes from a node (Msg: the name)
 )
 
 // Action is one step: its kind and what it acts on.
@@ -28,7 +33,7 @@ type Action struct {
 	Kind  ActionKind
 	Owner int8
 	Node  int8
-	Msg   int8 // ADeliver, ABreak, ADrop: the call's index; AAbandon: 0 the operation, 1 the watchdog
+	Msg   int8 // ADeliver, ABreak, ADrop: the call's index; AAbandon: 0 the operation, 1 the watchdog; AForce, AEvict: the name
 }
 
 // Actions returns every step possible in s.
@@ -42,13 +47,14 @@ func (s *State) Actions(c *Config) []Action {
 		if s.ready(i) {
 			as = append(as, Action{Kind: ADeliver, Msg: int8(i)})
 		}
-		if !m.Astray && !m.Landed && !m.Failed && !s.Owners[m.Owner].Paused && s.Used.Breaks < c.Faults.Breaks {
+		if ow := &s.Owners[m.Owner]; !m.Astray && !m.Landed && !m.Failed && !ow.Paused && !ow.Crashed && s.Used.Breaks < c.Faults.Breaks {
 			as = append(as, Action{Kind: ABreak, Msg: int8(i)})
 		}
 		if m.Astray {
 			as = append(as, Action{Kind: ADrop, Msg: int8(i)})
 		}
 	}
+	as = s.vanishActions(c, as)
 	if s.Used.Restarts < c.Faults.Restarts && s.T < s.deadline() && (!c.Served || s.spaced(c)) {
 		for n := 0; n < c.Nodes; n++ {
 			as = append(as, Action{Kind: ARestart, Node: int8(n)})
@@ -69,13 +75,22 @@ func (s *State) Actions(c *Config) []Action {
 // ownerActions appends what owner o may do now.
 func (s *State) ownerActions(c *Config, o int, as []Action) []Action {
 	ow := &s.Owners[o]
-	if ow.Paused {
+	switch {
+	case ow.Crashed:
+		return as
+	case ow.Paused:
 		return append(as, Action{Kind: AResume, Owner: int8(o)})
 	}
 	if s.Used.Pauses < c.Faults.Pauses {
 		as = append(as, Action{Kind: APause, Owner: int8(o)})
 	}
 	clock := s.clockOf(c, o)
+	if s.Used.Crashes < c.Faults.Crashes && s.waits(c, o) {
+		as = append(as, Action{Kind: ACrash, Owner: int8(o)})
+	}
+	if ow.Keep != 0 && clock >= ow.Keep {
+		as = append(as, Action{Kind: ARefresh, Owner: int8(o)})
+	}
 	h := &ow.H
 	if ow.Op.Kind == Idle {
 		as = s.lockActions(c, o, as)
@@ -105,8 +120,8 @@ func (s *State) ownerActions(c *Config, o int, as []Action) []Action {
 func (s *State) lockActions(c *Config, o int, as []Action) []Action {
 	ow := &s.Owners[o]
 	h := &ow.H
-	if s.lockRefused(c, o) {
-		return as
+	if s.lockRefused(c, o) || h.State == Owed && h.Unacked {
+		return as // an unacknowledged loss: the acquisition fails at once (ErrLost)
 	}
 	if ow.Wait != 0 { // a waiter's next attempt, of the same kind
 		if ow.WaitRenew {
@@ -151,6 +166,16 @@ func (s State) Apply(c *Config, a Action) (State, bool) {
 		s.abandon(c, o, a.Msg == 1)
 	case AWithdraw:
 		ok = s.withdraw(c, o)
+	case ARefresh:
+		ok = s.refresh(c, o)
+	case ACrash:
+		s.crash(o)
+	case AForce:
+		s.force(c, int(a.Msg))
+	case AForceNode:
+		s.forceNode(c, int(a.Node))
+	case AEvict:
+		s.evict(c, int(a.Node), int(a.Msg))
 	default:
 		ok = s.applyAdversary(c, a)
 	}
@@ -191,7 +216,7 @@ func (s *State) deliver(c *Config, i int) {
 	rep := s.land(c, i)
 	m := &s.Msgs[i]
 	switch {
-	case m.Astray:
+	case m.Astray, s.Owners[m.Owner].Crashed:
 		s.remove(i)
 	case s.Owners[m.Owner].Paused:
 		m.Landed, m.Reply = true, rep
@@ -285,9 +310,9 @@ func (s *State) restart(c *Config, n int) {
 		}
 		s.Ghost.Dropped = true
 		if m.Astray || !s.Owners[m.Owner].Paused {
-			cp, astray := *m, m.Astray
+			cp, unread := *m, m.Astray || s.Owners[m.Owner].Crashed
 			s.remove(i)
-			if !astray {
+			if !unread {
 				s.receive(c, cp, true)
 			}
 			continue
@@ -362,6 +387,9 @@ func (s *State) nextTime(c *Config) (int64, bool) {
 		}
 		if h.Watch {
 			at(c.realAt(o, h.Due))
+		}
+		if ow := &s.Owners[o]; ow.Keep != 0 {
+			at(c.realAt(o, ow.Keep))
 		}
 	}
 	next = min(next, s.deadline())

@@ -12,7 +12,7 @@ func (s *State) clockOf(c *Config, o int) int64 { return c.clock(o, s.T) }
 func (s *State) newRound(c *Config, o int, k RoundKind) Round {
 	ow := &s.Owners[o]
 	ow.Gen++
-	return Round{Kind: k, Gen: ow.Gen, Start: s.clockOf(c, o), Acq: -1}
+	return Round{Kind: k, Gen: ow.Gen, Start: s.clockOf(c, o), Acq: -1, AfterGap: s.Ghost.Gap[o]}
 }
 
 // fanout sends m to every node; false when too many calls are in flight
@@ -72,7 +72,7 @@ func (s *State) land(c *Config, i int) AcquireReply {
 	switch m.Kind {
 	case KAcquire:
 		before := st.Owners[o]
-		a := AcquireArgs{Owner: o, Count: m.Count, Lease: c.Lease, Seq: m.Seq}
+		a := AcquireArgs{Owner: o, Count: m.Count, Lease: c.Lease, Seq: m.Seq, Recreate: !c.Mech.ReentryLost}
 		if m.Count == 1 && c.Fencing {
 			a.FenceTTL = c.fenceTTL()
 		}

@@ -54,6 +54,28 @@ type Mechanisms struct {
 	// and no waiter is ever in front: the code before issue 27's point 2.
 	// Intents only refuse: off, no safety property may change.
 	Intents bool
+	// ReentryLost keeps a re-entrant acquisition from standing in for a
+	// lost hold (b536af1): acquire.lua, rw_read.lua and rw_write.lua
+	// refuse a re-entry where the owner holds nothing and write nothing
+	// there; a re-entry that a majority denies ends the hold as lost
+	// (Lost closes); and while a loss is not acknowledged by an Unlock,
+	// the owner's acquisitions fail at once (ErrLost). Off, it is the
+	// code before: the scripts re-create the hold where it is gone, and a
+	// refused re-entry waits (the model's owner tries again).
+	ReentryLost bool
+	// RepairQuorum lets the watchdog write a hold back only when its
+	// renewal extended it on a quorum (cc383a5; vote.Renewal.Repairable).
+	// Off, it is the code before, which also wrote back a hold with one
+	// yes, no other owner, and yes plus absent a majority: a hold gone
+	// from a majority came back, its gap hidden.
+	RepairQuorum bool
+	// IntentLease gives a waiter's intent a short lease of its own (four
+	// node timeouts) that the living waiter's Client refreshes (c1fd662;
+	// refresh.lua, intent.go's keeper). Off, it is the code before: an
+	// intent lives the PTTL of what refused it and four node timeouts
+	// more, and nobody refreshes it; a waiter that died kept free names
+	// refused for as long as the holder's lease.
+	IntentLease bool
 }
 
 // Faults bound what the adversary may do in one run.
@@ -61,6 +83,15 @@ type Faults struct {
 	Breaks   int // calls whose connection breaks: failed, they may still land later, out of order
 	Restarts int // nodes restarted empty
 	Pauses   int // owners' processes paused
+	// Forces are ForceUnlocks by a client outside the owners: holders.lua
+	// on every node, then force.lua node by node (vanish.go).
+	Forces int
+	// Evictions are locks' keys that vanish from a node (an eviction
+	// under maxmemory, a DEL by hand): no mark is left.
+	Evictions int
+	// Crashes are waiters whose process dies while they wait: they take
+	// no step again and their intents stay until they expire.
+	Crashes int
 }
 
 // Config is one configuration of the model.
@@ -99,10 +130,20 @@ type Config struct {
 	// Permits is a semaphore's number of slots, when the owners are its
 	// holders (Roles of kind AsSem; family.go).
 	Permits int
+	// VanishQuiet lets a force or an eviction take an owner's field away
+	// only while that owner is quiet: no call of it in flight, no round
+	// of it under way. It leaves out a known limit: a gap that a write of
+	// the owner's own, decided before the gap, closes unseen (vanish.go).
+	VanishQuiet bool
+	// NoGapCheck leaves the gap's signal unchecked: for a search of
+	// another property with a mechanism off that makes gaps (the
+	// quarantine's).
+	NoGapCheck bool
 }
 
 // All is every mechanism on: the library as it is.
-var All = Mechanisms{Quarantine: true, Drift: true, Marks: true, QuarantineDrift: true, KeepEnded: true, ReentryNeedsHold: true, SharedKeys: true, RepairSides: true, Intents: true}
+var All = Mechanisms{Quarantine: true, Drift: true, Marks: true, QuarantineDrift: true, KeepEnded: true, ReentryNeedsHold: true, SharedKeys: true, RepairSides: true, Intents: true,
+	ReentryLost: true, RepairQuorum: true, IntentLease: true}
 
 // Small is the exhaustive configuration: 3 nodes, 2 owners (one with a
 // slow clock, one with a fast one), re-entry depth 2.
@@ -162,6 +203,9 @@ func (c *Config) check() error {
 		return fmt.Errorf("model: depth %d, watchdog %v, fixed %v", c.Depth, c.Watchdog, c.Fixed)
 	}
 	if err := c.checkRoles(); err != nil {
+		return err
+	}
+	if err := c.checkVanish(); err != nil {
 		return err
 	}
 	return c.checkFamily()

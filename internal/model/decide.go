@@ -35,8 +35,13 @@ func (s *State) valid(c *Config, o int, start int64) bool {
 // decideAcquire is the end of Mutex.try: grant, write the fencing token
 // back first, or roll back.
 func (s *State) decideAcquire(c *Config, o int) {
-	r := &s.Owners[o].Op
+	ow := &s.Owners[o]
+	r := &ow.Op
 	if !r.won(c) || !s.valid(c, o, r.Start) || s.lostMeanwhile(c, o) {
+		if c.Mech.ReentryLost && r.Count > 1 && r.denied(c) && ow.H.State == Holding {
+			s.end(&ow.H, Owed) // hold.gone: a majority says it is gone (ErrLost)
+			ow.H.Unacked = true
+		}
 		s.settle(c, o)
 		return
 	}
@@ -60,7 +65,7 @@ func (s *State) writeBack(c *Config, o int, token int64, try int8) {
 	ow := &s.Owners[o]
 	acq := ow.Op
 	r := s.newRound(c, o, Fencing)
-	r.Start, r.Acq, r.Seq, r.Count, r.Renew, r.Token, r.Tries, r.Slot = acq.Start, acq.Acq, acq.Seq, acq.Count, acq.Renew, token, try, acq.Slot
+	r.Start, r.Acq, r.Seq, r.Count, r.Renew, r.Token, r.Tries, r.Slot, r.AfterGap = acq.Start, acq.Acq, acq.Seq, acq.Count, acq.Renew, token, try, acq.Slot, acq.AfterGap
 	ow.Op = r
 	s.fanout(c, Msg{Owner: int8(o), Kind: KFence, Lane: FenceLane, Acq: -1, Gen: r.Gen, Count: token, Slot: r.Slot})
 }
@@ -109,11 +114,20 @@ func (s *State) grant(c *Config, o int, token int64) {
 	fresh := h.State != Holding
 	if fresh {
 		s.Ghost.NextHold++
-		*h = Hold{Token: token, ID: s.Ghost.NextHold}
+		*h = Hold{Token: token, ID: s.Ghost.NextHold, First: r.Seq}
+		s.Ghost.Gap[o] = false
+	} else {
+		s.succeeded(o, &r, "re-entrant acquisition")
 	}
 	h.Count, h.Seq, h.Unsettled, h.Slot = r.Count, r.Seq, false, r.Slot
 	ow.addLate(r.Acq)
 	s.endWait(c, o) // a waiter that won withdraws its intent
+	if c.writer(o) {
+		ow.Keep = 0 // the writer's wait is over
+	}
+	if !fresh {
+		s.writeBackReentry(c, o, &r)
+	}
 	if until := r.Start + c.Lease - c.drift(); fresh || until > h.Until {
 		h.Until = until
 	}
@@ -144,6 +158,9 @@ func (s *State) settle(c *Config, o int) {
 		}
 	}
 	s.startWait(c, o, r)
+	if c.writer(o) && r.Count == 1 {
+		s.keep(c, o) // a writer refused waits, and its Client keeps its intent
+	}
 }
 
 // unlock is Mutex.release: one release round, or the retry of a final
@@ -181,9 +198,13 @@ func (s *State) decideRelease(c *Config, o int) {
 	case r.Confirm && r.won(c), r.Owed:
 		h.State = Over // finish
 	case r.Confirm:
-	case r.won(c) && r.Count == 0, r.denied(c):
+	case r.won(c) && r.Count == 0:
+		s.succeeded(o, &r, "last Unlock")
+		s.end(h, Over)
+	case r.denied(c):
 		s.end(h, Over)
 	case r.won(c):
+		s.succeeded(o, &r, "inner Unlock")
 		h.Count, h.Seq, h.Unsettled = r.Count, r.Seq, false // lower
 		if !c.Mech.KeepEnded {
 			h.State = Holding
@@ -206,4 +227,9 @@ func (s *State) end(h *Hold, to HoldState) {
 		s.Ghost.Violation = "Lost closed twice: a hold that had ended was ended again (panic: close of closed channel)"
 	}
 	h.Closed, h.State, h.Watch = true, to, false
+	for o := range s.Owners {
+		if &s.Owners[o].H == h {
+			s.Ghost.Gap[o] = false // Lost closed: the gap is signalled
+		}
+	}
 }

@@ -133,7 +133,7 @@ func (s *State) landFamily(c *Config, i int) AcquireReply {
 	n, o := int(m.Node), int(m.Owner)
 	nd := &s.Nodes[n]
 	idx, k := c.locksOf(o, m.Slot)
-	if m.Kind == KScan {
+	if m.Kind == KScan || m.Kind == KRefresh && c.sem() {
 		idx, k = [MaxNames]int{0, 1, 2}, c.Permits
 	}
 	loc := new([MaxNames]Store)
@@ -160,16 +160,19 @@ func (s *State) landFamily(c *Config, i int) AcquireReply {
 // intent semIntent of node nd.
 func (s *State) runFamily(c *Config, m *Msg, nd *NodeState, sts []*Store, semIntent *Intent) AcquireReply {
 	now, o := s.T, int(m.Owner)
+	if m.Stamp != 0 && (m.Kind == KScan || m.Kind == KAcquire || m.Kind == KRefresh) {
+		s.Ghost.IntentAt[o] = now // it may leave or refresh the waiter's intent
+	}
 	switch m.Kind {
 	case KScan:
 		free := int64(0)
-		for j, p := range Slots(now, sts, semIntent, m.Stamp, o, c.intentLease()) {
+		for j, p := range slotsOf(now, sts, semIntent, m.Stamp, o, c.intentLease(), !c.Mech.IntentLease) {
 			if p == -2 {
 				free |= 1 << j
 			}
 		}
 		return AcquireReply{N: free}
-	case KWithdraw:
+	case KWithdraw, KRefresh:
 		intents := []*Intent{semIntent}
 		if !c.sem() {
 			intents = intents[:0]
@@ -177,9 +180,13 @@ func (s *State) runFamily(c *Config, m *Msg, nd *NodeState, sts []*Store, semInt
 				intents = append(intents, &st.Intent)
 			}
 		}
+		if m.Kind == KRefresh {
+			return AcquireReply{N: Refresh(now, intents, m.Stamp, o, c.intentLease())}
+		}
 		return AcquireReply{N: Withdraw(now, intents, m.Stamp, o)}
 	case KAcquire:
-		a := AcquireArgs{Owner: o, Count: m.Count, Lease: c.Lease, Seq: m.Seq, Stamp: m.Stamp, Waiter: o, IntentLease: c.intentLease()}
+		a := AcquireArgs{Owner: o, Count: m.Count, Lease: c.Lease, Seq: m.Seq, Stamp: m.Stamp, Waiter: o, IntentLease: c.intentLease(),
+			Recreate: !c.Mech.ReentryLost, ByRefuser: !c.Mech.IntentLease}
 		if m.Count == 1 && c.Fencing {
 			a.FenceTTL = c.fenceTTL()
 		}
@@ -319,7 +326,7 @@ func (s *State) decideScan(c *Config, o int) {
 	}
 	ow.Seq++
 	cl := s.newRound(c, o, Acquiring)
-	cl.Acq, cl.Seq, cl.Count, cl.Renew, cl.Slot = k, ow.Seq, 1, r.Renew, int8(free)
+	cl.Acq, cl.Seq, cl.Count, cl.Renew, cl.Slot, cl.AfterGap = k, ow.Seq, 1, r.Renew, int8(free), r.AfterGap
 	a := &ow.Acq[k]
 	a.Seq, a.Prev, a.Inflight, a.Slot = ow.Seq, 0, int8(c.Nodes), int8(free)
 	ow.Op = cl
@@ -335,6 +342,7 @@ func (s *State) startWait(c *Config, o int, r Round) {
 		return
 	}
 	ow.Wait, ow.WaitRenew = max(r.Start, 1), r.Renew
+	s.keep(c, o)
 }
 
 // endWait ends owner o's wait: it withdraws its intent from every node, a
@@ -345,7 +353,7 @@ func (s *State) endWait(c *Config, o int) {
 		return
 	}
 	stamp := ow.Wait
-	ow.Wait = 0
+	ow.Wait, ow.Keep = 0, 0
 	s.fanout(c, Msg{Owner: int8(o), Kind: KWithdraw, Lane: Batch, Acq: -1, Stamp: stamp})
 }
 
@@ -370,11 +378,11 @@ func (s *State) familyExclusion(c *Config) string {
 		return ""
 	}
 	for o := 0; o < c.Owners; o++ {
-		if !s.believes(c, o) {
+		if !s.believes(c, o) || s.excused(o) {
 			continue
 		}
 		for p := o + 1; p < c.Owners; p++ {
-			if both := c.Roles[o].Names & c.Roles[p].Names; both != 0 && s.believes(c, p) {
+			if both := c.Roles[o].Names & c.Roles[p].Names; both != 0 && s.believes(c, p) && !s.excused(p) {
 				return fmt.Sprintf("mutual exclusion: owners %d and %d both believe they hold name %s", o, p, nameList(both))
 			}
 		}

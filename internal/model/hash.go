@@ -17,8 +17,9 @@ func (s *State) key(c *Config) uint64 {
 	for i := 0; i < s.NMsgs; i++ {
 		s.hashMsg(&h, &s.Msgs[i])
 	}
+	s.hashVanish(c, &h)
 	g := &s.Ghost
-	h.w(int64(s.Used.Breaks), int64(s.Used.Restarts), int64(s.Used.Pauses), b(g.Dropped), int64(g.LastOwner), s.relToken(g.LastToken))
+	h.w(int64(s.Used.Breaks), int64(s.Used.Restarts), int64(s.Used.Pauses), b(g.Dropped), int64(g.LastOwner), s.relToken(g.LastToken), g.LastFirst)
 	return uint64(h)
 }
 
@@ -90,7 +91,7 @@ func (s *State) hashOwner(c *Config, h *hasher, o int) {
 		if r.Kind == Idle {
 			continue
 		}
-		h.w(min(clock-r.Start, c.Lease+1), int64(r.Acq), r.Seq, r.Count, b(r.Renew), s.relToken(r.Token), b(r.Owed), b(r.Confirm), int64(r.Other), int64(r.Base), int64(r.Slot))
+		h.w(min(clock-r.Start, c.Lease+1), int64(r.Acq), r.Seq, r.Count, b(r.Renew), s.relToken(r.Token), b(r.Owed), b(r.Confirm), int64(r.Other), int64(r.Base), int64(r.Slot), b(r.AfterGap))
 		for n := 0; n < c.Nodes; n++ {
 			h.w(int64(r.Vote[n]), b(r.Heard[n]), s.relValue(r.Value[n]), b(r.Absent[n]))
 		}

@@ -61,7 +61,7 @@ func AcquireAll(now int64, locks []*Store, a AcquireArgs) AcquireReply {
 		if held[i] = s.Owners[a.Owner].HasSeq; held[i] {
 			continue
 		}
-		if a.Count > 1 { // a re-entry whose hold is gone here: never re-created
+		if a.Count > 1 && !a.Recreate { // a re-entry whose hold is gone here: never re-created
 			return AcquireReply{N: pttl(s.Lock, now), Subs: -1}
 		}
 		if s.Lock.Exists {
@@ -73,9 +73,13 @@ func AcquireAll(now int64, locks []*Store, a AcquireArgs) AcquireReply {
 		}
 	}
 	if refused {
+		px := a.IntentLease
+		if a.ByRefuser {
+			px += max(wait, 0)
+		}
 		for i, s := range locks {
 			if a.Stamp != 0 && !held[i] && !first[i] {
-				s.Intent.set(now, a.Stamp, a.Waiter, a.IntentLease)
+				s.Intent.set(now, a.Stamp, a.Waiter, px)
 			}
 		}
 		return AcquireReply{N: wait, Subs: -1, Ahead: !taken}
@@ -129,12 +133,25 @@ func Withdraw(now int64, intents []*Intent, stamp int64, waiter int) int64 {
 // waiter's stamp (not 0), its intent is left on the semaphore's intent
 // unless another goes first, with the lease lease.
 func Slots(now int64, slots []*Store, intent *Intent, stamp int64, waiter int, lease int64) []int64 {
+	return slotsOf(now, slots, intent, stamp, waiter, lease, false)
+}
+
+// slotsOf is Slots; with byRefuser, slots.lua before c1fd662: the intent
+// lives the shortest PTTL of the slots held here and lease more.
+func slotsOf(now int64, slots []*Store, intent *Intent, stamp int64, waiter int, lease int64, byRefuser bool) []int64 {
 	out := make([]int64, len(slots))
+	soonest := int64(-1)
 	for i, s := range slots {
 		s.expire(now)
 		out[i] = pttl(s.Lock, now)
+		if out[i] >= 0 && (soonest < 0 || out[i] < soonest) {
+			soonest = out[i]
+		}
 	}
 	intent.expire(now)
+	if byRefuser {
+		lease += max(soonest, 0)
+	}
 	if stamp != 0 && !intent.first(stamp, waiter) {
 		intent.set(now, stamp, waiter, lease)
 	}

@@ -19,6 +19,13 @@ type Owner struct {
 	// watchdog hold (family.go).
 	Wait      int64
 	WaitRenew bool
+	// Keep is when, by the owner's clock, its Client's keeper refreshes
+	// the intents of its wait next (intent.go, waitIntents.keep); 0 when
+	// it keeps none (vanish.go).
+	Keep int64
+	// Crashed is set once the owner's process died (a waiter's, vanish.go):
+	// it takes no step again, and nobody reads the replies of its calls.
+	Crashed bool
 }
 
 // HoldState is where a hold is in its life (hold.go, holdState).
@@ -54,6 +61,14 @@ type Hold struct {
 	// reaches one (ghost).
 	Unsettled bool
 	Slot      int8 // a semaphore's permit: its slot
+	// Unacked is set when the hold ended by a loss (taken, a denied
+	// re-entry, or a watchdog hold expired) that no Unlock has
+	// acknowledged: the owner's acquisitions fail at once (ErrLost).
+	Unacked bool
+	// First is the sequence of the acquisition that began the hold
+	// (ghost: a force or an eviction of a field at or above it took this
+	// hold's key away).
+	First int64
 }
 
 // RoundKind is what a round does.
@@ -91,6 +106,9 @@ type Round struct {
 	Other   int8            // renewing: nodes where another owner holds it
 	Base    int8            // repairing: the renewal's counted yes votes
 	Slot    int8            // a semaphore's claim: the slot
+	// AfterGap is set when the call began after a gap of the owner's
+	// hold (Ghost.Gap; vanish.go): it may not return success for it.
+	AfterGap bool
 }
 
 // Acquisition is what may still come of one acquisition's (or repair's)

@@ -37,7 +37,21 @@ func (r *Round) counted(c *Config) int {
 
 // repairable is vote.Renewal.Repairable: extended on a quorum.
 func (r *Round) repairable(c *Config) bool {
-	return r.counted(c) >= c.quorum()
+	yes := r.counted(c)
+	if yes >= c.quorum() || c.Mech.RepairQuorum {
+		return yes >= c.quorum()
+	}
+	// Before cc383a5: one yes, no other owner, and yes and absent (not in
+	// quarantine) a majority was a fresh acquisition there.
+	if yes == 0 || r.Other > 0 {
+		return false
+	}
+	for n := 0; n < c.Nodes; n++ {
+		if r.Vote[n] != Failed && r.Absent[n] {
+			yes++
+		}
+	}
+	return yes >= c.quorum()
 }
 
 // repair is watchdog.repair: write the hold back where its key was absent,
@@ -60,7 +74,7 @@ func (s *State) repair(c *Config, o int) {
 	}
 	ow.Acq[k].OffLane, ow.Acq[k].Failed = true, false
 	rp := s.newRound(c, o, Repairing)
-	rp.Start, rp.Acq, rp.Absent, rp.Other, rp.Base = r.Start, k, r.Absent, r.Other, int8(r.counted(c))
+	rp.Start, rp.Acq, rp.Absent, rp.Other, rp.Base, rp.AfterGap = r.Start, k, r.Absent, r.Other, int8(r.counted(c)), r.AfterGap
 	for n := 0; n < c.Nodes; n++ {
 		rp.Vote[n] = No // not asked
 		if r.Absent[n] {
@@ -94,14 +108,19 @@ func (s *State) concludeRenewal(c *Config, o int) {
 	switch {
 	case yes >= c.quorum():
 		if until := r.Start + c.Lease - c.drift(); h.Watch && !h.State.ended() && until > h.Until {
+			s.succeeded(o, &r, "renewal")
 			h.Until = until // renewed
 		}
 	case missing > c.Nodes-c.quorum() && h.Watch:
 		s.end(h, Owed) // takenAway
+		h.Unacked = c.Mech.ReentryLost
 	}
 }
 
-// expire is the loss timer firing at Until (hold.expire).
+// expire is the loss timer firing at Until (hold.expire): a watchdog
+// hold's is a loss, a fixed lease's is not.
 func (s *State) expire(c *Config, o int) {
-	s.end(&s.Owners[o].H, Owed)
+	h := &s.Owners[o].H
+	s.end(h, Owed)
+	h.Unacked = c.Mech.ReentryLost && h.Renew
 }

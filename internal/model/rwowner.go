@@ -99,9 +99,11 @@ func (s *State) landRW(c *Config, i int) AcquireReply {
 		before := s.fieldsAt(c, int(m.Node), o)
 		var rep AcquireReply
 		if reader {
-			rep = st.Read(now, ReadArgs{Owner: o, Count: m.Count, Lease: c.Lease, Seq: m.Seq, Peer: peer, Grace: c.grace()})
+			rep = st.Read(now, ReadArgs{Owner: o, Count: m.Count, Lease: c.Lease, Seq: m.Seq, Peer: peer, Grace: c.grace(), Recreate: !c.Mech.ReentryLost})
 		} else {
-			a := WriteArgs{Owner: o, Count: m.Count, Lease: c.Lease, Seq: m.Seq, IntentLease: c.intentLease(), Peer: peer, Grace: c.grace()}
+			s.Ghost.IntentAt[o] = now // it may leave the writer's intent
+			a := WriteArgs{Owner: o, Count: m.Count, Lease: c.Lease, Seq: m.Seq, IntentLease: c.intentLease(), Peer: peer, Grace: c.grace(),
+				Recreate: !c.Mech.ReentryLost, ByRefuser: !c.Mech.IntentLease}
 			if m.Count == 1 && c.Fencing {
 				a.FenceTTL = c.fenceTTL()
 			}
@@ -139,6 +141,9 @@ func (s *State) landRW(c *Config, i int) AcquireReply {
 		}
 	case KWithdraw:
 		n = st.Withdraw(now, o)
+	case KRefresh:
+		s.Ghost.IntentAt[o] = now
+		n = st.Refresh(now, o, c.intentLease())
 	case KRepair:
 		before := s.fieldsAt(c, int(m.Node), o)
 		if reader {
@@ -183,6 +188,7 @@ func (s *State) withdraw(c *Config, o int) bool {
 		s.endWait(c, o)
 		return true
 	}
+	s.Owners[o].Keep = 0 // the writer's wait is over
 	return s.fanout(c, Msg{Owner: int8(o), Kind: KWithdraw, Lane: Batch, Acq: -1})
 }
 

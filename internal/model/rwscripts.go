@@ -16,6 +16,9 @@ type ReadArgs struct {
 	Seq   int64 // ARGV[4]
 	Peer  int   // ARGV[5]: the same RWMutex's writer side; -1 for a field of no owner
 	Grace int64 // ARGV[6], > 0
+	// Recreate is the script before b536af1 (Mechanisms.ReentryLost
+	// off): a re-entry where the reader holds nothing is a read there.
+	Recreate bool
 }
 
 // Read is rw_read.lua: {1, 0} held here now; {0, pttl} a writer holds it
@@ -26,7 +29,7 @@ func (s *RWStore) Read(now int64, a ReadArgs) AcquireReply {
 	if s.W.marked(a.Owner, a.Seq) {
 		return AcquireReply{Subs: -1}
 	}
-	if a.Count > 1 && !s.Own[a.Owner].F.HasSeq { // a re-entry whose hold is gone here
+	if a.Count > 1 && !a.Recreate && !s.Own[a.Owner].F.HasSeq { // a re-entry whose hold is gone here
 		return AcquireReply{N: -2, Subs: -1}
 	}
 	if s.W.Lock.Exists && !hasSeq(&s.W, a.Peer) {
@@ -71,6 +74,11 @@ type WriteArgs struct {
 	IntentLease int64 // ARGV[6], > 0: the lease of the writer's intent
 	Peer        int   // ARGV[8]: the same RWMutex's reader side; -1 for a field of no owner
 	Grace       int64 // ARGV[9], > 0
+	// Recreate and ByRefuser are the script before the fixes of issue 33
+	// (as AcquireArgs'): a re-entry where the writer holds nothing is an
+	// acquisition there; the intent lives the readers' longest PTTL and
+	// IntentLease more.
+	Recreate, ByRefuser bool
 }
 
 // Write is rw_write.lua: {1, counter} held here now; {0, pttl} another
@@ -85,7 +93,7 @@ func (s *RWStore) Write(now int64, a WriteArgs) AcquireReply {
 		return AcquireReply{Subs: -1}
 	}
 	f := w.Owners[a.Owner]
-	if !f.HasSeq && (a.Count > 1 || w.Lock.Exists) { // taken, or a re-entry whose hold is gone here
+	if !f.HasSeq && (a.Count > 1 && !a.Recreate || w.Lock.Exists) { // taken, or a re-entry whose hold is gone here
 		return AcquireReply{N: pttl(w.Lock, now), Subs: -1}
 	}
 	if !f.HasSeq && s.Behind.Exists {
@@ -98,7 +106,11 @@ func (s *RWStore) Write(now int64, a WriteArgs) AcquireReply {
 	}
 	if wait, ok := s.readersInside(now, a.Peer); ok {
 		if !s.Intent.Exists || int(s.IntentOf) == a.Owner {
-			setPX(&s.Intent, now, a.IntentLease)
+			px := a.IntentLease
+			if a.ByRefuser {
+				px += max(wait, 0)
+			}
+			setPX(&s.Intent, now, px)
 			s.IntentOf = int8(a.Owner)
 		}
 		return AcquireReply{N: wait, Subs: -1}
@@ -142,6 +154,17 @@ func (s *RWStore) readersInside(now int64, peer int) (wait int64, ok bool) {
 		ok = true
 	}
 	return wait, ok
+}
+
+// Refresh is refresh.lua for a waiting writer's intent: 1 when owner's
+// intent is here, and lives lease more.
+func (s *RWStore) Refresh(now int64, owner int, lease int64) int64 {
+	s.expire(now)
+	if s.Intent.Exists && int(s.IntentOf) == owner {
+		s.Intent.Exp = now + lease
+		return 1
+	}
+	return 0
 }
 
 // Withdraw is rw_withdraw.lua: 1 when owner's intent was here and is gone.

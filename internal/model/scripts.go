@@ -28,6 +28,12 @@ type AcquireArgs struct {
 	Stamp       int64
 	Waiter      int
 	IntentLease int64
+	// Recreate and ByRefuser are the script before the fixes of issue 33,
+	// for the model's counterexamples (Mechanisms.ReentryLost and
+	// IntentLease off): a re-entry where the owner holds nothing is an
+	// acquisition there; an intent lives the longest PTTL of what refused
+	// the attempt and IntentLease more.
+	Recreate, ByRefuser bool
 }
 
 // AcquireReply is acquire.lua's reply: {1, counter[, subs]}, {0, pttl}

@@ -21,6 +21,7 @@ type State struct {
 	Msgs   [MaxMsgs]Msg
 	NMsgs  int
 	Used   Faults
+	Force  Forcer // the ForceUnlock under way of a client outside the owners (vanish.go)
 	Ghost  Ghost
 	// overflow is set by a step that would have sent more than MaxMsgs
 	// calls (also one sent as a consequence, such as a rollback): the
@@ -60,10 +61,24 @@ type Ghost struct {
 	LastOwner int8             // the owner whose belief began last (-1: none yet)
 	LastHold  int32            // and its hold
 	LastToken int64            // and its token
+	LastFirst int64            // and the sequence of the acquisition that began it (see excused)
 	NextHold  int32            // IDs of holds
 	Dropped   bool             // a call was lost (dropped, or to a restarted node)
 	Violation string           // set by a step that broke a property in passing (a double close)
 	Holding   [MaxOwners]bool  // whether each owner's hold was held after the last step (Config.Served)
+	// Gap is set when the owner's hold, live, was gone from a majority
+	// of the nodes at some moment since it began, until the hold ends
+	// (Lost closes): a call that begins after it may not succeed for it
+	// (vanish.go).
+	Gap [MaxOwners]bool
+	// Vanished is, per owner, the highest sequence of a field of it that
+	// a force or an eviction took away: a hold that began at or below it
+	// lost a key to them, and mutual exclusion excuses it (a ForceUnlock
+	// breaks it by design; the gap's signal is checked instead).
+	Vanished [MaxOwners]int64
+	// IntentAt is, per owner, the real time at which a call of it that
+	// leaves or refreshes its intent last ran on a node.
+	IntentAt [MaxOwners]int64
 }
 
 // Vote is a node's answer in a round, as quorum.go counts it.
@@ -111,9 +126,10 @@ const (
 	KRepair
 	KWithdraw // rw_withdraw.lua: a writer that stopped waiting takes its intent back; withdraw.lua: a MultiMutex's or Semaphore's waiter
 	KScan     // slots.lua: a semaphore's scan
+	KRefresh  // refresh.lua: the keeper refreshes a waiter's intents
 )
 
-var kindNames = [...]string{KAcquire: "acquire", KRollback: "rollback", KRelease: "release", KFence: "fence", KRenew: "renew", KRepair: "repair", KWithdraw: "withdraw", KScan: "scan"}
+var kindNames = [...]string{KAcquire: "acquire", KRollback: "rollback", KRelease: "release", KFence: "fence", KRenew: "renew", KRepair: "repair", KWithdraw: "withdraw", KScan: "scan", KRefresh: "refresh"}
 
 func (k Kind) String() string { return kindNames[k] }
 

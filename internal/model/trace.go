@@ -44,6 +44,20 @@ func (s *State) describe(c *Config, a Action) string {
 		return fmt.Sprintf("n%d restarts empty", a.Node)
 	case AAdvance, ATick:
 		return "time passes"
+	case AForce:
+		name := ""
+		if c.multi() {
+			name = " of name " + nameList(1<<a.Msg)
+		}
+		return "a ForceUnlock" + name + " reads the holders"
+	case AForceNode:
+		return fmt.Sprintf("force.lua runs on n%d", a.Node)
+	case AEvict:
+		name := ""
+		if c.multi() {
+			name = " of name " + nameList(1<<a.Msg)
+		}
+		return fmt.Sprintf("n%d loses the key%s (evicted)", a.Node, name)
 	case AAbandon:
 		if a.Msg == 1 {
 			return fmt.Sprintf("o%d watchdog round stops waiting", a.Owner)
@@ -58,6 +72,7 @@ func (a Action) verb() string {
 		ALock: "Lock", ALockLease: "LockLease", AUnlock: "Unlock", AExpire: "loss timer fires",
 		ARenew: "watchdog sends a renewal", ADeliver: "lands", ABreak: "breaks (may land later)",
 		ADrop: "is lost", APause: "process paused", AResume: "process resumed", AWithdraw: "withdraws its intent",
+		ARefresh: "keeper refreshes its intents", ACrash: "process dies (a waiter)",
 	}[a.Kind]
 }
 

@@ -10,14 +10,29 @@ MODULES := $(sort $(patsubst ./%/go.mod,%,$(shell find . -mindepth 2 -name go.mo
 
 .PHONY: test redis vet apicheck fuzz soak bench compat modelcheck release tidy stress fairness
 
-# The other modules' tests run side by side (mostly waiting on their
-# redis-servers), each module's output kept together and shown in order.
+# make test's suites run side by side, each one's output kept together and
+# shown in order with its time: root (the root module's packages), diff (the
+# root package's differential tests of the scripts, DIFF_TESTS: CPU-bound, a
+# suite of their own so that they run beside the root package's waiting
+# tests instead of after them), and every other module. Most tests wait on
+# their redis-servers' leases and timeouts, not on the CPU; the root
+# package's slowest waiting tests run -parallel (main_test.go says which).
+# The root module's packages, which every module uses, are compiled once
+# first (a run of no test), not by every suite at once.
 # releasetest's TestConsumerBuild releases a clone of HEAD into a module
 # proxy directory and builds and runs a consumer's program from it.
+TEST_FLAGS := -race -count=1 -timeout 9m
+DIFF_TESTS := ^(TestModelScriptsMatchRedis|TestModelRWScriptsMatchRedis)$$
 test: redis vet apicheck
-	$(GO) test -race -count=1 -timeout 9m ./...
-	@dir=$$(mktemp -d); for m in $(MODULES); do f=$$dir/$$(echo $$m | tr / _); (cd $$m && $(GO) test -race -count=1 -timeout 9m ./... > $$f.log 2>&1; echo $$? > $$f.rc) & done; wait; \
-	rc=0; for m in $(MODULES); do f=$$dir/$$(echo $$m | tr / _); echo "== $$m"; cat $$f.log; [ "$$(cat $$f.rc)" = 0 ] || rc=1; done; rm -rf $$dir; exit $$rc
+	$(GO) test $(TEST_FLAGS) -run '^$$' ./... > /dev/null
+	@dir=$$(mktemp -d) || exit 1; trap 'rm -rf "$$dir"' EXIT; \
+	suite() { name=$$1; shift; (s=$$(date +%s); "$$@" > "$$dir/$$name.log" 2>&1; echo $$? $$(($$(date +%s)-s)) > "$$dir/$$name.rc") & }; \
+	suite root $(GO) test $(TEST_FLAGS) -parallel 4 -skip '$(DIFF_TESTS)' ./...; \
+	suite diff $(GO) test $(TEST_FLAGS) -run '$(DIFF_TESTS)' .; \
+	for m in $(MODULES); do suite $$(echo $$m | tr / _) sh -c 'cd "$$1" && shift && exec "$$@"' - $$m $(GO) test $(TEST_FLAGS) ./...; done; \
+	wait; rc=0; \
+	for name in root diff $(subst /,_,$(MODULES)); do read code secs < "$$dir/$$name.rc"; \
+		echo "== $$name ($${secs}s)"; cat "$$dir/$$name.log"; [ "$$code" = 0 ] || rc=1; done; exit $$rc
 
 redis:
 	@./.ci/ensure-redis

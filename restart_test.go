@@ -140,6 +140,7 @@ func TestRenewalCarriesOnThroughQuarantine(t *testing.T) {
 }
 
 func TestFlappingNodeNeverGivesTwoHolders(t *testing.T) {
+	t.Parallel()
 	cl := redlocktest.Start(t, 5)
 	ctx := context.Background()
 	var owners []*redlock.Mutex

@@ -25,7 +25,7 @@
 // is frozen, fencing tokens, restart quarantine, and mutual exclusion under
 // a killed and a paused minority, checked by an independent recorder of
 // hold spans, for the Mutex and (family.go) the RWMutex, the Semaphore and
-// the MultiMutex. The whole suite takes about 40 seconds, also with -race;
+// the MultiMutex. The whole suite takes about 50 seconds, also with -race;
 // it needs redis-server (see package
 // redlocktest). Every call it makes is bounded, so a broken implementation
 // fails it rather than hanging it.

@@ -12,10 +12,11 @@ MODULES := $(sort $(patsubst ./%/go.mod,%,$(shell find . -mindepth 2 -name go.mo
 
 # make test's suites run side by side, each one's output kept together and
 # shown in order with its time: root (the root module's packages but the
-# model), diff (the root package's differential tests of the scripts,
-# DIFF_TESTS: CPU-bound, a suite of their own so that they run beside the
-# root package's waiting tests instead of after them), model, and every
-# other module. Most tests wait on
+# model), diff and diff-rw (the root package's differential tests of the
+# scripts, DIFF_TESTS, one each: bound by the CPU and by the round trips of
+# their pipelines, suites of their own so that they run beside the root
+# package's waiting tests and each other instead of one after another),
+# model, and every other module. Most tests wait on
 # their redis-servers' leases and timeouts, not on the CPU; the root
 # package's slowest waiting tests run -parallel (main_test.go says which).
 # model (internal/model, the searches of the model) runs without -race: the
@@ -29,6 +30,8 @@ MODULES := $(sort $(patsubst ./%/go.mod,%,$(shell find . -mindepth 2 -name go.mo
 # proxy directory and builds and runs a consumer's program from it.
 TEST_FLAGS := -race -count=1 -timeout 9m
 DIFF_TESTS := ^(TestModelScriptsMatchRedis|TestModelRWScriptsMatchRedis)$$
+DIFF_MUTEX := ^TestModelScriptsMatchRedis$$
+DIFF_RW := ^TestModelRWScriptsMatchRedis$$
 MODEL_PKG := github.com/redlock-go/redlock/internal/model
 ROOT_PKGS = $$($(GO) list ./... | grep -vx '$(MODEL_PKG)')
 test: redis vet apicheck
@@ -36,11 +39,12 @@ test: redis vet apicheck
 	@dir=$$(mktemp -d) || exit 1; trap 'rm -rf "$$dir"' EXIT; \
 	suite() { name=$$1; shift; (s=$$(date +%s); "$$@" > "$$dir/$$name.log" 2>&1; echo $$? $$(($$(date +%s)-s)) > "$$dir/$$name.rc") & }; \
 	suite root $(GO) test $(TEST_FLAGS) -parallel 4 -skip '$(DIFF_TESTS)' $(ROOT_PKGS); \
-	suite diff $(GO) test $(TEST_FLAGS) -run '$(DIFF_TESTS)' .; \
+	suite diff $(GO) test $(TEST_FLAGS) -run '$(DIFF_MUTEX)' .; \
+	suite diff-rw $(GO) test $(TEST_FLAGS) -run '$(DIFF_RW)' .; \
 	suite model $(GO) test -count=1 -timeout 9m $(MODEL_PKG); \
 	for m in $(MODULES); do suite $$(echo $$m | tr / _) sh -c 'cd "$$1" && shift && exec "$$@"' - $$m $(GO) test $(TEST_FLAGS) ./...; done; \
 	wait; rc=0; \
-	for name in root diff model $(subst /,_,$(MODULES)); do read code secs < "$$dir/$$name.rc"; \
+	for name in root diff diff-rw model $(subst /,_,$(MODULES)); do read code secs < "$$dir/$$name.rc"; \
 		echo "== $$name ($${secs}s)"; cat "$$dir/$$name.log"; [ "$$code" = 0 ] || rc=1; done; exit $$rc
 
 redis:

@@ -805,7 +805,22 @@ func (s suite) quarantine(t *testing.T) {
 	c := redlocktest.Start(t, 5)
 	const period = 3 * time.Second
 	cl, _ := s.client(t, c, redlock.WithQuarantine(period))
-	require.NoError(t, cl.Ping(ctx)) // the client reads every server's run_id
+	// The client reads every server's run_id. Its connections are set up
+	// in the background, so on a loaded machine a first call may find
+	// them still connecting (a Ping right after New failed so under make
+	// stress): wait until every server counts and is identified.
+	require.Eventually(t, func() bool {
+		st, err := cl.Status(ctx)
+		if err != nil || len(st) != c.N() {
+			return false
+		}
+		for _, s := range st {
+			if s.Err != nil || !s.Counted || s.Started.IsZero() {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, 10*time.Millisecond, "the client never identified every server")
 
 	before := time.Now()
 	require.NoError(t, c.Restart(0))

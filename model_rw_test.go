@@ -149,6 +149,7 @@ func (r *diffRWRun) batch(k int) {
 		if err != nil {
 			r.t.Fatalf("%s %v: %v", c.script, c.args, err)
 		}
+		diffSlack.Store(time.Since(made).Milliseconds()) // see diffSlack
 		r.checkReply(c, reply)
 		dump, err := redis.Values(r.conn.Receive())
 		require.NoError(r.t, err)

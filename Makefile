@@ -11,14 +11,45 @@ MODULES := $(sort $(patsubst ./%/go.mod,%,$(shell find . -mindepth 2 -name go.mo
 
 .PHONY: test redis postgres vet apicheck fuzz soak bench compat modelcheck release tidy stress fairness
 
-# The other modules' tests run side by side (mostly waiting on their
-# redis-servers), each module's output kept together and shown in order.
+# make test's suites run side by side, each one's output kept together and
+# shown in order with its time: root (the root module's packages but the
+# model), diff and diff-rw (the root package's differential tests of the
+# scripts, DIFF_TESTS, one each: bound by the CPU and by the round trips of
+# their pipelines, suites of their own so that they run beside the root
+# package's waiting tests and each other instead of one after another),
+# model, and every other module. diff, diff-rw and model are bound by the
+# CPU and time nothing (the differential tests' tolerance of clocks grows
+# with how late a call is checked): they run niced, so that the tests that
+# bound waits on 100 ms node timeouts get the CPU first. Most tests wait on
+# their redis-servers' leases and timeouts, not on the CPU; the root
+# package's slowest waiting tests run -parallel (main_test.go says which).
+# model (internal/model, the searches of the model) runs without -race: the
+# package starts no goroutine and imports nothing that does, so the race
+# detector has nothing to check there, and it made the searches about 15
+# times slower (over 600 s against 48 s, on 2 cores at a load of 12); the
+# model's code still runs under -race in the root package's tests that use
+# it. The root module's packages, which every module uses, are compiled once
+# first (a run of no test), not by every suite at once.
 # releasetest's TestConsumerBuild releases a clone of HEAD into a module
 # proxy directory and builds and runs a consumer's program from it.
+TEST_FLAGS := -race -count=1 -timeout 9m
+DIFF_TESTS := ^(TestModelScriptsMatchRedis|TestModelRWScriptsMatchRedis)$$
+DIFF_MUTEX := ^TestModelScriptsMatchRedis$$
+DIFF_RW := ^TestModelRWScriptsMatchRedis$$
+MODEL_PKG := github.com/redlock-go/redlock/internal/model
+ROOT_PKGS = $$($(GO) list ./... | grep -vx '$(MODEL_PKG)')
 test: redis postgres vet apicheck
-	$(GO) test -race -count=1 -timeout 9m ./...
-	@dir=$$(mktemp -d); for m in $(MODULES); do f=$$dir/$$(echo $$m | tr / _); (cd $$m && $(GO) test -race -count=1 -timeout 9m ./... > $$f.log 2>&1; echo $$? > $$f.rc) & done; wait; \
-	rc=0; for m in $(MODULES); do f=$$dir/$$(echo $$m | tr / _); echo "== $$m"; cat $$f.log; [ "$$(cat $$f.rc)" = 0 ] || rc=1; done; rm -rf $$dir; exit $$rc
+	$(GO) test $(TEST_FLAGS) -run '^$$' $(ROOT_PKGS) > /dev/null
+	@dir=$$(mktemp -d) || exit 1; trap 'rm -rf "$$dir"' EXIT; \
+	suite() { name=$$1; shift; (s=$$(date +%s); "$$@" > "$$dir/$$name.log" 2>&1; echo $$? $$(($$(date +%s)-s)) > "$$dir/$$name.rc") & }; \
+	suite root $(GO) test $(TEST_FLAGS) -parallel 4 -skip '$(DIFF_TESTS)' $(ROOT_PKGS); \
+	suite diff nice -n 10 $(GO) test $(TEST_FLAGS) -run '$(DIFF_MUTEX)' .; \
+	suite diff-rw nice -n 10 $(GO) test $(TEST_FLAGS) -run '$(DIFF_RW)' .; \
+	suite model nice -n 10 $(GO) test -count=1 -timeout 9m $(MODEL_PKG); \
+	for m in $(MODULES); do suite $$(echo $$m | tr / _) sh -c 'cd "$$1" && shift && exec "$$@"' - $$m $(GO) test $(TEST_FLAGS) ./...; done; \
+	wait; rc=0; \
+	for name in root diff diff-rw model $(subst /,_,$(MODULES)); do read code secs < "$$dir/$$name.rc"; \
+		echo "== $$name ($${secs}s)"; cat "$$dir/$$name.log"; [ "$$code" = 0 ] || rc=1; done; exit $$rc
 
 redis:
 	@./.ci/ensure-redis
@@ -72,8 +103,10 @@ soak: redis
 # make stress: each suite STRESS_COUNT times with -race -count=1 under
 # GOMAXPROCS=2, beside two busy loops that it starts and stops on every
 # exit, to catch the tests that fail only on a loaded machine. The suites:
-# the root module's and every other module's but bench's (its tests check
-# report text, not timing) and releasetest's (a consumer's build, no timing). Prints each run and a summary, keeps the
+# the root module's (but internal/model: its searches have no timing in
+# them, and make test runs them without -race) and every other module's but
+# bench's (its tests check report text, not timing) and releasetest's (a
+# consumer's build, no timing). Prints each run and a summary, keeps the
 # failing runs' output in a file whose path it prints, and fails if any run
 # failed. Narrow it with STRESS_MODULES (directories; . is the root) and
 # STRESS_RUN (a -run pattern, taken as written, a $ included).
@@ -89,7 +122,8 @@ stress: redis postgres
 	runs=0; failed=; \
 	for m in $(STRESS_MODULES); do n=0; while [ $$n -lt $(STRESS_COUNT) ]; do n=$$((n+1)); runs=$$((runs+1)); \
 		start=$$(date +%s); \
-		if (cd $$m && GOMAXPROCS=2 $(GO) test -race -count=1 -timeout $(STRESS_TIMEOUT) $(if $(value STRESS_RUN),-run '$(value STRESS_RUN)') ./... > "$$out" 2>&1); then r=PASS; else r=FAIL; fi; \
+		pkgs=./...; [ "$$m" != . ] || pkgs=$(ROOT_PKGS); \
+		if (cd $$m && GOMAXPROCS=2 $(GO) test -race -count=1 -timeout $(STRESS_TIMEOUT) $(if $(value STRESS_RUN),-run '$(value STRESS_RUN)') $$pkgs > "$$out" 2>&1); then r=PASS; else r=FAIL; fi; \
 		echo "$$r $$m run $$n/$(STRESS_COUNT) ($$(($$(date +%s)-start))s)"; \
 		[ $$r = PASS ] && continue; failed="$$failed $$m#$$n"; \
 		grep -E '^[[:space:]]*--- FAIL|^FAIL[[:space:]]|^panic:' "$$out" | sed 's/^/    /'; \

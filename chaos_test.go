@@ -294,6 +294,7 @@ func runChaos(t *testing.T, sc chaosScenario) {
 }
 
 func TestChaosDeadMinority(t *testing.T) {
+	t.Parallel()
 	runChaos(t, chaosScenario{
 		cycle: 4 * time.Second,
 		steps: []faultStep{
@@ -305,6 +306,7 @@ func TestChaosDeadMinority(t *testing.T) {
 }
 
 func TestChaosPausedMinority(t *testing.T) {
+	t.Parallel()
 	runChaos(t, chaosScenario{
 		cycle: 4 * time.Second,
 		steps: []faultStep{
@@ -315,6 +317,7 @@ func TestChaosPausedMinority(t *testing.T) {
 }
 
 func TestChaosSlowMinority(t *testing.T) {
+	t.Parallel()
 	runChaos(t, chaosScenario{
 		proxy: true,
 		// Slow nodes answer in 100ms and more, within the node timeout: they
@@ -329,6 +332,7 @@ func TestChaosSlowMinority(t *testing.T) {
 }
 
 func TestChaosPartitionedMinority(t *testing.T) {
+	t.Parallel()
 	runChaos(t, chaosScenario{
 		proxy: true,
 		cycle: 4 * time.Second,
@@ -345,6 +349,7 @@ func TestChaosPartitionedMinority(t *testing.T) {
 }
 
 func TestChaosKillAndDelayedRestart(t *testing.T) {
+	t.Parallel()
 	runChaos(t, chaosScenario{
 		cycle: 4 * time.Second,
 		steps: []faultStep{
@@ -357,6 +362,7 @@ func TestChaosKillAndDelayedRestart(t *testing.T) {
 }
 
 func TestChaosDeadMajority(t *testing.T) {
+	t.Parallel()
 	runChaos(t, chaosScenario{
 		cycle: 4 * time.Second,
 		steps: []faultStep{
@@ -369,6 +375,7 @@ func TestChaosDeadMajority(t *testing.T) {
 }
 
 func TestChaosPausedMajority(t *testing.T) {
+	t.Parallel()
 	runChaos(t, chaosScenario{
 		cycle: 4 * time.Second,
 		steps: []faultStep{
@@ -380,6 +387,7 @@ func TestChaosPausedMajority(t *testing.T) {
 }
 
 func TestChaosRestartedMajority(t *testing.T) {
+	t.Parallel()
 	runChaos(t, chaosScenario{
 		cycle:     4 * time.Second,
 		longEvery: 2, // so that a hold spans the restarts
@@ -395,6 +403,7 @@ func TestChaosRestartedMajority(t *testing.T) {
 }
 
 func TestChaosPausedOwnerProcesses(t *testing.T) {
+	t.Parallel()
 	runChaos(t, chaosScenario{
 		cycle:     4 * time.Second,
 		longEvery: 2, // so that a stopped worker is likely to hold the lock
@@ -524,6 +533,7 @@ type restartHazardCase struct {
 // this limit stays true. So does a client whose own leases are shorter than
 // the holder's: its default quarantine is its own longest lease.
 func TestRestartHazard(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []restartHazardCase{
 		{name: "plain Redlock", optsB: []redlock.Option{redlock.WithQuarantine(0)}, warm: true, twoHolders: true,
 			why: "without quarantine, B counts the nodes that forgot A's hold"},

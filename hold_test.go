@@ -148,6 +148,7 @@ func TestRetriedReleaseAfterTheLockMovedOn(t *testing.T) {
 // the release finds the key absent on that node because nothing arrived
 // yet.
 func TestReleaseRefusesAStragglerOfTheHold(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"unlock", "close", "reentry/close", "absent/unlock"} {
 		t.Run(mode, func(t *testing.T) {
 			// The scenario needs the release to happen while the straggler

@@ -58,6 +58,7 @@ func mixedLeases(t *testing.T, take func(ctx context.Context, a *redlock.Client)
 }
 
 func TestShorterLeasesStillQuarantineForTheLongest(t *testing.T) {
+	t.Parallel()
 	cases := map[string]struct {
 		take  func(ctx context.Context, a *redlock.Client) func() time.Time
 		write func(ctx context.Context, b *redlock.Client, wait time.Duration) (bool, error)

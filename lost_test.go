@@ -97,6 +97,7 @@ func forceAway(t *testing.T, ctx context.Context, cl *redlocktest.Cluster, c *re
 // ErrNotHeld; Lost has closed; both of A's Unlocks say ErrNotHeld. Then,
 // once A's Unlock acknowledged the loss, A can lock again after B.
 func TestForcedOwnerReentryIsLost(t *testing.T) {
+	t.Parallel()
 	cl := redlocktest.Start(t, 3)
 	ctx := context.Background()
 	ca := dial(t, cl, redlock.WithLease(3*time.Second))
@@ -250,6 +251,7 @@ type forcedSpan struct {
 // never happen is two holds that both ended cleanly (every Lock and Unlock
 // nil, Lost open) overlapping: a forced owner always learns of the gap.
 func TestForcedOwnersNeverOverlapCleanly(t *testing.T) {
+	t.Parallel()
 	const run = 8 * time.Second
 	cl := redlocktest.Start(t, 3, redlocktest.WithProxy())
 	for i := 0; i < 3; i++ {

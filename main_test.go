@@ -26,6 +26,18 @@ import (
 // lock's hash on the nodes, the README's minimal ACL and its users, the
 // capture of a Client's log, URLs where nothing listens, and the fairness
 // runs' count.
+//
+// Which tests run in parallel (t.Parallel, after every other test of the
+// package, -parallel of them at once: make test gives 4): the slow ones that
+// mostly wait on leases, quarantines and fault steps on servers of their
+// own, and check safety (no two holders, tokens that grow, nothing
+// written back) rather than how fast anything happened: the chaos
+// scenarios, the restart hazards, the fencing tokens under faults, the
+// stragglers of a release, the repairs of an RWMutex, the quarantine of
+// mixed leases, a flapping node, the forced owners. A test stays serial
+// when it sets a package variable (now), checks goroutines (goleak), or
+// bounds a wait, a count of calls or a fairness figure, which other tests'
+// work beside it would stretch.
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)

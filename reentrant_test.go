@@ -450,6 +450,7 @@ func TestFencingRejectsAPausedOwnersLateWrite(t *testing.T) {
 // and write to a fenced store. Every write of a holder is accepted: tokens
 // strictly increase in acquisition order.
 func TestFencingTokensIncreaseUnderFaults(t *testing.T) {
+	t.Parallel()
 	for seed := uint64(1); seed <= 3; seed++ {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 42))

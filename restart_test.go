@@ -34,9 +34,10 @@ func restartHazard(t *testing.T, opts ...redlock.Option) (bool, error) {
 	opts = append(opts, redlock.WithNodeTimeout(50*time.Millisecond))
 	a := dial(t, cl, opts...).NewMutex("hazard")
 	bc := dial(t, cl, opts...)
-	// b's client has talked to every node before the faults.
-	_, err := bc.NewMutex("warm-up").IsLocked(ctx)
-	require.NoError(t, err)
+	// b's client has talked to every node before the faults: one call as
+	// soon as it is made may find its connections still being set up (under
+	// make stress, a 50 ms node timeout), so until every node answered.
+	waitReachable(t, bc)
 
 	require.NoError(t, cl.Kill(3))
 	require.NoError(t, cl.Kill(4))
@@ -140,6 +141,7 @@ func TestRenewalCarriesOnThroughQuarantine(t *testing.T) {
 }
 
 func TestFlappingNodeNeverGivesTwoHolders(t *testing.T) {
+	t.Parallel()
 	cl := redlocktest.Start(t, 5)
 	ctx := context.Background()
 	var owners []*redlock.Mutex

@@ -630,6 +630,7 @@ func onlyField(t *testing.T, cl *redlocktest.Cluster, i int, key string) string 
 // it), so that each keeps a majority when another node dies, as a Mutex
 // held through the same sequence does.
 func TestRWMutexEveryReaderIsRepairedAfterARestart(t *testing.T) {
+	t.Parallel()
 	cl := redlocktest.Start(t, 3)
 	const lease = time.Second
 	ctx := context.Background()
@@ -663,6 +664,7 @@ func TestRWMutexEveryReaderIsRepairedAfterARestart(t *testing.T) {
 // keeps the reader on the other nodes and does not write it back beside
 // the writer.
 func TestRepairDoesNotPutAReaderBackWhereAWriterHolds(t *testing.T) {
+	t.Parallel()
 	cl := redlocktest.Start(t, 3)
 	const lease = 900 * time.Millisecond
 	ctx := context.Background()
@@ -694,6 +696,7 @@ func TestRepairDoesNotPutAReaderBackWhereAWriterHolds(t *testing.T) {
 // a writer whose key node 0 lost is not written back there while another
 // owner's live read hold is there.
 func TestRepairDoesNotPutAWriterBackWhereAReaderHolds(t *testing.T) {
+	t.Parallel()
 	cl := redlocktest.Start(t, 3)
 	const lease = 900 * time.Millisecond
 	ctx := context.Background()

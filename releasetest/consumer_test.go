@@ -182,13 +182,19 @@ func serveModule(t *testing.T, proxy, clone, dir, version string) {
 // consumerEnv is a user's environment outside the repository: no
 // workspace, a module cache of its own (so that no earlier run's zip of the
 // same test version is used), our modules from the proxy directory first.
+// Builds are -trimpath, as a release build often is: a package's build
+// cache key then names its module and version instead of its directory,
+// which is new in every run's module cache, so the third-party modules
+// (go-redis, rueidis, valkey-go, OpenTelemetry) come from the build cache
+// after the first run instead of being compiled again each time; ours are
+// compiled from what the proxy served, their contents being in the key.
 func consumerEnv(t *testing.T, proxy, work string) []string {
 	goproxy := strings.TrimSpace(run(t, work, nil, "go", "env", "GOPROXY"))
 	modcache := strings.TrimSpace(run(t, work, nil, "go", "env", "GOMODCACHE"))
 	goflags := strings.TrimSpace(run(t, work, nil, "go", "env", "GOFLAGS"))
 	return []string{
 		"GOWORK=off",
-		"GOFLAGS=" + strings.TrimSpace(goflags+" -mod=mod -modcacherw"),
+		"GOFLAGS=" + strings.TrimSpace(goflags+" -mod=mod -modcacherw -trimpath"),
 		"GOMODCACHE=" + filepath.Join(work, "modcache"),
 		"GOPROXY=file://" + filepath.ToSlash(proxy) + ",file://" + filepath.ToSlash(filepath.Join(modcache, "cache", "download")) + "," + goproxy,
 		"GONOSUMDB=github.com/redlock-go/*",

@@ -36,12 +36,13 @@ type foreign struct {
 	surveying atomic.Bool           // a survey is under way
 	surveyAt  atomic.Int64          // when the latest survey began, by the Client's clock, in Unix nanoseconds
 
-	mu       sync.Mutex          // protects the fields below
-	procs    map[string]*Process // by Route.Addr: what INFO server said
-	known    map[string]uint64   // by Route.Addr: Route.Dials before the latest INFO read
-	slots    map[int]slotSeen    // by Route.Slot: which server last answered for it
-	surveyed bool                // the member's servers were identified at first contact (survey)
-	moving   map[int]bool        // by Route.Slot: a move was logged, and no call of the slot went through since
+	mu          sync.Mutex          // protects the fields below
+	procs       map[string]*Process // by Route.Addr: what INFO server said
+	known       map[string]uint64   // by Route.Addr: Route.Dials before the latest INFO read
+	identifying map[string]bool     // by Route.Addr: an INFO read of identifyLater is under way
+	slots       map[int]slotSeen    // by Route.Slot: which server last answered for it
+	surveyed    bool                // the member's servers were identified at first contact (survey)
+	moving      map[int]bool        // by Route.Slot: a move was logged, and no call of the slot went through since
 }
 
 // slotSeen is the server that last answered for a hash slot, and a key of
@@ -58,7 +59,7 @@ type foreignLane struct {
 // newForeign makes the connection layer over cfg.Transport; start warms
 // it.
 func newForeign(cfg *Config) *foreign {
-	return &foreign{cfg: cfg, t: cfg.Transport, procs: make(map[string]*Process), known: make(map[string]uint64), slots: make(map[int]slotSeen)}
+	return &foreign{cfg: cfg, t: cfg.Transport, procs: make(map[string]*Process), known: make(map[string]uint64), identifying: make(map[string]bool), slots: make(map[int]slotSeen)}
 }
 
 // start reads the member's identity in the background (warm).
@@ -481,7 +482,9 @@ func (f *foreign) unreachable() error {
 // its identity was last read, it reads INFO server again (the reply may
 // come from a process that restarted and forgot its locks). A server whose
 // identity cannot be read in time stays unconfirmed, and does not count
-// while restart quarantine is on (the root package's Client.quarantined).
+// while restart quarantine is on (the root package's Client.quarantined),
+// until a read in the background (identifyLater) or a later call's reads
+// it.
 func (f *foreign) confirm(ctx context.Context, calls []Call, replies []Reply) {
 	f.noteMoves(calls, replies)
 	if !f.cfg.Quarantine {
@@ -510,7 +513,41 @@ func (f *foreign) confirm(ctx context.Context, calls []Call, replies []Reply) {
 		}
 		if err := f.identify(ctx, key); err != nil {
 			f.process(route.Addr).doubt(fmt.Errorf("the server's identity could not be read after a new connection: %w", err))
+			f.identifyLater(route.Addr, key)
 		}
+	}
+}
+
+// identifyLater reads the identity of addr, the server that serves key,
+// in the background with the set-up budget, after confirm could not read
+// it within a call's: a call leaves INFO server only what its round trip
+// left of the node timeout, which a loaded machine or a link slower than
+// half the node timeout uses up on every call, and the server, answering
+// every call, would never count again. One read per server at a time; the
+// server stays doubted until one succeeds.
+func (f *foreign) identifyLater(addr, key string) {
+	f.mu.Lock()
+	if f.identifying[addr] {
+		f.mu.Unlock()
+		return
+	}
+	f.identifying[addr] = true
+	f.mu.Unlock()
+	done := func() {
+		f.mu.Lock()
+		delete(f.identifying, addr)
+		f.mu.Unlock()
+	}
+	h := &f.cfg.Hooks
+	if !h.Go(func() {
+		defer done()
+		ctx, cancel := context.WithTimeout(h.Ctx, f.cfg.Setup)
+		defer cancel()
+		if err := f.identify(ctx, key); err != nil {
+			f.process(addr).doubt(fmt.Errorf("the server's identity could not be read after a new connection: %w", err))
+		}
+	}) {
+		done()
 	}
 }
 

@@ -309,3 +309,39 @@ func TestUnitEvalPerServer(t *testing.T) {
 	f.eval(context.Background(), one, replies)
 	assert.Equal(t, []Reply{{Value: []any{int64(1)}}, {Value: []any{int64(1)}}}, replies)
 }
+
+// ctxInfo is a routeTable whose Info honours its context, as a read over
+// the network does: a context that has ended gets no answer.
+type ctxInfo struct{ *routeTable }
+
+func (c ctxInfo) Info(ctx context.Context, key string) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	return c.routeTable.Info(ctx, key)
+}
+
+// TestUnitIdentityUnreadWithinACallIsReadInTheBackground: a call answered
+// on a new connection leaves INFO server what remains of its node timeout;
+// when that is used up (a loaded machine, a round trip over half the node
+// timeout) the server is doubted, and its identity is read again in the
+// background with the set-up budget, so that it counts again without
+// waiting for a call whose budget happens to suffice (seen: a restarted
+// server of the goredis conformance suite not counted 5 s after its
+// restart, every call's INFO timing out).
+func TestUnitIdentityUnreadWithinACallIsReadInTheBackground(t *testing.T) {
+	rt := &routeTable{routes: map[string]Route{"{x}": {Addr: "A", Slot: 7, Dials: 1}}, runIDs: map[string]string{"A": "a"}}
+	f := foreignOver(ctxInfo{rt})
+	spent, cancel := context.WithCancel(context.Background())
+	cancel() // the call's round trip used up its node timeout
+	cl := script.Inspect.Call(1, "{x}", "owner")
+	f.confirm(spent, []Call{exportCall(&cl)}, []Reply{{Value: []any{int64(0), int64(0), int64(-2)}}})
+	proc := f.processOf("{x}")
+	assert.Eventually(t, func() bool {
+		_, _, known, _ := proc.State()
+		return known && proc.Doubted() == nil
+	}, time.Second, 5*time.Millisecond, "the identity is read in the background: %v", proc.Doubted())
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	assert.Equal(t, uint64(1), f.known["A"], "known as of the connection the call used")
+}

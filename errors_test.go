@@ -86,14 +86,14 @@ func TestUnitQuorumError(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := &round{ballot: vote.NewBallot(len(nodes)), nodes: make([]slot, len(tt.errs))}
+			r := &round{Ballot: vote.NewBallot(len(nodes)), Nodes: make([]slot, len(tt.errs))}
 			for i, err := range tt.errs {
-				r.nodes[i].err = err
+				r.Nodes[i].Err = err
 			}
 			for _, v := range tt.votes {
-				r.ballot.Add(v)
+				r.Ballot.Add(v)
 			}
-			err := r.noQuorum("unit op")
+			err := noQuorum(r, "unit op")
 			require.Error(t, err)
 			for _, target := range tt.is {
 				require.ErrorIs(t, err, target)

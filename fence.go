@@ -50,11 +50,11 @@ const fenceRounds = 4
 // round.
 func (m *Mutex) fenceToken(ctx context.Context, r *round) (int64, error) {
 	var token int64
-	for i, sl := range r.nodes {
-		if sl.vote != vote.Yes {
+	for i, sl := range r.Nodes {
+		if sl.Vote != vote.Yes {
 			continue // not heard: its outcome may still be written
 		}
-		if a, err := script.ParseAcquire(r.reply(i)); err == nil && a.N > token {
+		if a, err := script.ParseAcquire(r.Reply(i)); err == nil && a.N > token {
 			token = a.N
 		}
 	}
@@ -73,12 +73,12 @@ func (m *Mutex) fenceToken(ctx context.Context, r *round) (int64, error) {
 			seen = max(seen, n) // collect runs one answer at a time
 			return vote.No
 		}
-		wb := m.c.fanout(ctx, m.fenceCall(token, ttl), below, (*vote.Ballot).Certain, nil)
+		wb := m.c.q.Fanout(ctx, m.fenceCall(token, ttl), below, (*vote.Ballot).Certain, nil)
 		switch {
-		case wb.ballot.Won():
+		case wb.Ballot.Won():
 			return token, nil
-		case wb.ballot.No == 0:
-			return 0, wb.noQuorum("lock " + lockname.Quote(m.name) + " (its fencing token)")
+		case wb.Ballot.No == 0:
+			return 0, noQuorum(wb, "lock "+lockname.Quote(m.name)+" (its fencing token)")
 		}
 		token = max(token, seen)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/go-multierror"
 
+	"github.com/redlock-go/redlock/internal/quorum"
 	"github.com/redlock-go/redlock/internal/script"
 )
 
@@ -116,22 +117,22 @@ func (c *Client) Status(ctx context.Context) ([]NodeStatus, error) {
 	}
 	c.settle(ctx)
 	check := []call{script.PingCall()}
-	results := c.broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return check })
+	results := c.q.Broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return check })
 	out := make([]NodeStatus, len(c.peers))
 	for i, res := range results {
 		p := c.peers[i]
-		s := NodeStatus{Node: p.name, Addr: p.addr, Err: res.err}
-		if res.err == nil {
-			err := refused(res.replies[0])
+		s := NodeStatus{Node: p.name, Addr: p.addr, Err: res.Err}
+		if res.Err == nil {
+			err := quorum.Refused(res.Replies[0])
 			if err == nil {
-				err = script.ParsePing(res.replies[0])
+				err = script.ParsePing(res.Replies[0])
 			}
 			if err != nil {
 				s.Err = p.fail(err)
 			}
 		}
 		if s.Err == nil {
-			s.Latency = res.took
+			s.Latency = res.Took
 			s.Quarantine = c.excluded(p, "")
 			s.Counted = s.Quarantine == nil
 		}

@@ -535,7 +535,7 @@ func (h *hold) addLateLocked(late *stragglers) {
 	if h.late == nil {
 		h.late = h.lateBuf[:0]
 	}
-	mayLand := func(s *stragglers) bool { return s != nil && (s.inflight.Load() > 0 || s.astray.Load()) }
+	mayLand := func(s *stragglers) bool { return s != nil && (s.Inflight.Load() > 0 || s.Astray.Load()) }
 	n, kept := len(h.late), h.late[:0]
 	for _, s := range h.late {
 		if mayLand(s) {
@@ -558,7 +558,7 @@ func (h *hold) addLateLocked(late *stragglers) {
 // false), any one still in flight. Under m.mu.
 func (h *hold) mayLandLocked(ordered bool) bool {
 	for _, s := range h.late {
-		if s.astray.Load() || (!ordered || s.offLane) && s.inflight.Load() > 0 {
+		if s.Astray.Load() || (!ordered || s.OffLane) && s.Inflight.Load() > 0 {
 			return true
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redlock-go/redlock/internal/quorum"
 	"github.com/redlock-go/redlock/internal/script"
 )
 
@@ -31,7 +32,7 @@ func (c *Client) Inspect(ctx context.Context, name string) ([]NodeLock, error) {
 		return nil, err
 	}
 	read := []call{script.ViewCall(m.key)}
-	results := c.broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return read })
+	results := c.q.Broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return read })
 	out := make([]NodeLock, len(c.peers))
 	for i, res := range results {
 		out[i] = viewOf(c.peers[i], m.key, res)
@@ -41,13 +42,13 @@ func (c *Client) Inspect(ctx context.Context, name string) ([]NodeLock, error) {
 
 // viewOf reads view.lua's reply from one node.
 func viewOf(n *peer, key string, res batchResult) NodeLock {
-	if res.err != nil {
-		return NodeLock{Node: n.name, Key: key, Err: res.err}
+	if res.Err != nil {
+		return NodeLock{Node: n.name, Key: key, Err: res.Err}
 	}
-	err := refused(res.replies[0])
+	err := quorum.Refused(res.Replies[0])
 	var lv script.LockView
 	if err == nil {
-		lv, err = script.ParseView(res.replies[0])
+		lv, err = script.ParseView(res.Replies[0])
 	}
 	if err != nil {
 		return NodeLock{Node: n.name, Key: key, Err: n.fail(err)}
@@ -147,7 +148,7 @@ func (c *Client) InspectAll(ctx context.Context, name string, permits int) ([]No
 		keys.Slots[i] = sem + strconv.Itoa(i) + ":lock"
 	}
 	read := []call{script.SurveyCall(keys)}
-	results := c.broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return read })
+	results := c.q.Broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return read })
 	out := make([]NodeLocks, len(c.peers))
 	var owners []string
 	for i, res := range results {
@@ -178,11 +179,11 @@ func (v *NodeLocks) owners() []string {
 
 // surveyOf reads survey.lua's reply from one node.
 func surveyOf(n *peer, k script.SurveyKeys, res batchResult) NodeLocks {
-	err := res.err
+	err := res.Err
 	var sv script.NameView
 	if err == nil {
-		if err = refused(res.replies[0]); err == nil {
-			sv, err = script.ParseSurvey(res.replies[0], len(k.Slots))
+		if err = quorum.Refused(res.Replies[0]); err == nil {
+			sv, err = script.ParseSurvey(res.Replies[0], len(k.Slots))
 		}
 		if err != nil {
 			err = n.fail(err)

@@ -159,7 +159,7 @@ func (w *waitIntents) keep() {
 		for i, li := range ls {
 			cl[i] = script.RefreshCall(li.at.keys, li.value, lease.Milliseconds())
 		}
-		c.broadcast(c.ctx, c.opts.nodeTimeout, func(int) []call { return cl })
+		c.q.Broadcast(c.ctx, c.opts.nodeTimeout, func(int) []call { return cl })
 	}
 }
 
@@ -171,7 +171,7 @@ func (c *Client) withdrawAll(ctx context.Context) {
 		cl = append(cl, withdrawCall(li.value, false, li.at))
 	}
 	if len(cl) > 0 {
-		c.broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return cl })
+		c.q.Broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return cl })
 	}
 }
 
@@ -198,14 +198,10 @@ func (c *Client) withdraw(ctx context.Context, li *liveIntent, won bool) {
 	defer c.intents.remove(li)
 	cl := []call{withdrawCall(li.value, won, li.at)}
 	if !won {
-		c.broadcast(context.WithoutCancel(ctx), c.opts.nodeTimeout, func(int) []call { return cl })
+		c.q.Broadcast(context.WithoutCancel(ctx), c.opts.nodeTimeout, func(int) []call { return cl })
 		return
 	}
-	done := make(chan *batchTo, len(c.peers)) // nobody reads the replies
-	deadline := now().Add(c.opts.nodeTimeout)
-	for i, p := range c.peers {
-		p.sendBatch(c, cl, deadline, &batchTo{i: i, done: done, left: len(cl), result: batchResult{replies: make([]interface{}, len(cl))}})
-	}
+	c.q.Post(cl)
 }
 
 // leavesIntent reports whether m's waiters leave intents: a MultiMutex's

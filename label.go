@@ -47,10 +47,10 @@ func (c *Client) keepLabel() {
 		start := since(c.leases.base)
 		cl := []call{script.LabelCall(c.labelKey(c.id), c.opts.label, labelKeep.Milliseconds())}
 		next := start + labelKeep/2
-		res := c.broadcast(c.ctx, c.opts.nodeTimeout, func(int) []call { return cl })
+		res := c.q.Broadcast(c.ctx, c.opts.nodeTimeout, func(int) []call { return cl })
 		stored := false
 		for _, r := range res {
-			stored = stored || r.err == nil
+			stored = stored || r.Err == nil
 		}
 		if !stored {
 			next = start + 10*c.opts.nodeTimeout
@@ -86,11 +86,11 @@ func (c *Client) ownerLabels(ctx context.Context, owners []string) []map[string]
 	for k, id := range ids {
 		cl[k] = script.LabelReadCall(c.labelKey(id))
 	}
-	for i, res := range c.broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return cl }) {
-		if res.err != nil {
+	for i, res := range c.q.Broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return cl }) {
+		if res.Err != nil {
 			continue
 		}
-		for k, reply := range res.replies {
+		for k, reply := range res.Replies {
 			label, err := script.ParseLabel(reply)
 			if err != nil || label == "" {
 				continue

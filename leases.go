@@ -64,7 +64,7 @@ func (c *Client) shareLease(ctx context.Context) *round {
 	}
 	start := since(s.base)
 	r := c.exchangeLeases(ctx, time.Duration(l), (*vote.Ballot).Certain)
-	if !r.ballot.Won() {
+	if !r.Ballot.Won() {
 		return r
 	}
 	s.published.Store(l)
@@ -77,10 +77,10 @@ func (c *Client) shareLease(ctx context.Context) *round {
 // decided, and returns the round: a node votes yes once it stored it.
 func (c *Client) exchangeLeases(ctx context.Context, lease time.Duration, stop func(*vote.Ballot) bool) *round {
 	cl := script.LeasesCall(c.leasesKey(), lease.Milliseconds(), leaseKeep(lease).Milliseconds())
-	r := c.fanout(ctx, cl, vote.Leases, stop, nil)
-	for i, sl := range r.nodes {
-		if sl.vote == vote.Yes {
-			ms, _ := script.ParseLeases(r.reply(i))
+	r := c.q.Fanout(ctx, cl, vote.Leases, stop, nil)
+	for i, sl := range r.Nodes {
+		if sl.Vote == vote.Yes {
+			ms, _ := script.ParseLeases(r.Reply(i))
 			c.learnLease(time.Duration(ms) * time.Millisecond)
 		}
 	}

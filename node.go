@@ -4,14 +4,13 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"fmt"
-	"net"
 	"sync/atomic"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/redlock-go/redlock/internal/node"
 	"github.com/redlock-go/redlock/internal/nodeurl"
+	"github.com/redlock-go/redlock/internal/quorum"
 )
 
 // Node is one independent Redis master: its name in errors and how to
@@ -84,17 +83,24 @@ func dialNode(ep nodeurl.Endpoint, o options) *Node {
 // node (votes.go).
 type peer struct {
 	*Node
-	n   *node.Peer
-	t   transport                 // n, through which the quorum code sends; tests wrap it
+	n   nodeLayer
 	dup atomic.Pointer[duplicate] // the node this one duplicates, nil when none (votes.go)
 }
 
-// transport is how the quorum code reaches a node: *node.Peer's Send,
-// SendBatch and Unreachable.
-type transport interface {
-	Send(c *call, deadline time.Time, to receiver, i int)
-	SendBatch(calls []call, deadline time.Time, to receiver)
+// nodeLayer is what the root reaches of a node's per-node layer
+// (*node.Peer): everything but sending a call, which only the Client's
+// quorum does (internal/quorum).
+type nodeLayer interface {
+	Start()
+	Stop()
 	Unreachable() error
+	Settle(ctx context.Context)
+	Process(key string) *node.Process
+	node.Serving
+	Slot(key string) (slot int, ok bool)
+	Subscribe(channel string, ok chan<- bool)
+	Unsubscribe(channel string)
+	Ping()
 }
 
 // The per-node layer's words, as the algorithm uses them.
@@ -136,16 +142,10 @@ var nodeErrors = node.Errors{
 // message, and errors.Is errNotSent.
 func notSent(err error) error { return nodeErrors.Unsent(err) }
 
-// newPeer starts the per-node layer to n, the i-th node of c.
-func newPeer(c *Client, n *Node, i int) *peer {
-	p := makePeer(c, n, i)
-	p.n.Start()
-	return p
-}
-
 // makePeer makes the per-node layer to n, the i-th node of c, without
-// starting it.
-func makePeer(c *Client, n *Node, i int) *peer {
+// starting it, and returns it with its sending side, which goes to the
+// Client's quorum.
+func makePeer(c *Client, n *Node, i int) (*peer, quorum.Transport) {
 	p := &peer{Node: n}
 	cfg := node.Config{
 		Name:        n.name,
@@ -177,42 +177,15 @@ func makePeer(c *Client, n *Node, i int) *peer {
 	if n.tr != nil {
 		cfg.Transport = adapt(n.tr)
 	}
-	p.n = node.New(cfg)
-	p.t = p.n
-	return p
-}
-
-// send queues one script call on the node (node.Peer.Send), unless the
-// node duplicates another (votes.go): then it fails at once, unsent, so
-// that one server never runs a call twice, once through each node.
-func (p *peer) send(c *Client, cl *call, deadline time.Time, to receiver, i int) {
-	if err := c.duplicated(p); err != nil {
-		to.Receive(i, nil, notSent(err))
-		return
-	}
-	p.t.Send(cl, deadline, to, i)
-}
-
-// sendBatch queues calls on the node to go in one round trip
-// (node.Peer.SendBatch), unless the node duplicates another: then every
-// call fails at once, unsent.
-func (p *peer) sendBatch(c *Client, calls []call, deadline time.Time, to receiver) {
-	if err := c.duplicated(p); err != nil {
-		for k := range calls {
-			to.Receive(k, nil, notSent(err))
-		}
-		return
-	}
-	p.t.SendBatch(calls, deadline, to)
+	np := node.New(cfg)
+	p.n = np
+	return p, np
 }
 
 // fail wraps err as this node's error. A network timeout matches
 // context.DeadlineExceeded whichever deadline fired first.
 func (p *peer) fail(err error) *NodeError {
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() && !errors.Is(err, context.DeadlineExceeded) {
-		err = fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
-	}
+	err = quorum.TimedOut(err)
 	return &NodeError{Node: p.name, Addr: p.addr, Err: err, unsent: errors.Is(err, errNotSent)}
 }
 

@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"fmt"
+	"github.com/redlock-go/redlock/internal/node"
 	"github.com/redlock-go/redlock/internal/script"
 	"sync"
 	"sync/atomic"
@@ -38,19 +39,25 @@ func viewOwner(p *peer, key string, timeout time.Duration) (string, error) {
 // waitConnected waits until p answers.
 func waitConnected(t *testing.T, p *peer) {
 	t.Helper()
-	require.Eventually(t, func() bool { return p.t.Unreachable() == nil }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return p.n.Unreachable() == nil }, 10*time.Second, 10*time.Millisecond)
 }
 
 // replyWait is a receiver for one request whose sender blocks for it.
-type replyWait chan outcome
+type replyWait chan replyOutcome
 
-func (w replyWait) Receive(_ int, reply interface{}, err error) { w <- outcome{reply, err} }
+// replyOutcome is a request's reply or error.
+type replyOutcome struct {
+	reply interface{}
+	err   error
+}
+
+func (w replyWait) Receive(_ int, reply interface{}, err error) { w <- replyOutcome{reply, err} }
 
 // do sends one call to p and waits for its outcome until deadline; a
 // reply that comes later is dropped.
 func (p *peer) do(c call, deadline time.Time) (interface{}, error) {
 	w := make(replyWait, 1)
-	p.t.Send(&c, deadline, w, 0)
+	p.n.(*node.Peer).Send(&c, deadline, w, 0)
 	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	select {

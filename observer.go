@@ -37,37 +37,12 @@ func acquireOutcome(ctx context.Context, ok bool, err error) observe.Outcome {
 	return observe.OutcomeFailed
 }
 
-// nodeResults is what every node did in r, for an event.
-func (r *round) nodeResults() []observe.NodeResult {
-	out := make([]observe.NodeResult, len(r.nodes))
-	for i, sl := range r.nodes {
-		res := observe.NodeResult{Node: r.c.peers[i].name, Err: sl.err}
-		switch {
-		case !sl.got:
-			res.Answer = observe.AnswerUnheard
-		case sl.err != nil && errors.Is(sl.err, ErrQuarantined):
-			res.Answer = observe.AnswerQuarantined
-		case sl.vote == vote.Yes:
-			res.Answer = observe.AnswerYes
-		case sl.vote == vote.No:
-			res.Answer = observe.AnswerNo
-		default:
-			res.Answer = observe.AnswerFailed
-		}
-		if res.Answer == observe.AnswerFailed && res.Err == nil {
-			res.Err = r.c.peers[i].fail(errors.New("unexpected reply"))
-		}
-		out[i] = res
-	}
-	return out
-}
-
 // attemptDone reports an acquisition round of m that made a, in took.
 func (c *Client) attemptDone(ctx context.Context, m *Mutex, r *round, a attempt, took time.Duration) {
-	b := r.ballot
+	b := r.Ballot
 	c.obs.AttemptDone(ctx, observe.Attempt{
 		Lock: m.name, Outcome: acquireOutcome(ctx, a.ok, a.err), Took: took,
-		Yes: b.Yes, No: b.No, Failed: b.Failed, Ahead: aheadIn(r), Nodes: r.nodeResults(), Err: a.err,
+		Yes: b.Yes, No: b.No, Failed: b.Failed, Ahead: aheadIn(r), Nodes: r.Results(), Err: a.err,
 	})
 }
 
@@ -75,9 +50,9 @@ func (c *Client) attemptDone(ctx context.Context, m *Mutex, r *round, a attempt,
 // only older waiters' intents refused it (see acquire.lua).
 func aheadIn(r *round) int {
 	n := 0
-	for i, sl := range r.nodes {
-		if sl.got && sl.vote == vote.No {
-			if a, err := script.ParseAcquire(r.reply(i)); err == nil && a.Ahead {
+	for i, sl := range r.Nodes {
+		if sl.Got && sl.Vote == vote.No {
+			if a, err := script.ParseAcquire(r.Reply(i)); err == nil && a.Ahead {
 				n++
 			}
 		}
@@ -182,7 +157,7 @@ func (m *Mutex) unlockObserved(ctx context.Context, op observe.Op) error {
 	err := m.release(ctx, &note)
 	e := observe.Release{Lock: m.name, Outcome: note.outcome, Took: since(start), Err: err}
 	if r := note.r; r != nil {
-		e.Yes, e.No, e.Failed, e.Nodes = r.ballot.Yes, r.ballot.No, r.ballot.Failed, r.nodeResults()
+		e.Yes, e.No, e.Failed, e.Nodes = r.Ballot.Yes, r.Ballot.No, r.Ballot.Failed, r.Results()
 	}
 	c.obs.ReleaseDone(ctx, e)
 	return err
@@ -190,8 +165,8 @@ func (m *Mutex) unlockObserved(ctx context.Context, op observe.Op) error {
 
 // forceDone reports the end of a ForceUnlock of m.
 func (c *Client) forceDone(ctx context.Context, m *Mutex, r *round, deleted bool, err error, took time.Duration) {
-	b := r.ballot
-	c.obs.ForceDone(ctx, observe.Force{Lock: m.name, Deleted: deleted, Took: took, Yes: b.Yes, No: b.No, Failed: b.Failed, Nodes: r.nodeResults(), Err: err})
+	b := r.Ballot
+	c.obs.ForceDone(ctx, observe.Force{Lock: m.name, Deleted: deleted, Took: took, Yes: b.Yes, No: b.No, Failed: b.Failed, Nodes: r.Results(), Err: err})
 }
 
 // holdStarted reports the start of h.
@@ -226,11 +201,11 @@ func (c *Client) holdEnded(h *hold, why endReason, renew bool, began time.Durati
 func (c *Client) renewalDone(r *renewal, res []batchResult, renewed, taken int, start time.Time) {
 	nodes := make([]observe.NodeResult, len(res))
 	for i, b := range res {
-		nodes[i] = observe.NodeResult{Node: c.peers[i].name, Answer: observe.AnswerYes, Err: b.err}
+		nodes[i] = observe.NodeResult{Node: c.peers[i].name, Answer: observe.AnswerYes, Err: b.Err}
 		switch {
-		case b.err != nil:
+		case b.Err != nil:
 			nodes[i].Answer = observe.AnswerFailed
-		case !b.counted:
+		case !b.Counted:
 			nodes[i].Answer = observe.AnswerQuarantined
 			nodes[i].Err = c.peers[i].fail(c.excluded(c.peers[i], r.hs[0].m.key))
 		}

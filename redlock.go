@@ -53,6 +53,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock/internal/node"
+	"github.com/redlock-go/redlock/internal/quorum"
 	"github.com/redlock-go/redlock/internal/vote"
 	"github.com/redlock-go/redlock/internal/wait"
 	"github.com/redlock-go/redlock/observe"
@@ -63,7 +64,8 @@ import (
 // every node (WithConnections), one pub/sub connection per node and one
 // watchdog loop; Close stops them all.
 type Client struct {
-	peers  []*peer // one per node, in the order given
+	peers  []*peer        // one per node, in the order given
+	q      *quorum.Quorum // every call to the nodes: rounds and broadcasts (internal/quorum)
 	opts   options
 	id     string // 128 random bits, hex: the first half of every owner field
 	quorum int
@@ -184,8 +186,13 @@ func newClient(nodes []*Node, o options) (*Client, error) {
 	c.maxLease.Store(int64(o.lease))
 	c.leases.base = now()
 	c.peers = make([]*peer, len(nodes))
+	ts := make([]quorum.Transport, len(nodes))
 	for i, n := range nodes {
-		c.peers[i] = newPeer(c, n, i)
+		c.peers[i], ts[i] = makePeer(c, n, i)
+	}
+	c.q = quorum.New(quorum.Config{Timeout: o.nodeTimeout, Errors: &nodeErrors, Now: func() time.Time { return now() }, Logger: o.logger}, members{c}, ts)
+	for _, p := range c.peers {
+		p.n.Start()
 	}
 	c.made.Store(true)
 	c.recheckVotes()

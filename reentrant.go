@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock/internal/lockname"
+	"github.com/redlock-go/redlock/internal/quorum"
 	"github.com/redlock-go/redlock/internal/script"
 	"github.com/redlock-go/redlock/internal/timer"
 	"github.com/redlock-go/redlock/internal/vote"
@@ -272,11 +273,11 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew bool, intent
 	dr := drift(lease, c.opts.driftFactor)
 	c.useLease(lease)
 	if r := c.shareLease(ctx); r != nil {
-		a := attempt{took: since(r.start)}
+		a := attempt{took: since(r.Start)}
 		if ctx.Err() != nil {
 			a.err, a.ended = ctx.Err(), true
 		} else {
-			a.err, a.nodes = r.noQuorum("lock "+lockname.Quote(m.name)), r.nodeResults()
+			a.err, a.nodes = noQuorum(r, "lock "+lockname.Quote(m.name)), r.Results()
 		}
 		return a
 	}
@@ -289,8 +290,8 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew bool, intent
 		fencing = c.fenceTTL(lease).Milliseconds()
 	}
 	cl := m.acquireCall(prev+1, lease.Milliseconds(), seq, fencing, intent, tell, subscribed)
-	r := c.fanout(ctx, cl, vote.Acquire, (*vote.Ballot).Certain, &rollbackOf{m: m, seq: seq, prev: prev, lease: lease})
-	ok := r.ballot.Won() && validity(lease, since(start), dr) > 0
+	r := c.q.Fanout(ctx, cl, vote.Acquire, (*vote.Ballot).Certain, &quorum.Rollback{By: undoer{m}, Seq: seq, Prev: prev, Lease: lease})
+	ok := r.Ballot.Won() && validity(lease, since(start), dr) > 0
 	var token int64
 	var fenceErr error
 	if ok && fencing != 0 {
@@ -298,9 +299,9 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew bool, intent
 		ok = fenceErr == nil && validity(lease, since(start), dr) > 0
 	}
 	elapsed := since(start)
-	lostMeanwhile := ok && !m.grant(prev, prev+1, seq, token, lease, &r.late, start.Add(lease-dr), renew)
+	lostMeanwhile := ok && !m.grant(prev, prev+1, seq, token, lease, &r.Late, start.Add(lease-dr), renew)
 	ok = ok && !lostMeanwhile
-	undoErr := r.settle(!ok)
+	undoErr := r.Settle(!ok)
 	subs := -1
 	if tell {
 		subs = subscribers(r)
@@ -316,7 +317,7 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew bool, intent
 		switch {
 		case lostMeanwhile:
 			lost = m.lostError("the hold ended while this re-entrant acquisition was made")
-		case h != nil && r.ballot.Denied():
+		case h != nil && r.Ballot.Denied():
 			lost = h.gone("this re-entrant acquisition found it gone on a majority (forced, expired or taken)")
 		}
 		a = m.failedAttempt(ctx, r, lease, elapsed, subs, lost, fenceErr, undoErr)
@@ -333,15 +334,15 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew bool, intent
 // re-entered is lost; fenceErr and undoErr are the errors of its fencing
 // token's write-back and of its rollback.
 func (m *Mutex) failedAttempt(ctx context.Context, r *round, lease, elapsed time.Duration, subs int, lost, fenceErr, undoErr error) attempt {
-	a := attempt{freeIn: m.freeIn(r, lease), split: r.ballot.Yes > 0, held: r.ballot.No >= r.ballot.Need, subs: subs, took: elapsed}
-	a.blocked = make([]bool, len(r.nodes))
+	a := attempt{freeIn: m.freeIn(r, lease), split: r.Ballot.Yes > 0, held: r.Ballot.No >= r.Ballot.Need, subs: subs, took: elapsed}
+	a.blocked = make([]bool, len(r.Nodes))
 	if a.split {
-		a.free = make([]bool, len(r.nodes))
+		a.free = make([]bool, len(r.Nodes))
 	}
-	for i, sl := range r.nodes {
-		a.blocked[i] = sl.got && sl.vote == vote.No
+	for i, sl := range r.Nodes {
+		a.blocked[i] = sl.Got && sl.Vote == vote.No
 		if a.free != nil {
-			a.free[i] = sl.got && sl.vote == vote.Yes
+			a.free[i] = sl.Got && sl.Vote == vote.Yes
 		}
 	}
 	switch {
@@ -351,10 +352,10 @@ func (m *Mutex) failedAttempt(ctx context.Context, r *round, lease, elapsed time
 		a.err, a.ended = ctx.Err(), undoErr == nil
 	case fenceErr != nil:
 		a.err = fenceErr
-	case r.ballot.Won():
+	case r.Ballot.Won():
 		a.err = errorf("redlock: lock %s: acquired too late: %v elapsed of a %v lease", lockname.Quote(m.name), elapsed.Round(time.Microsecond), lease)
-	case !r.ballot.Denied():
-		a.err, a.nodes = r.noQuorum("lock "+lockname.Quote(m.name)), r.nodeResults()
+	case !r.Ballot.Denied():
+		a.err, a.nodes = noQuorum(r, "lock "+lockname.Quote(m.name)), r.Results()
 	}
 	if undoErr != nil {
 		a.err = joinRollback(lockname.Quote(m.name), a.err, undoErr)
@@ -362,23 +363,18 @@ func (m *Mutex) failedAttempt(ctx context.Context, r *round, lease, elapsed time
 	return a
 }
 
-// rollbackOf is how a round rolls back, on one node, m's acquisition with
-// sequence seq, that followed prev holds, with lease: it restores prev
-// there.
-type rollbackOf struct {
-	m     *Mutex
-	seq   int64
-	prev  int
-	lease time.Duration
-}
+// undoer is how a round rolls m's acquisition back on one node
+// (quorum.Undoer): it restores the holds that came before it there.
+type undoer struct{ m *Mutex }
 
-// call makes the call that rolls a node back.
-func (u *rollbackOf) call() call {
+// Undo makes the call that rolls a node back from the attempt seq, that
+// followed prev holds, with lease.
+func (u undoer) Undo(seq int64, prev int, lease time.Duration) call {
 	m := u.m
-	if u.prev == 0 {
-		m.c.waiters.RollingBack(m.queue(), m.field+"/"+strconv.FormatInt(u.seq, 10)) // as rollback.lua publishes it
+	if prev == 0 {
+		m.c.waiters.RollingBack(m.queue(), m.field+"/"+strconv.FormatInt(seq, 10)) // as rollback.lua publishes it
 	}
-	return m.rollbackCall(u.seq, u.prev, u.lease.Milliseconds())
+	return m.rollbackCall(seq, prev, lease.Milliseconds())
 }
 
 // joinRollback adds the rollback errors of a failed attempt to its error.
@@ -393,11 +389,11 @@ func joinRollback(name string, err, undoErr error) error {
 // node which said yes in r reported (-1: none did).
 func subscribers(r *round) int {
 	most := int64(-1)
-	for i, sl := range r.nodes {
-		if sl.vote != vote.Yes {
+	for i, sl := range r.Nodes {
+		if sl.Vote != vote.Yes {
 			continue
 		}
-		if a, err := script.ParseAcquire(r.reply(i)); err == nil {
+		if a, err := script.ParseAcquire(r.Reply(i)); err == nil {
 			most = max(most, a.Subs)
 		}
 	}
@@ -407,23 +403,23 @@ func subscribers(r *round) int {
 // freeIn is how long until a majority of nodes is free by the PTTLs seen in
 // r, the lease when that cannot be told (or a key has no expiry).
 func (m *Mutex) freeIn(r *round, lease time.Duration) time.Duration {
-	ttls := make([]time.Duration, 0, len(r.nodes))
-	for i, sl := range r.nodes {
-		if !sl.got {
+	ttls := make([]time.Duration, 0, len(r.Nodes))
+	for i, sl := range r.Nodes {
+		if !sl.Got {
 			continue
 		}
-		switch sl.vote {
+		switch sl.Vote {
 		case vote.Yes:
 			ttls = append(ttls, 0)
 		case vote.No:
-			if a, _ := script.ParseAcquire(r.reply(i)); a.N >= 0 {
+			if a, _ := script.ParseAcquire(r.Reply(i)); a.N >= 0 {
 				ttls = append(ttls, time.Duration(a.N)*time.Millisecond)
 			} else {
 				ttls = append(ttls, lease)
 			}
 		}
 	}
-	if d, ok := vote.QuorumTTL(ttls, len(r.nodes)); ok {
+	if d, ok := vote.QuorumTTL(ttls, len(r.Nodes)); ok {
 		return d
 	}
 	return lease
@@ -534,11 +530,11 @@ func (m *Mutex) release(ctx context.Context, note *releaseNote) error {
 		c.wd.drop(h)
 	}
 	seq := m.seq.Add(1)
-	r := c.fanout(ctx, h.releaseCall(target, seq, true), vote.Release, (*vote.Ballot).Certain, nil)
+	r := c.q.Fanout(ctx, h.releaseCall(target, seq, true), vote.Release, (*vote.Ballot).Certain, nil)
 	if target == 0 {
 		m.wakeReleased(seq)
 	}
-	out, lease, handOver := h.released(state, target, seq, releaseOutcomeOf(&r.ballot))
+	out, lease, handOver := h.released(state, target, seq, releaseOutcomeOf(&r.Ballot))
 	note.set(out, r)
 	switch out {
 	case observe.UnlockReleased, observe.UnlockLowered:
@@ -554,7 +550,7 @@ func (m *Mutex) release(ctx context.Context, note *releaseNote) error {
 		c.rel.add(h, dropped.Add(lease+c.opts.nodeTimeout))
 		op += " (the hold has ended; its release is retried in the background)"
 	}
-	return withCtx(ctx, r.noQuorum(op))
+	return withCtx(ctx, noQuorum(r, op))
 }
 
 // releaseOutcomeOf is what the nodes said to a release, by its ballot.
@@ -578,10 +574,10 @@ func releaseOutcomeOf(b *vote.Ballot) releaseOutcome {
 func (m *Mutex) confirmRelease(ctx context.Context, h *hold, note *releaseNote) error {
 	note.set(observe.UnlockReleased, nil)
 	if seq, unsure := h.unconfirmed(); unsure {
-		r := m.c.fanout(ctx, h.releaseCall(0, seq, true), vote.Released, (*vote.Ballot).Certain, nil)
-		if !r.ballot.Won() {
+		r := m.c.q.Fanout(ctx, h.releaseCall(0, seq, true), vote.Released, (*vote.Ballot).Certain, nil)
+		if !r.Ballot.Won() {
 			note.set(observe.UnlockNoQuorum, r)
-			return withCtx(ctx, r.noQuorum("unlock "+lockname.Quote(m.name)+" (a retry; the hold has ended and its release is retried in the background)"))
+			return withCtx(ctx, noQuorum(r, "unlock "+lockname.Quote(m.name)+" (a retry; the hold has ended and its release is retried in the background)"))
 		}
 		note.set(observe.UnlockReleased, r)
 		m.wakeLocal("")
@@ -613,23 +609,23 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 	owners, seen := m.holders(ctx)
 	r := seen
 	if len(owners) > 0 {
-		r = c.fanout(ctx, m.forceCall(msg, c.opts.lease.Milliseconds(), owners), vote.Force, (*vote.Ballot).Done, nil)
+		r = c.q.Fanout(ctx, m.forceCall(msg, c.opts.lease.Milliseconds(), owners), vote.Force, (*vote.Ballot).Done, nil)
 	}
 	m.wakeLocal("")
 	var err error
 	switch {
-	case len(owners) == 0 && !seen.ballot.Won():
-		err = withCtx(ctx, seen.noQuorum("force unlock "+lockname.Quote(m.name)))
+	case len(owners) == 0 && !seen.Ballot.Won():
+		err = withCtx(ctx, noQuorum(seen, "force unlock "+lockname.Quote(m.name)))
 	case len(owners) == 0:
-		r.ballot = vote.NewBallot(len(c.peers)) // nothing held anywhere: not forced
-		r.ballot.No = seen.ballot.Yes
-	case !r.ballot.Won() && !r.ballot.Denied():
-		err = withCtx(ctx, r.noQuorum("force unlock "+lockname.Quote(m.name)))
+		r.Ballot = vote.NewBallot(len(c.peers)) // nothing held anywhere: not forced
+		r.Ballot.No = seen.Ballot.Yes
+	case !r.Ballot.Won() && !r.Ballot.Denied():
+		err = withCtx(ctx, noQuorum(r, "force unlock "+lockname.Quote(m.name)))
 	}
 	if c.obs != nil {
-		c.forceDone(ctx, m, r, r.ballot.Won(), err, since(start))
+		c.forceDone(ctx, m, r, r.Ballot.Won(), err, since(start))
 	}
-	return r.ballot.Won(), err
+	return r.Ballot.Won(), err
 }
 
 // holders reads the owners of the lock on every node (holders.lua), for
@@ -653,7 +649,7 @@ func (m *Mutex) holders(ctx context.Context) (map[string]int64, *round) {
 		}
 		return vote.Yes
 	}
-	r := m.c.fanout(ctx, m.holdersCall(), classify, (*vote.Ballot).Done, nil)
+	r := m.c.q.Fanout(ctx, m.holdersCall(), classify, (*vote.Ballot).Done, nil)
 	mu.Lock()
 	defer mu.Unlock()
 	return maps.Clone(owners), r
@@ -671,14 +667,14 @@ func (m *Mutex) inspect(ctx context.Context, op string, pred func(script.State) 
 		return vote.Of(pred(s), err)
 	}
 	stop := func(b *vote.Ballot) bool { return b.Won() || b.Denied() || b.Done() }
-	r := m.c.fanout(ctx, m.inspectCall(), classify, stop, nil)
+	r := m.c.q.Fanout(ctx, m.inspectCall(), classify, stop, nil)
 	switch {
-	case r.ballot.Won():
+	case r.Ballot.Won():
 		return true, nil
-	case r.ballot.Denied():
+	case r.Ballot.Denied():
 		return false, nil
 	}
-	return false, withCtx(ctx, r.noQuorum(op+" "+lockname.Quote(m.name)))
+	return false, withCtx(ctx, noQuorum(r, op+" "+lockname.Quote(m.name)))
 }
 
 // IsLocked reports whether any owner holds the lock on a quorum of nodes.

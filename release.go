@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/redlock-go/redlock/internal/lockname"
 	"github.com/redlock-go/redlock/internal/node"
+	"github.com/redlock-go/redlock/internal/quorum"
 	"sync"
 	"time"
 
@@ -161,7 +162,7 @@ func (rl *releaser) send(ctx context.Context, es []*owedRelease) {
 	if len(calls) == 0 {
 		return
 	}
-	results := c.broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return calls })
+	results := c.q.Broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return calls })
 	for j, e := range sent {
 		e.tries++
 		released, nodeErrs := c.tallyRelease(results, j)
@@ -211,7 +212,7 @@ func (c *Client) releaseHolds(ctx context.Context, ms []*Mutex) *multierror.Erro
 	if len(calls) == 0 {
 		return nil
 	}
-	results := c.broadcast(ctx, c.closeTimeout(), func(int) []call { return calls })
+	results := c.q.Broadcast(ctx, c.closeTimeout(), func(int) []call { return calls })
 	var errs *multierror.Error
 	for j, h := range hs {
 		released, nodeErrs := c.tallyRelease(results, j)
@@ -236,11 +237,11 @@ func (c *Client) releaseHolds(ctx context.Context, ms []*Mutex) *multierror.Erro
 // another owner's), and gathers the errors of the others.
 func (c *Client) tallyRelease(results []batchResult, j int) (released int, nodeErrs *multierror.Error) {
 	for i, res := range results {
-		err := res.err
+		err := res.Err
 		if err == nil {
-			rerr := refused(res.replies[j])
+			rerr := quorum.Refused(res.Replies[j])
 			if rerr == nil {
-				_, rerr = script.ParseRelease(res.replies[j])
+				_, rerr = script.ParseRelease(res.Replies[j])
 			}
 			if rerr == nil {
 				released++

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"github.com/redlock-go/redlock/internal/node"
+	"github.com/redlock-go/redlock/internal/quorum"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -295,15 +296,15 @@ func (wd *watchdog) renew(ctx context.Context, hs []*hold) {
 	c.keepLabel()
 	start := now()
 	cl := wd.renewCall(hs)
-	res := c.broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return []call{cl} })
+	res := c.q.Broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return []call{cl} })
 	n := len(c.peers)
 	r := &renewal{Renewal: vote.NewRenewal(n, len(hs)), hs: hs}
 	for i, res := range res {
 		var partly []bool
-		if !res.counted && res.err == nil {
+		if !res.Counted && res.Err == nil {
 			partly = c.countedHolds(c.peers[i], hs)
 		}
-		r.Count(i, res.counted, partly)
+		r.Count(i, res.Counted, partly)
 		wd.tally(i, res, hs, func(k int, v int64) { r.Answer(i, k, v) })
 	}
 	wd.repair(ctx, r)
@@ -366,8 +367,8 @@ func (h *hold) renewArgs() []interface{} {
 // mark covers.
 func (wd *watchdog) repair(ctx context.Context, r *renewal) {
 	c := wd.c
-	late := &stragglers{offLane: true}
-	late.inflight.Store(1) // in flight from the moment a hold records it
+	late := &stragglers{OffLane: true}
+	late.Inflight.Store(1) // in flight from the moment a hold records it
 	fixes := make([][]int, len(c.peers))
 	calls := make([][]call, len(c.peers))
 	sent := 0
@@ -392,11 +393,11 @@ func (wd *watchdog) repair(ctx context.Context, r *renewal) {
 			sent++
 		}
 	}
-	late.inflight.Store(int32(sent))
+	late.Inflight.Store(int32(sent))
 	if sent == 0 {
 		return
 	}
-	second := c.broadcast(ctx, c.opts.nodeTimeout, func(i int) []call { return calls[i] })
+	second := c.q.Broadcast(ctx, c.opts.nodeTimeout, func(i int) []call { return calls[i] })
 	for i, res := range second {
 		if calls[i] == nil {
 			continue
@@ -411,9 +412,9 @@ func (wd *watchdog) repair(ctx context.Context, r *renewal) {
 			}
 		})
 		if mayLand(res) {
-			late.astray.Store(true) // it may still land: releases mark
+			late.Astray.Store(true) // it may still land: releases mark
 		}
-		late.inflight.Add(-1)
+		late.Inflight.Add(-1)
 	}
 }
 
@@ -425,18 +426,18 @@ func (wd *watchdog) repair(ctx context.Context, r *renewal) {
 // hold.repairing), as a renewal's repair.
 func (wd *watchdog) writeBack(ctx context.Context, h *hold, r *round) {
 	var rn *renewal
-	for i, sl := range r.nodes {
-		if !sl.got || sl.vote != vote.No {
+	for i, sl := range r.Nodes {
+		if !sl.Got || sl.Vote != vote.No {
 			continue
 		}
-		if a, err := script.ParseAcquire(r.reply(i)); err != nil || a.N != -2 {
+		if a, err := script.ParseAcquire(r.Reply(i)); err != nil || a.N != -2 {
 			continue
 		}
 		if rn == nil {
-			rn = &renewal{Renewal: vote.NewRenewal(len(r.nodes), 1), hs: []*hold{h}}
-			for j, sl := range r.nodes {
+			rn = &renewal{Renewal: vote.NewRenewal(len(r.Nodes), 1), hs: []*hold{h}}
+			for j, sl := range r.Nodes {
 				rn.Count(j, true, nil)
-				if sl.got && sl.vote == vote.Yes {
+				if sl.Got && sl.Vote == vote.Yes {
 					rn.Answer(j, 0, 1)
 				}
 			}
@@ -451,14 +452,14 @@ func (wd *watchdog) writeBack(ctx context.Context, h *hold, r *round) {
 // mayLand reports whether a call of res, or a part of one split by shard,
 // failed after it may have been written: it may still run on the node.
 func mayLand(res batchResult) bool {
-	if res.err != nil {
-		return !errors.Is(res.err, errNotSent)
+	if res.Err != nil {
+		return !errors.Is(res.Err, errNotSent)
 	}
 	mayRun := func(v interface{}) bool {
 		err := partFailure(v)
 		return err != nil && !errors.Is(err, errNotSent) && !errors.As(err, new(serverError))
 	}
-	for _, reply := range res.replies {
+	for _, reply := range res.Replies {
 		vs, _ := reply.([]interface{})
 		if mayRun(reply) || slices.ContainsFunc(vs, mayRun) {
 			return true
@@ -479,11 +480,11 @@ func (wd *watchdog) tally(i int, res batchResult, hs []*hold, f func(k int, v in
 	for _, h := range hs {
 		entries += h.m.locks()
 	}
-	err, failed := res.err, len(hs)
-	if err == nil && len(res.replies) == 1 {
+	err, failed := res.Err, len(hs)
+	if err == nil && len(res.Replies) == 1 {
 		var vs script.Answers
-		if err = refused(res.replies[0]); err == nil {
-			vs, err = script.ParseAnswers(res.replies[0], entries)
+		if err = quorum.Refused(res.Replies[0]); err == nil {
+			vs, err = script.ParseAnswers(res.Replies[0], entries)
 		}
 		if err == nil {
 			failed, err = tallyHolds(vs, hs, f)

@@ -218,7 +218,7 @@ func (rw *RWMutex) lockWrite(ctx context.Context, take func() (bool, error)) (bo
 func (rw *RWMutex) withdraw(ctx context.Context) {
 	c := rw.w.c
 	cl := []call{script.RWWithdrawCall(rw.intent, rw.w.field)}
-	c.broadcast(context.WithoutCancel(ctx), c.opts.nodeTimeout, func(int) []call { return cl })
+	c.q.Broadcast(context.WithoutCancel(ctx), c.opts.nodeTimeout, func(int) []call { return cl })
 }
 
 // Unlock releases one write hold, as Mutex.Unlock does: ErrNotHeld when

@@ -289,7 +289,7 @@ func (s *Semaphore) attempt(ctx context.Context, lease time.Duration, renew bool
 		s.scanDone(ctx, t, since(scanned))
 	}
 	if t.err != nil {
-		return nil, attempt{err: t.err, ended: t.ended, took: since(start), nodes: t.r.nodeResults()}
+		return nil, attempt{err: t.err, ended: t.ended, took: since(start), nodes: t.r.Results()}
 	}
 	var p *Permit
 	a := attempt{freeIn: -1}
@@ -470,9 +470,9 @@ func (s *Semaphore) scanSlots(ctx context.Context, intent string) *slotTally {
 	if intent != "" {
 		scan = script.SlotsCall(s.keys, intent, c.intentLease().Milliseconds())
 	}
-	t := newSlotTally(s, c.launch(scan, vote.Slots(s.permits), nil))
-	t.r.collect(ctx, t.certain)
-	t.certain(&t.r.ballot) // counts the nodes collect gave up on
+	t := newSlotTally(s, c.q.Launch(scan, vote.Slots(s.permits), nil))
+	t.r.Collect(ctx, t.certain)
+	t.certain(&t.r.Ballot) // counts the nodes collect gave up on
 	if len(t.Nodes) < t.s.c.quorum && t.Open() {
 		switch {
 		case ctx.Err() != nil:
@@ -490,7 +490,7 @@ func (s *Semaphore) scanSlots(ctx context.Context, intent string) *slotTally {
 // took took, to the Observer as an attempt that tried no slot: busy (every
 // node counted is No), or what kept it from a quorum.
 func (s *Semaphore) scanDone(ctx context.Context, t *slotTally, took time.Duration) {
-	nodes := t.r.nodeResults()
+	nodes := t.r.Results()
 	failed := 0
 	for i, n := range nodes {
 		switch n.Answer {
@@ -508,15 +508,15 @@ func (s *Semaphore) scanDone(ctx context.Context, t *slotTally, took time.Durati
 
 // newSlotTally counts the answers of r, a scan of s's slots.
 func newSlotTally(s *Semaphore, r *round) *slotTally {
-	n := len(r.nodes)
+	n := len(r.Nodes)
 	return &slotTally{Tally: slots.New(n, s.c.quorum, s.permits), s: s, r: r, seen: make([]bool, n)}
 }
 
 // certain counts the answers that came since it last ran, and reports
 // whether the scan is decided: the tally is certain, or all answered.
 func (t *slotTally) certain(b *vote.Ballot) bool {
-	for i := range t.r.nodes {
-		if sl := t.r.nodes[i]; sl.got && !t.seen[i] {
+	for i := range t.r.Nodes {
+		if sl := t.r.Nodes[i]; sl.Got && !t.seen[i] {
 			t.seen[i] = true
 			t.count(i, sl)
 		}
@@ -527,7 +527,7 @@ func (t *slotTally) certain(b *vote.Ballot) bool {
 // count counts node i, which collect counted as sl.
 func (t *slotTally) count(i int, sl slot) {
 	c, p := t.s.c, t.s.c.peers[i]
-	if sl.vote != vote.Yes {
+	if sl.Vote != vote.Yes {
 		t.Exclude()
 		return
 	}
@@ -536,18 +536,18 @@ func (t *slotTally) count(i int, sl slot) {
 		t.errs = appendError(t.errs, p.fail(qerr))
 		return
 	}
-	pttls, _ := script.ParseSlots(t.r.reply(i), t.s.permits) // a vote yes: it parsed
+	pttls, _ := script.ParseSlots(t.r.Reply(i), t.s.permits) // a vote yes: it parsed
 	t.Count(i, pttls)
 }
 
 // noQuorum is the ErrNoQuorum error of a scan that too few nodes answered
 // usefully.
 func (t *slotTally) noQuorum() error {
-	errs := t.r.nodeErrors()
+	errs := t.r.NodeErrors()
 	if t.errs != nil {
 		errs = appendError(errs, t.errs)
 	}
-	b := t.r.ballot
+	b := t.r.Ballot
 	return &quorumError{
 		op: "scan of semaphore " + lockname.Quote(t.s.name), yes: len(t.Nodes), unheard: b.N - b.Yes - b.No - b.Failed,
 		need: t.s.c.quorum, n: b.N, nodes: errs,

@@ -96,7 +96,7 @@ func (s *stall) note(c *Client, a attempt, failing []observe.NodeResult) []obser
 		case observe.AnswerFailed, observe.AnswerQuarantined:
 			s.failed[i] = n
 		case observe.AnswerUnheard:
-			switch why := c.peers[i].t.Unreachable(); {
+			switch why := c.peers[i].n.Unreachable(); {
 			case why != nil:
 				out = append(out, observe.NodeResult{Node: c.peers[i].name, Answer: observe.AnswerFailed, Err: c.peers[i].fail(fmt.Errorf("not waited for; not connected: %w", why))})
 				continue

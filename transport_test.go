@@ -59,7 +59,8 @@ func (rt *routeTable) Eval(_ context.Context, calls []Call, replies []Reply) {
 func overTransport(rt *routeTable) (*Client, *peer) {
 	c := &Client{opts: defaultOptions(), ctx: context.Background()}
 	c.useLease(time.Minute)
-	return c, makePeer(c, NewTransportNode("m", rt), 0)
+	p, _ := makePeer(c, NewTransportNode("m", rt), 0)
+	return c, p
 }
 
 // identifyOver sends a call of key through p: the layer reads the

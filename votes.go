@@ -95,7 +95,7 @@ func (c *Client) recheckVotes() {
 	}
 	var changes []change
 	c.votes.mu.Lock()
-	ns := make([]*node.Peer, len(c.peers))
+	ns := make([]nodeLayer, len(c.peers))
 	for i, p := range c.peers {
 		ns[i] = p.n
 	}

@@ -25,7 +25,7 @@ const minFenceTTL = 24 * time.Hour
 // longer, and counters of locks no longer used do not pile up.
 func (c *Client) fenceTTL(lease time.Duration) time.Duration {
 	const most = 10 * 365 * 24 * time.Hour
-	q := c.quarantinePeriod()
+	q := c.nodes.quarantinePeriod()
 	if q >= most || lease >= most {
 		return 2 * most
 	}

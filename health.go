@@ -61,7 +61,7 @@ func authFailure(err error) error {
 
 // authRefused reports whether err is a quorum error in which so many nodes
 // refused the client's credentials that no quorum can answer.
-func (c *Client) authRefused(err error) bool {
+func (s *nodeSet) authRefused(err error) bool {
 	var qe *quorumError
 	if !errors.As(err, &qe) || qe.nodes == nil {
 		return false
@@ -72,7 +72,7 @@ func (c *Client) authRefused(err error) bool {
 			refused++
 		}
 	}
-	return refused > len(c.peers)-c.quorum
+	return refused > len(s.peers)-s.quorum
 }
 
 // NodeStatus is one node's health, as Client.Status reads it.
@@ -112,15 +112,15 @@ func (c *Client) Status(ctx context.Context) ([]NodeStatus, error) {
 	if ctx == nil {
 		return nil, errNilContext()
 	}
-	if err := c.ensureOpen(); err != nil {
+	if err := c.life.open(); err != nil {
 		return nil, err
 	}
-	c.settle(ctx)
+	c.nodes.settle(ctx)
 	check := []call{script.PingCall()}
 	results := c.q.Broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return check })
-	out := make([]NodeStatus, len(c.peers))
+	out := make([]NodeStatus, len(c.nodes.peers))
 	for i, res := range results {
-		p := c.peers[i]
+		p := c.nodes.peers[i]
 		s := NodeStatus{Node: p.name, Addr: p.addr, Err: res.Err}
 		if res.Err == nil {
 			err := quorum.Refused(res.Replies[0])
@@ -133,10 +133,10 @@ func (c *Client) Status(ctx context.Context) ([]NodeStatus, error) {
 		}
 		if s.Err == nil {
 			s.Latency = res.Took
-			s.Quarantine = c.excluded(p, "")
+			s.Quarantine = c.nodes.excluded(p, "")
 			s.Counted = s.Quarantine == nil
 		}
-		if err := c.duplicated(p); err != nil {
+		if err := c.nodes.duplicated(p); err != nil {
 			// Its calls go through the node it duplicates: it is not asked,
 			// and does not count.
 			s.Err, s.Quarantine, s.Counted = nil, err, false
@@ -152,7 +152,7 @@ func (c *Client) Status(ctx context.Context) ([]NodeStatus, error) {
 		}
 		s.Version = proc.Version()
 		if s.Quarantine != nil && known {
-			if q := c.quarantinePeriod(); q > 0 && (s.Restarted || c.opts.youngNodes) {
+			if q := c.nodes.quarantinePeriod(); q > 0 && (s.Restarted || c.opts.youngNodes) {
 				s.QuarantinedUntil = proc.Since().Add(q)
 			}
 		}
@@ -165,9 +165,9 @@ func (c *Client) Status(ctx context.Context) ([]NodeStatus, error) {
 // (see node.Peer.Settle): a health check then says why a node that could
 // not be connected failed (a refused password, a TLS handshake with a
 // plain-text port), as a lock call would, not that it is still connecting.
-func (c *Client) settle(ctx context.Context) {
+func (s *nodeSet) settle(ctx context.Context) {
 	var wg sync.WaitGroup
-	for _, p := range c.peers {
+	for _, p := range s.peers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -191,7 +191,7 @@ func (c *Client) Ping(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := c.duplicates(); err != nil {
+	if err := c.nodes.duplicates(); err != nil {
 		return err
 	}
 	ok := 0
@@ -201,13 +201,13 @@ func (c *Client) Ping(ctx context.Context) error {
 		case s.Err != nil:
 			errs = appendError(errs, s.Err)
 		case !s.Counted:
-			errs = appendError(errs, c.peers[i].fail(s.Quarantine))
+			errs = appendError(errs, c.nodes.peers[i].fail(s.Quarantine))
 		default:
 			ok++
 		}
 	}
-	if ok >= c.quorum {
+	if ok >= c.nodes.quorum {
 		return nil
 	}
-	return withCtx(ctx, &quorumError{op: "ping", yes: ok, n: len(c.peers), need: c.quorum, nodes: errs})
+	return withCtx(ctx, &quorumError{op: "ping", yes: ok, n: len(c.nodes.peers), need: c.nodes.quorum, nodes: errs})
 }

@@ -62,7 +62,7 @@ func TestCloseOvertakingAStragglerMarksIt(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Close()
 	ctx := context.Background()
-	t2 := c.peers[2].n.(*node.Peer)
+	t2 := c.nodes.peers[2].n.(*node.Peer)
 	require.Eventually(t, func() bool { serving, _ := t2.Connections(); return serving == 2 }, 5*time.Second, time.Millisecond)
 	// Close's batch goes first to the pipe after the last one a batch
 	// used; the lock's calls go on their lane: make them differ.

@@ -33,9 +33,9 @@ func (c *Client) Inspect(ctx context.Context, name string) ([]NodeLock, error) {
 	}
 	read := []call{script.ViewCall(m.key)}
 	results := c.q.Broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return read })
-	out := make([]NodeLock, len(c.peers))
+	out := make([]NodeLock, len(c.nodes.peers))
 	for i, res := range results {
-		out[i] = viewOf(c.peers[i], m.key, res)
+		out[i] = viewOf(c.nodes.peers[i], m.key, res)
 	}
 	return out, nil
 }
@@ -133,7 +133,7 @@ func (c *Client) InspectAll(ctx context.Context, name string, permits int) ([]No
 	if c == nil {
 		return nil, invalid("a nil Client")
 	}
-	if err := c.usable(ctx, bad); err != nil {
+	if err := c.life.usable(ctx, bad); err != nil {
 		return nil, err
 	}
 	sem := c.opts.prefix + "{" + name + "}:sem:"
@@ -149,10 +149,10 @@ func (c *Client) InspectAll(ctx context.Context, name string, permits int) ([]No
 	}
 	read := []call{script.SurveyCall(keys)}
 	results := c.q.Broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return read })
-	out := make([]NodeLocks, len(c.peers))
+	out := make([]NodeLocks, len(c.nodes.peers))
 	var owners []string
 	for i, res := range results {
-		out[i] = surveyOf(c.peers[i], keys, res)
+		out[i] = surveyOf(c.nodes.peers[i], keys, res)
 		owners = append(owners, out[i].owners()...)
 	}
 	for i, labels := range c.ownerLabels(ctx, owners) {

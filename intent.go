@@ -104,7 +104,7 @@ func (w *waitIntents) add(value string, k intentKeys) *liveIntent {
 	case wake <- struct{}{}:
 	default:
 	}
-	w.loop.Start(w.c.goRun, w.keep)
+	w.loop.Start(w.c.life.goRun, w.keep)
 	return li
 }
 
@@ -139,14 +139,14 @@ func (w *waitIntents) keep() {
 			select {
 			case <-w.wake:
 				continue
-			case <-c.ctx.Done():
+			case <-c.life.ctx.Done():
 				return
 			}
 		}
 		t := timer.Start(every)
 		select {
 		case <-t.C:
-		case <-c.ctx.Done():
+		case <-c.life.ctx.Done():
 			timer.Stop(t)
 			return
 		}
@@ -159,7 +159,7 @@ func (w *waitIntents) keep() {
 		for i, li := range ls {
 			cl[i] = script.RefreshCall(li.at.keys, li.value, lease.Milliseconds())
 		}
-		c.q.Broadcast(c.ctx, c.opts.nodeTimeout, func(int) []call { return cl })
+		c.q.Broadcast(c.life.ctx, c.opts.nodeTimeout, func(int) []call { return cl })
 	}
 }
 
@@ -192,7 +192,7 @@ func withdrawCall(intent string, won bool, k intentKeys) call {
 // keep younger waiters out there until it expired. Where it fails, the
 // intents expire by themselves.
 func (c *Client) withdraw(ctx context.Context, li *liveIntent, won bool) {
-	if c.ensureOpen() != nil {
+	if c.life.open() != nil {
 		return // Close withdraws it (withdrawAll)
 	}
 	defer c.intents.remove(li)

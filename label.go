@@ -42,12 +42,12 @@ func (c *Client) keepLabel() {
 	if !c.labels.busy.CompareAndSwap(false, true) {
 		return
 	}
-	started := c.goRun(func() {
+	started := c.life.goRun(func() {
 		defer c.labels.busy.Store(false)
 		start := since(c.leases.base)
 		cl := []call{script.LabelCall(c.labelKey(c.id), c.opts.label, labelKeep.Milliseconds())}
 		next := start + labelKeep/2
-		res := c.q.Broadcast(c.ctx, c.opts.nodeTimeout, func(int) []call { return cl })
+		res := c.q.Broadcast(c.life.ctx, c.opts.nodeTimeout, func(int) []call { return cl })
 		stored := false
 		for _, r := range res {
 			stored = stored || r.Err == nil
@@ -78,7 +78,7 @@ func (c *Client) ownerLabels(ctx context.Context, owners []string) []map[string]
 		}
 		byID[id] = append(byID[id], o)
 	}
-	out := make([]map[string]string, len(c.peers))
+	out := make([]map[string]string, len(c.nodes.peers))
 	if len(ids) == 0 {
 		return out
 	}

@@ -30,6 +30,7 @@ func leaseKeep(l time.Duration) time.Duration { return max(10*time.Minute, 4*l) 
 // leaseShare is what this client published of its leases, and what it
 // learned of the others'.
 type leaseShare struct {
+	used      atomic.Int64 // the longest lease this client used, ns
 	mu        sync.Mutex   // serializes publishing
 	published atomic.Int64 // the longest lease published on a quorum, ns
 	due       atomic.Int64 // when it must be published again, ns since base
@@ -52,13 +53,13 @@ func (c *Client) leasesKey() string { return c.opts.prefix + "leases" }
 // when fewer than a quorum of nodes stored the lease, nil otherwise.
 func (c *Client) shareLease(ctx context.Context) *round {
 	s := &c.leases
-	l := c.maxLease.Load()
+	l := c.leases.used.Load()
 	if l <= s.published.Load() && int64(since(s.base)) < s.due.Load() {
 		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	l = c.maxLease.Load()
+	l = c.leases.used.Load()
 	if l <= s.published.Load() && int64(since(s.base)) < s.due.Load() {
 		return nil // another acquisition published it meanwhile
 	}
@@ -111,16 +112,27 @@ func (c *Client) learnLease(d time.Duration) {
 // known before the restarted node's quarantine ends. One read at a time.
 func (c *Client) rereadLeases() {
 	s := &c.leases
-	if !c.made.Load() || !s.rereading.CompareAndSwap(false, true) {
+	if !c.nodes.made.Load() || !s.rereading.CompareAndSwap(false, true) {
 		return
 	}
-	if !c.goAdd(1) {
+	if !c.life.goAdd(1) {
 		s.rereading.Store(false)
 		return
 	}
 	go func() {
-		defer c.bg.Done()
+		defer c.life.bg.Done()
 		defer s.rereading.Store(false)
-		c.exchangeLeases(c.ctx, time.Duration(c.maxLease.Load()), (*vote.Ballot).Done)
+		c.exchangeLeases(c.life.ctx, time.Duration(c.leases.used.Load()), (*vote.Ballot).Done)
 	}()
+}
+
+// use records a lease in use by this Client, for the default quarantine
+// period.
+func (s *leaseShare) use(d time.Duration) {
+	for {
+		cur := s.used.Load()
+		if int64(d) <= cur || s.used.CompareAndSwap(cur, int64(d)) {
+			return
+		}
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+
 	"github.com/redlock-go/redlock/internal/node"
 	"github.com/redlock-go/redlock/internal/nodeurl"
 	"github.com/redlock-go/redlock/internal/quorum"
@@ -87,6 +88,23 @@ type peer struct {
 	dup atomic.Pointer[duplicate] // the node this one duplicates, nil when none (votes.go)
 }
 
+// nodeSet is the Client's nodes, the one owner of what is known of them:
+// their connections (each node's peer), which of them vote (one vote per
+// server process, votes.go), restart quarantine (restart.go), and the
+// pub/sub subscriptions of the waiters. It is the quorum's Members
+// (quorum.go).
+type nodeSet struct {
+	peers  []*peer     // one per node, in the order given
+	quorum int         // how many nodes make a majority
+	made   atomic.Bool // newClient made every peer: work started by a node's events may read peers
+	votes  votes       // which node each server process votes through (votes.go)
+
+	opts   *options    // the Client's
+	leases *leaseShare // the longest lease in use: the default quarantine period
+	rep    *reporter   // where changes of the nodes are reported
+	life   *lifetime   // the Client's
+}
+
 // nodeLayer is what the root reaches of a node's per-node layer
 // (*node.Peer): everything but sending a call, which only the Client's
 // quorum does (internal/quorum).
@@ -121,66 +139,9 @@ func partFailure(v any) error { return node.PartFailure(v) }
 // this process: it cannot have changed anything on the node.
 var errNotSent = ErrNotSent
 
-// nodeErrors are the Client's errors, as the per-node layer returns and
-// recognises them.
-var nodeErrors = node.Errors{
-	Closed:     ErrClosed,
-	Invalid:    ErrInvalid,
-	NotSent:    ErrNotSent,
-	Redirected: ErrRedirected,
-	Refusal: func(err error) (string, bool) {
-		var re ReplyError
-		if errors.As(err, &re) {
-			return string(re), true
-		}
-		return "", false
-	},
-	Auth: authFailure,
-}
-
 // notSent wraps err as the error of a request that was not sent: err's
 // message, and errors.Is errNotSent.
 func notSent(err error) error { return nodeErrors.Unsent(err) }
-
-// makePeer makes the per-node layer to n, the i-th node of c, without
-// starting it, and returns it with its sending side, which goes to the
-// Client's quorum.
-func makePeer(c *Client, n *Node, i int) (*peer, quorum.Transport) {
-	p := &peer{Node: n}
-	cfg := node.Config{
-		Name:        n.name,
-		Addr:        n.addr,
-		Dial:        n.dial,
-		Conns:       c.opts.conns,
-		NodeTimeout: c.opts.nodeTimeout,
-		Setup:       c.setupTimeout(),
-		Silence:     3 * (c.opts.lease / 3), // three watchdog periods: three pings
-		Heartbeat:   c.opts.prefix + "heartbeat",
-		Quarantine:  c.opts.quarantine != 0,
-		Logger:      c.opts.logger,
-		Errors:      nodeErrors,
-		Hooks: node.Hooks{
-			Ctx:   c.ctx,
-			Go:    c.goRun,
-			Now:   func() time.Time { return now() },
-			Heard: func(channel string, payload []byte) { c.waiters.Heard(i, channel, payload) },
-			Reconnected: func(channels []string) {
-				c.pubsubReconnected(i, len(channels))
-				c.waiters.Reconnected(i, channels)
-			},
-			Reached:    func(err error) { c.nodeReached(p, err) },
-			Identified: c.recheckVotes,
-			Replaced:   c.rereadLeases,
-			Learned:    func(key string) { c.recheckQuarantine(p, key) },
-		},
-	}
-	if n.tr != nil {
-		cfg.Transport = adapt(n.tr)
-	}
-	np := node.New(cfg)
-	p.n = np
-	return p, np
-}
 
 // fail wraps err as this node's error. A network timeout matches
 // context.DeadlineExceeded whichever deadline fired first.
@@ -192,29 +153,29 @@ func (p *peer) fail(err error) *NodeError {
 // subscribe adds a waiter of channel on every node and waits until the
 // subscription is active on a quorum of them (or a node timeout passed):
 // every release publishes on a quorum, and two quorums share a node.
-func (c *Client) subscribe(ctx context.Context, channel string) {
-	ok := make(chan bool, len(c.peers))
-	for _, p := range c.peers {
+func (s *nodeSet) subscribe(ctx context.Context, channel string) {
+	ok := make(chan bool, len(s.peers))
+	for _, p := range s.peers {
 		p.n.Subscribe(channel, ok)
 	}
-	t := time.NewTimer(c.opts.nodeTimeout)
+	t := time.NewTimer(s.opts.nodeTimeout)
 	defer t.Stop()
-	for got := 0; got < c.quorum; got++ {
+	for got := 0; got < s.quorum; got++ {
 		select {
 		case <-ok:
 		case <-t.C:
 			return
 		case <-ctx.Done():
 			return
-		case <-c.done:
+		case <-s.life.done:
 			return
 		}
 	}
 }
 
 // unsubscribe removes a waiter of channel on every node.
-func (c *Client) unsubscribe(channel string) {
-	for _, p := range c.peers {
+func (s *nodeSet) unsubscribe(channel string) {
+	for _, p := range s.peers {
 		p.n.Unsubscribe(channel)
 	}
 }

@@ -85,7 +85,7 @@ func TestLateReplyNeverReachesAnotherCaller(t *testing.T) {
 	c, err := Dial(cl.URLs(), WithNodeTimeout(200*time.Millisecond), WithQuarantine(0), WithConnections(2))
 	require.NoError(t, err)
 	defer c.Close()
-	p := c.peers[0]
+	p := c.nodes.peers[0]
 	waitConnected(t, p)
 	// Every reply on the connection that carries held-key's read waits
 	// 300ms: past the 200ms deadline of its caller and of the callers
@@ -145,7 +145,7 @@ func TestBrokenConnectionFailsItsRequestsAtOnce(t *testing.T) {
 	c, err := Dial(cl.URLs(), WithQuarantine(0))
 	require.NoError(t, err)
 	defer c.Close()
-	p := c.peers[0]
+	p := c.nodes.peers[0]
 	waitConnected(t, p)
 	require.NoError(t, cl.Pause(0))
 	done := make(chan error, 1)

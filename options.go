@@ -255,3 +255,17 @@ func buildOptions(opts []Option) (options, error) {
 	}
 	return o, o.validate()
 }
+
+// closeTimeout bounds the releases Close sends for holds still held.
+func (o *options) closeTimeout() time.Duration { return 4 * o.nodeTimeout }
+
+// setupTimeout bounds dialling a connection and setting it up: long enough
+// for a node whose round trip is close to the node timeout (a dial, AUTH,
+// and one pipelined round trip of INFO and SCRIPT LOAD), and apart from any
+// command's budget.
+func (o *options) setupTimeout() time.Duration {
+	if o.setupSet {
+		return o.setup
+	}
+	return max(2*time.Second, 8*o.nodeTimeout)
+}

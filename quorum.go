@@ -10,7 +10,8 @@ import (
 // Every call that reaches more than one node goes through internal/quorum,
 // which alone holds the nodes' transports (see Client.q): the round, the
 // broadcast, the early decision, the rollback of an acquisition. This file
-// is the root's side of it: the Client's nodes as the quorum counts them.
+// is the root's side of it: the Client's nodes (nodeSet) as the quorum
+// counts them.
 
 // internal/quorum's words, as the algorithm uses them.
 type (
@@ -20,29 +21,32 @@ type (
 	batchResult = quorum.Result
 )
 
-// members is the Client's nodes as internal/quorum counts them: one vote
-// per server process (votes.go), restart quarantine (restart.go) reported
-// to the Observer as it is checked, and the nodes' errors.
-type members struct{ c *Client }
+var _ quorum.Members = (*nodeSet)(nil)
 
-var _ quorum.Members = members{}
+// Name is node i's name (quorum.Members).
+func (s *nodeSet) Name(i int) string { return s.peers[i].name }
 
-func (s members) Name(i int) string { return s.c.peers[i].name }
+// Fail is err as node i's error (quorum.Members).
+func (s *nodeSet) Fail(i int, err error) error { return s.peers[i].fail(err) }
 
-func (s members) Fail(i int, err error) error { return s.c.peers[i].fail(err) }
+// Duplicated says why node i does not vote (quorum.Members; votes.go).
+func (s *nodeSet) Duplicated(i int) error { return s.duplicated(s.peers[i]) }
 
-func (s members) Duplicated(i int) error { return s.c.duplicated(s.c.peers[i]) }
-
-func (s members) Quarantined(i int, key string) error {
-	p := s.c.peers[i]
-	qerr := s.c.quarantined(p, key)
-	if s.c.obs != nil {
-		s.c.checkQuarantine(p, key, qerr)
+// Quarantined says why node i's answers for key do not count toward an
+// acquisition (quorum.Members; restart.go), and reports a change of it to
+// the Observer.
+func (s *nodeSet) Quarantined(i int, key string) error {
+	p := s.peers[i]
+	qerr := s.quarantined(p, key)
+	if s.rep.obs != nil {
+		s.checkQuarantine(p, key, qerr)
 	}
 	return qerr
 }
 
-func (s members) Counted(i int, calls []call) bool { return s.c.countedFor(s.c.peers[i], calls) }
+// Counted reports whether node i's answers to calls count toward quorums
+// (quorum.Members).
+func (s *nodeSet) Counted(i int, calls []call) bool { return s.countedFor(s.peers[i], calls) }
 
 // noQuorum is the ErrNoQuorum error of round r for op.
 func noQuorum(r *round, op string) error {
@@ -54,14 +58,14 @@ func noQuorum(r *round, op string) error {
 // quorums: the node duplicates no other (votes.go) and no server that
 // serves their keys is in restart quarantine. For a node over a Transport whose answers do
 // not all count, countedHolds says which holds' do.
-func (c *Client) countedFor(p *peer, calls []call) bool {
-	if c.duplicated(p) != nil {
+func (s *nodeSet) countedFor(p *peer, calls []call) bool {
+	if s.duplicated(p) != nil {
 		return false
 	}
 	if _, routed := p.n.Slot(""); !routed || len(calls) == 0 {
-		qerr := c.quarantined(p, "")
-		if c.obs != nil {
-			c.checkQuarantine(p, "", qerr)
+		qerr := s.quarantined(p, "")
+		if s.rep.obs != nil {
+			s.checkQuarantine(p, "", qerr)
 		}
 		return qerr == nil
 	}
@@ -73,9 +77,9 @@ func (c *Client) countedFor(p *peer, calls []call) bool {
 				continue
 			}
 			seen = append(seen, proc)
-			qerr := c.quarantined(p, key)
-			if c.obs != nil {
-				c.checkQuarantine(p, key, qerr)
+			qerr := s.quarantined(p, key)
+			if s.rep.obs != nil {
+				s.checkQuarantine(p, key, qerr)
 			}
 			if qerr != nil {
 				return false
@@ -93,7 +97,7 @@ func (c *Client) countedFor(p *peer, calls []call) bool {
 // server, whose answers countedFor judges as a whole. It is asked only of
 // a node countedFor did not count, once per batch: each server is judged
 // once, and each hold costs a route.
-func (c *Client) countedHolds(p *peer, hs []*hold) []bool {
+func (s *nodeSet) countedHolds(p *peer, hs []*hold) []bool {
 	if _, routed := p.n.Slot(""); !routed {
 		return nil
 	}
@@ -104,7 +108,7 @@ func (c *Client) countedHolds(p *peer, hs []*hold) []bool {
 		proc := p.n.Process(key)
 		ok, seen := judged[proc]
 		if !seen {
-			ok = c.excluded(p, key) == nil
+			ok = s.excluded(p, key) == nil
 			judged[proc] = ok
 		}
 		out[k] = ok

@@ -96,7 +96,7 @@ func (m *Mutex) ensureUsable(ctx context.Context) error {
 	if bad == nil && m.names == nil {
 		bad = checkName("lock", m.name)
 	}
-	return m.c.usable(ctx, bad)
+	return m.c.life.usable(ctx, bad)
 }
 
 // Lock waits until this owner holds the lock, or ctx is done. The hold is
@@ -154,7 +154,7 @@ func (m *Mutex) acquire(ctx context.Context, maxWait, lease time.Duration) (bool
 	if err := checkLease(lease, m.c.opts.driftFactor); err != nil {
 		return false, err
 	}
-	if m.c.obs != nil {
+	if m.c.rep.obs != nil {
 		return m.acquireObserved(ctx, maxWait, lease)
 	}
 	return m.acquireWith(ctx, maxWait, lease, nil)
@@ -178,14 +178,14 @@ func (m *Mutex) acquireWith(ctx context.Context, maxWait, lease time.Duration, w
 		if lately && (a.ok || a.split) {
 			m.c.waiters.TookTurn(m.channel, max(a.subs+1, 0)) // this Client was not subscribed
 		}
-		if a.again && undecided(a) && maxWait != 0 && !m.c.authRefused(a.err) {
+		if a.again && undecided(a) && maxWait != 0 && !m.c.nodes.authRefused(a.err) {
 			return m.reenter(ctx, maxWait, lease, renew, a)
 		}
-		if a.ok || a.again || maxWait == 0 || m.c.authRefused(a.err) {
+		if a.ok || a.again || maxWait == 0 || m.c.nodes.authRefused(a.err) {
 			return a.ok, a.err
 		}
 	}
-	w.waits(ctx, m.c, m.opOf(maxWait), m.name)
+	w.waits(ctx, m.c.rep, m.opOf(maxWait), m.name)
 	return m.await(ctx, maxWait, lease, renew, a)
 }
 
@@ -220,7 +220,7 @@ func (m *Mutex) reenter(ctx context.Context, maxWait, lease time.Duration, renew
 		case <-expired:
 			timer.Stop(t)
 			return false, a.err
-		case <-m.c.done:
+		case <-m.c.life.done:
 			timer.Stop(t)
 			return false, ErrClosed
 		}
@@ -228,7 +228,7 @@ func (m *Mutex) reenter(ctx context.Context, maxWait, lease time.Duration, renew
 			return false, m.lostError("the hold ended while this re-entrant acquisition waited for a quorum")
 		}
 		next := m.try(ctx, lease, renew, "", false, false)
-		if next.ok || !next.again || !undecided(next) || m.c.authRefused(next.err) {
+		if next.ok || !next.again || !undecided(next) || m.c.nodes.authRefused(next.err) {
 			return next.ok, next.err
 		}
 		a = next
@@ -258,7 +258,7 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew bool, intent
 	if err := ctx.Err(); err != nil {
 		return attempt{err: err, ended: true}
 	}
-	if err := m.c.ensureOpen(); err != nil {
+	if err := m.c.life.open(); err != nil {
 		return attempt{err: err}
 	}
 	m.op.Lock()
@@ -271,7 +271,7 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew bool, intent
 	}
 	seq := m.seq.Add(1)
 	dr := drift(lease, c.opts.driftFactor)
-	c.useLease(lease)
+	c.leases.use(lease)
 	if r := c.shareLease(ctx); r != nil {
 		a := attempt{took: since(r.Start)}
 		if ctx.Err() != nil {
@@ -323,8 +323,8 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew bool, intent
 		a = m.failedAttempt(ctx, r, lease, elapsed, subs, lost, fenceErr, undoErr)
 		a.again = h != nil // a re-entrant attempt never waits
 	}
-	if c.obs != nil {
-		c.attemptDone(ctx, m, r, a, since(start))
+	if c.rep.obs != nil {
+		c.rep.attemptDone(ctx, m.name, r, a, since(start))
 	}
 	return a
 }
@@ -500,10 +500,10 @@ func (m *Mutex) unlock(ctx context.Context, op observe.Op) error {
 	}
 	m.op.Lock()
 	defer m.op.Unlock()
-	if err := m.c.ensureOpen(); err != nil {
+	if err := m.c.life.open(); err != nil {
 		return err // Close released the hold while this call waited for it
 	}
-	if m.c.obs != nil {
+	if m.c.rep.obs != nil {
 		return m.unlockObserved(ctx, op)
 	}
 	return m.release(ctx, nil)
@@ -601,8 +601,8 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 	}
 	c := m.c
 	var start time.Time
-	if c.obs != nil {
-		ctx = c.obs.OpStarted(ctx, observe.OpStart{Op: observe.OpForceUnlock, Lock: m.name})
+	if c.rep.obs != nil {
+		ctx = c.rep.obs.OpStarted(ctx, observe.OpStart{Op: observe.OpForceUnlock, Lock: m.name})
 		start = now()
 	}
 	msg := "force:" + m.field + "/" + strconv.FormatInt(m.seq.Add(1), 10)
@@ -617,13 +617,13 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 	case len(owners) == 0 && !seen.Ballot.Won():
 		err = withCtx(ctx, noQuorum(seen, "force unlock "+lockname.Quote(m.name)))
 	case len(owners) == 0:
-		r.Ballot = vote.NewBallot(len(c.peers)) // nothing held anywhere: not forced
+		r.Ballot = vote.NewBallot(len(c.nodes.peers)) // nothing held anywhere: not forced
 		r.Ballot.No = seen.Ballot.Yes
 	case !r.Ballot.Won() && !r.Ballot.Denied():
 		err = withCtx(ctx, noQuorum(r, "force unlock "+lockname.Quote(m.name)))
 	}
-	if c.obs != nil {
-		c.forceDone(ctx, m, r, r.Ballot.Won(), err, since(start))
+	if c.rep.obs != nil {
+		c.rep.forceDone(ctx, m.name, r, r.Ballot.Won(), err, since(start))
 	}
 	return r.Ballot.Won(), err
 }
@@ -716,4 +716,51 @@ func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
 	}
 	count, _, _ := m.holding()
 	return count, nil
+}
+
+// opOf is the call of m's acquisition that waits at most maxWait: RLock
+// and TryRLock for a reader.
+func (m *Mutex) opOf(maxWait time.Duration) observe.Op {
+	switch {
+	case m.shared && maxWait >= 0:
+		return observe.OpTryRLock
+	case m.shared:
+		return observe.OpRLock
+	case maxWait >= 0:
+		return observe.OpTryLock
+	}
+	return observe.OpLock
+}
+
+// acquireObserved is acquire with events: OpStarted, then AcquireDone.
+func (m *Mutex) acquireObserved(ctx context.Context, maxWait, lease time.Duration) (bool, error) {
+	c := m.c
+	e := observe.OpStart{Op: m.opOf(maxWait), Lock: m.name, Lease: lease, Wait: maxWait}
+	ctx = c.rep.obs.OpStarted(ctx, e)
+	start := now()
+	reentrant := m.holds()
+	var w watching
+	ok, err := m.acquireWith(ctx, maxWait, lease, &w)
+	done := observe.Acquire{Op: e.Op, Lock: m.name, Outcome: acquireOutcome(ctx, ok, err), Took: since(start), Queued: !w.from.IsZero(), Reentrant: reentrant, Err: err}
+	if done.Queued {
+		done.Waited = since(w.from)
+	}
+	c.rep.obs.AcquireDone(ctx, done)
+	return ok, err
+}
+
+// unlockObserved is the release of Unlock (or of a Permit's Release: op
+// says which) with events. m.op must be held.
+func (m *Mutex) unlockObserved(ctx context.Context, op observe.Op) error {
+	c := m.c
+	ctx = c.rep.obs.OpStarted(ctx, observe.OpStart{Op: op, Lock: m.name})
+	start := now()
+	var note releaseNote
+	err := m.release(ctx, &note)
+	e := observe.Release{Lock: m.name, Outcome: note.outcome, Took: since(start), Err: err}
+	if r := note.r; r != nil {
+		e.Yes, e.No, e.Failed, e.Nodes = r.Ballot.Yes, r.Ballot.No, r.Ballot.Failed, r.Results()
+	}
+	c.rep.obs.ReleaseDone(ctx, e)
+	return err
 }

@@ -68,7 +68,7 @@ func (rl *releaser) add(h *hold, until time.Time) {
 	case rl.wake <- struct{}{}:
 	default:
 	}
-	rl.loop.Start(rl.c.goRun, rl.run)
+	rl.loop.Start(rl.c.life.goRun, rl.run)
 }
 
 // run sends the releases owed, an interval after each was added and every
@@ -79,14 +79,14 @@ func (rl *releaser) run() {
 		if rl.pending() == 0 {
 			select {
 			case <-rl.wake:
-			case <-c.ctx.Done():
+			case <-c.life.ctx.Done():
 				return
 			}
 		}
 		t := timer.Start(rl.every + timer.Jitter(rl.every/4))
 		select {
 		case <-t.C:
-		case <-c.ctx.Done():
+		case <-c.life.ctx.Done():
 			timer.Stop(t)
 			return
 		}
@@ -94,7 +94,7 @@ func (rl *releaser) run() {
 		es := rl.take(false)
 		for len(es) > 0 {
 			n := min(len(es), renewBatch)
-			rl.send(c.ctx, es[:n])
+			rl.send(c.life.ctx, es[:n])
 			es = es[n:]
 		}
 	}
@@ -168,7 +168,7 @@ func (rl *releaser) send(ctx context.Context, es []*owedRelease) {
 		released, nodeErrs := c.tallyRelease(results, j)
 		m := e.h.m
 		switch {
-		case released >= c.quorum:
+		case released >= c.nodes.quorum:
 			rl.forget(e)
 			e.h.free()
 			m.wakeLocal("")
@@ -212,18 +212,18 @@ func (c *Client) releaseHolds(ctx context.Context, ms []*Mutex) *multierror.Erro
 	if len(calls) == 0 {
 		return nil
 	}
-	results := c.q.Broadcast(ctx, c.closeTimeout(), func(int) []call { return calls })
+	results := c.q.Broadcast(ctx, c.opts.closeTimeout(), func(int) []call { return calls })
 	var errs *multierror.Error
 	for j, h := range hs {
 		released, nodeErrs := c.tallyRelease(results, j)
 		h.closed()
-		if released < c.quorum {
+		if released < c.nodes.quorum {
 			errs = appendError(errs, c.releaseError("release "+lockname.Quote(h.m.name)+" on close", released, nodeErrs))
 		}
 	}
 	for k, e := range owed {
 		released, nodeErrs := c.tallyRelease(results, len(hs)+k)
-		if released < c.quorum {
+		if released < c.nodes.quorum {
 			errs = appendError(errs, c.releaseError("release "+lockname.Quote(e.h.m.name)+" on close (its Unlock reached no quorum)", released, nodeErrs))
 			continue
 		}
@@ -247,7 +247,7 @@ func (c *Client) tallyRelease(results []batchResult, j int) (released int, nodeE
 				released++
 				continue
 			}
-			err = c.peers[i].fail(fmt.Errorf("release: %w", rerr))
+			err = c.nodes.peers[i].fail(fmt.Errorf("release: %w", rerr))
 		}
 		nodeErrs = appendError(nodeErrs, err)
 	}
@@ -257,5 +257,5 @@ func (c *Client) tallyRelease(results []batchResult, j int) (released int, nodeE
 // releaseError is the ErrNoQuorum error of a release, op, that released
 // nodes confirmed.
 func (c *Client) releaseError(op string, released int, nodeErrs *multierror.Error) error {
-	return &quorumError{op: op, yes: released, need: c.quorum, n: len(c.peers), nodes: nodeErrs}
+	return &quorumError{op: op, yes: released, need: c.nodes.quorum, n: len(c.nodes.peers), nodes: nodeErrs}
 }

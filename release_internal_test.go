@@ -17,7 +17,7 @@ import (
 func TestUnitReleaseTallyPerCall(t *testing.T) {
 	dead := errors.New("connection refused")
 	res := batchResult{Replies: []interface{}{int64(1), partFailed{Err: dead}}}
-	c := &Client{peers: []*peer{{Node: &Node{name: "m"}}}}
+	c := &Client{nodes: &nodeSet{peers: []*peer{{Node: &Node{name: "m"}}}}}
 	released, errs := c.tallyRelease([]batchResult{res}, 0)
 	assert.Equal(t, 1, released)
 	assert.Nil(t, errs)

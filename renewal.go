@@ -3,12 +3,14 @@ package redlock
 import (
 	"context"
 	"errors"
-	"github.com/redlock-go/redlock/internal/node"
-	"github.com/redlock-go/redlock/internal/quorum"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/redlock-go/redlock/internal/node"
+	"github.com/redlock-go/redlock/internal/quorum"
+	"github.com/redlock-go/redlock/observe"
 
 	"github.com/redlock-go/redlock/internal/fifo"
 	"github.com/redlock-go/redlock/internal/script"
@@ -101,7 +103,7 @@ func newWatchdog(c *Client) *watchdog {
 		wake:     make(chan struct{}, 1),
 		slots:    make(chan struct{}, chunksInFlight),
 		freed:    make(chan struct{}, 1),
-		nodeWarn: make([]atomic.Int64, len(c.peers)),
+		nodeWarn: make([]atomic.Int64, len(c.nodes.peers)),
 	}
 }
 
@@ -153,7 +155,7 @@ func (wd *watchdog) drop(h *hold) {
 }
 
 // start starts the loop if it is not running.
-func (wd *watchdog) start() { wd.loop.Start(wd.c.goRun, wd.run) }
+func (wd *watchdog) start() { wd.loop.Start(wd.c.life.goRun, wd.run) }
 
 // stop waits for the loop to exit; Close cancels the client's context first.
 func (wd *watchdog) stop() { wd.loop.Wait() }
@@ -167,19 +169,19 @@ func (wd *watchdog) run() {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		next, ok := wd.dispatch(c.ctx)
+		next, ok := wd.dispatch(c.life.ctx)
 		wait := time.Hour
 		if ok {
 			wait = max(next-wd.clock(), 0)
 		}
 		timer.Reset(wait)
 		select {
-		case <-c.ctx.Done():
+		case <-c.life.ctx.Done():
 			return
 		case <-wd.wake:
 		case <-timer.C:
 		case <-ping.C:
-			for _, p := range c.peers {
+			for _, p := range c.nodes.peers {
 				p.n.Ping()
 			}
 		}
@@ -206,11 +208,11 @@ func (wd *watchdog) dispatch(ctx context.Context) (next time.Duration, ok bool) 
 			}
 		}
 		wd.slots <- struct{}{}
-		if !wd.c.goAdd(1) {
+		if !wd.c.life.goAdd(1) {
 			return 0, false
 		}
 		go func() {
-			defer wd.c.bg.Done()
+			defer wd.c.life.bg.Done()
 			defer func() {
 				<-wd.slots
 				select {
@@ -297,12 +299,12 @@ func (wd *watchdog) renew(ctx context.Context, hs []*hold) {
 	start := now()
 	cl := wd.renewCall(hs)
 	res := c.q.Broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return []call{cl} })
-	n := len(c.peers)
+	n := len(c.nodes.peers)
 	r := &renewal{Renewal: vote.NewRenewal(n, len(hs)), hs: hs}
 	for i, res := range res {
 		var partly []bool
 		if !res.Counted && res.Err == nil {
-			partly = c.countedHolds(c.peers[i], hs)
+			partly = c.nodes.countedHolds(c.nodes.peers[i], hs)
 		}
 		r.Count(i, res.Counted, partly)
 		wd.tally(i, res, hs, func(k int, v int64) { r.Answer(i, k, v) })
@@ -311,7 +313,7 @@ func (wd *watchdog) renew(ctx context.Context, hs []*hold) {
 	until := start.Add(c.opts.lease - c.drift)
 	renewed, taken := 0, 0
 	for k, h := range hs {
-		switch h.renewed(until, renewTally{yes: r.Yes(k), gone: r.Gone(k), nodes: n, quorum: c.quorum}) {
+		switch h.renewed(until, renewTally{yes: r.Yes(k), gone: r.Gone(k), nodes: n, quorum: c.nodes.quorum}) {
 		case renewExtended:
 			renewed++
 		case renewTaken:
@@ -319,8 +321,8 @@ func (wd *watchdog) renew(ctx context.Context, hs []*hold) {
 		}
 	}
 	wd.stats.renewed.Add(int64(renewed))
-	if c.obs != nil {
-		c.renewalDone(r, res, renewed, taken, start)
+	if c.rep.obs != nil {
+		wd.renewalDone(r, res, renewed, taken, start)
 	}
 }
 
@@ -369,13 +371,13 @@ func (wd *watchdog) repair(ctx context.Context, r *renewal) {
 	c := wd.c
 	late := &stragglers{OffLane: true}
 	late.Inflight.Store(1) // in flight from the moment a hold records it
-	fixes := make([][]int, len(c.peers))
-	calls := make([][]call, len(c.peers))
+	fixes := make([][]int, len(c.nodes.peers))
+	calls := make([][]call, len(c.nodes.peers))
 	sent := 0
-	for i := range c.peers {
+	for i := range c.nodes.peers {
 		var entries []script.RepairEntry
 		for k, h := range r.hs {
-			if !r.Absent(i, k) || !r.Repairable(k, c.quorum) {
+			if !r.Absent(i, k) || !r.Repairable(k, c.nodes.quorum) {
 				continue
 			}
 			count, seq, ok := h.repairing(late)
@@ -498,7 +500,7 @@ func (wd *watchdog) tally(i int, res batchResult, hs []*hold, f func(k int, v in
 	if last != 0 && at-time.Duration(last) < wd.period || !wd.nodeWarn[i].CompareAndSwap(last, int64(at)) {
 		return
 	}
-	wd.c.opts.logger.Warn("redlock: renewal failed on a node", "node", wd.c.peers[i].name, "holds", len(hs), "failed", failed, "err", err)
+	wd.c.opts.logger.Warn("redlock: renewal failed on a node", "node", wd.c.nodes.peers[i].name, "holds", len(hs), "failed", failed, "err", err)
 }
 
 // tallyHolds reduces the entries vs, one per lock of each hold of hs in
@@ -554,12 +556,8 @@ type WatchdogStats struct {
 	MaxLag  time.Duration // the longest a renewal waited past its due time
 }
 
-// WatchdogStats returns the watchdog's totals. Late above zero means the
-// client could not keep up with its holds for a while (the log says when):
-// a hold is lost when its renewal is about two periods (2/3 of the lease)
-// late.
-func (c *Client) WatchdogStats() WatchdogStats {
-	wd := c.wd
+// totals is what WatchdogStats returns.
+func (wd *watchdog) totals() WatchdogStats {
 	wd.mu.Lock()
 	live := wd.live
 	wd.mu.Unlock()
@@ -578,4 +576,22 @@ type renewEntry struct {
 	h   *hold
 	gen uint32
 	due time.Duration
+}
+
+// renewalDone reports a renewal round of the watchdog, which started at
+// start and had res as the nodes' answers to its renewal call.
+func (wd *watchdog) renewalDone(r *renewal, res []batchResult, renewed, taken int, start time.Time) {
+	c := wd.c
+	nodes := make([]observe.NodeResult, len(res))
+	for i, b := range res {
+		nodes[i] = observe.NodeResult{Node: c.nodes.peers[i].name, Answer: observe.AnswerYes, Err: b.Err}
+		switch {
+		case b.Err != nil:
+			nodes[i].Answer = observe.AnswerFailed
+		case !b.Counted:
+			nodes[i].Answer = observe.AnswerQuarantined
+			nodes[i].Err = c.nodes.peers[i].fail(c.nodes.excluded(c.nodes.peers[i], r.hs[0].m.key))
+		}
+	}
+	c.rep.obs.RenewalDone(observe.Renewal{Took: since(start), Holds: len(r.hs), Renewed: renewed, Taken: taken, Nodes: nodes})
 }

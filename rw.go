@@ -57,10 +57,8 @@ type RWMutex struct {
 	own    string // what a reader's own hash is named after its owner field
 }
 
-// NewRWMutex returns a new owner of the read-write lock called name.
-// Every call of an RWMutex with a name a Mutex would refuse returns an
-// error wrapping ErrInvalid.
-func (c *Client) NewRWMutex(name string) *RWMutex {
+// newRWMutex makes what Client.NewRWMutex returns.
+func newRWMutex(c *Client, name string) *RWMutex {
 	if c == nil || checkName("lock", name) != nil {
 		bad := &Mutex{c: c, name: name} // every call says why (ensureUsable)
 		return &RWMutex{name: name, w: bad, r: bad}

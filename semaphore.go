@@ -94,20 +94,8 @@ type slotUse struct {
 	m     *Mutex // the owner of its latest win there, until released
 }
 
-// NewSemaphore returns the semaphore called name with permits permits:
-// from 1 to MaxPermits. A name follows a lock's rules (1 to MaxNameLength
-// bytes, not beginning with '}'), and its slots' keys together must fit
-// in 1 MiB (about permits × (len(name)+20) bytes). Bad arguments make
-// every call return an error wrapping ErrInvalid.
-//
-// The number of permits is each client's own: at any moment at most as
-// many owners hold permits as the largest number among the clients using
-// the name. A client with more permits may take the slots above another's
-// at once. A client with fewer never takes a slot at or above its number:
-// when every client lowers it, holders of those slots keep their permits
-// until they release or lose them, and the bound falls to the new number
-// as they do.
-func (c *Client) NewSemaphore(name string, permits int) *Semaphore {
+// newSemaphore makes what Client.NewSemaphore returns.
+func newSemaphore(c *Client, name string, permits int) *Semaphore {
 	s := &Semaphore{c: c, name: name, permits: permits}
 	if c == nil {
 		return s // unusable: every call says why (ensureUsable)
@@ -166,7 +154,7 @@ func (s *Semaphore) ensureUsable(ctx context.Context) error {
 	if s == nil || s.c == nil {
 		return invalid("a nil Semaphore, or one not made by Client.NewSemaphore")
 	}
-	return s.c.usable(ctx, s.bad)
+	return s.c.life.usable(ctx, s.bad)
 }
 
 // Acquire waits until it holds a permit, or ctx is done. With lease 0 the
@@ -212,7 +200,7 @@ func (s *Semaphore) acquire(ctx context.Context, maxWait, lease time.Duration) (
 	if err := checkLease(lease, s.c.opts.driftFactor); err != nil {
 		return nil, err
 	}
-	if s.c.obs != nil {
+	if s.c.rep.obs != nil {
 		return s.acquireObserved(ctx, maxWait, lease)
 	}
 	return s.acquireWith(ctx, maxWait, lease, nil)
@@ -236,11 +224,11 @@ func (s *Semaphore) acquireWith(ctx context.Context, maxWait, lease time.Duratio
 		switch {
 		case a.err != nil && ctx.Err() != nil:
 			return nil, waitEnded(ctx, "semaphore", s.name, a)
-		case maxWait == 0 || s.c.authRefused(a.err):
+		case maxWait == 0 || s.c.nodes.authRefused(a.err):
 			return nil, a.err
 		}
 	}
-	w.waits(ctx, s.c, semaphoreOp(maxWait), s.name)
+	w.waits(ctx, s.c.rep, semaphoreOp(maxWait), s.name)
 	return s.await(ctx, maxWait, lease, renew, a)
 }
 
@@ -285,7 +273,7 @@ func (s *Semaphore) attempt(ctx context.Context, lease time.Duration, renew bool
 	}
 	scanned := now()
 	t := s.scanSlots(ctx, intent)
-	if s.c.obs != nil && len(t.Free) == 0 {
+	if s.c.rep.obs != nil && len(t.Free) == 0 {
 		s.scanDone(ctx, t, since(scanned))
 	}
 	if t.err != nil {
@@ -473,11 +461,11 @@ func (s *Semaphore) scanSlots(ctx context.Context, intent string) *slotTally {
 	t := newSlotTally(s, c.q.Launch(scan, vote.Slots(s.permits), nil))
 	t.r.Collect(ctx, t.certain)
 	t.certain(&t.r.Ballot) // counts the nodes collect gave up on
-	if len(t.Nodes) < t.s.c.quorum && t.Open() {
+	if len(t.Nodes) < t.s.c.nodes.quorum && t.Open() {
 		switch {
 		case ctx.Err() != nil:
 			t.err, t.ended = ctx.Err(), true
-		case c.ensureOpen() != nil:
+		case c.life.open() != nil:
 			t.err = ErrClosed
 		default:
 			t.err = t.noQuorum()
@@ -500,7 +488,7 @@ func (s *Semaphore) scanDone(ctx context.Context, t *slotTally, took time.Durati
 			failed++
 		}
 	}
-	s.c.obs.AttemptDone(ctx, observe.Attempt{
+	s.c.rep.obs.AttemptDone(ctx, observe.Attempt{
 		Lock: s.name, Outcome: acquireOutcome(ctx, false, t.err), Took: took,
 		No: len(t.Nodes), Failed: failed, Nodes: nodes, Err: t.err,
 	})
@@ -509,7 +497,7 @@ func (s *Semaphore) scanDone(ctx context.Context, t *slotTally, took time.Durati
 // newSlotTally counts the answers of r, a scan of s's slots.
 func newSlotTally(s *Semaphore, r *round) *slotTally {
 	n := len(r.Nodes)
-	return &slotTally{Tally: slots.New(n, s.c.quorum, s.permits), s: s, r: r, seen: make([]bool, n)}
+	return &slotTally{Tally: slots.New(n, s.c.nodes.quorum, s.permits), s: s, r: r, seen: make([]bool, n)}
 }
 
 // certain counts the answers that came since it last ran, and reports
@@ -526,12 +514,12 @@ func (t *slotTally) certain(b *vote.Ballot) bool {
 
 // count counts node i, which collect counted as sl.
 func (t *slotTally) count(i int, sl slot) {
-	c, p := t.s.c, t.s.c.peers[i]
+	c, p := t.s.c, t.s.c.nodes.peers[i]
 	if sl.Vote != vote.Yes {
 		t.Exclude()
 		return
 	}
-	if qerr := c.quarantined(p, t.s.scan.Key()); qerr != nil {
+	if qerr := c.nodes.quarantined(p, t.s.scan.Key()); qerr != nil {
 		t.Exclude()
 		t.errs = appendError(t.errs, p.fail(qerr))
 		return
@@ -550,7 +538,7 @@ func (t *slotTally) noQuorum() error {
 	b := t.r.Ballot
 	return &quorumError{
 		op: "scan of semaphore " + lockname.Quote(t.s.name), yes: len(t.Nodes), unheard: b.N - b.Yes - b.No - b.Failed,
-		need: t.s.c.quorum, n: b.N, nodes: errs,
+		need: t.s.c.nodes.quorum, n: b.N, nodes: errs,
 	}
 }
 
@@ -612,4 +600,30 @@ func (p *Permit) Until() time.Time {
 		return time.Time{}
 	}
 	return p.m.Until()
+}
+
+// semaphoreOp is the call of a Semaphore's acquisition that waits at most
+// maxWait.
+func semaphoreOp(maxWait time.Duration) observe.Op {
+	if maxWait >= 0 {
+		return observe.OpTryAcquire
+	}
+	return observe.OpAcquire
+}
+
+// acquireObserved is a Semaphore's acquire with events: OpStarted, then
+// AcquireDone. lease is as the caller gave it (0: the watchdog's).
+func (s *Semaphore) acquireObserved(ctx context.Context, maxWait, lease time.Duration) (*Permit, error) {
+	c := s.c
+	e := observe.OpStart{Op: semaphoreOp(maxWait), Lock: s.name, Lease: lease, Wait: maxWait}
+	ctx = c.rep.obs.OpStarted(ctx, e)
+	start := now()
+	var w watching
+	p, err := s.acquireWith(ctx, maxWait, lease, &w)
+	done := observe.Acquire{Op: e.Op, Lock: s.name, Outcome: acquireOutcome(ctx, p != nil, err), Took: since(start), Queued: !w.from.IsZero(), Err: err}
+	if done.Queued {
+		done.Waited = since(w.from)
+	}
+	c.rep.obs.AcquireDone(ctx, done)
+	return p, err
 }

@@ -139,10 +139,10 @@ func unitScan(t *testing.T, tt unitScanCase, lease time.Duration) {
 	assert.Equal(t, tt.decided, counted, "answers counted before the scan was decided")
 	if tt.noQuorum {
 		require.ErrorIs(t, tally.noQuorum(), ErrNoQuorum)
-		assert.Less(t, len(tally.Nodes), c.quorum)
+		assert.Less(t, len(tally.Nodes), c.nodes.quorum)
 		return
 	}
-	assert.GreaterOrEqual(t, len(tally.Nodes), c.quorum)
+	assert.GreaterOrEqual(t, len(tally.Nodes), c.nodes.quorum)
 	assert.ElementsMatch(t, tt.free, tally.Free)
 	if len(tt.free) == 0 {
 		assert.Equal(t, tt.soonest, tally.Soonest(lease))

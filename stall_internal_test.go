@@ -35,10 +35,10 @@ func TestUnitStallWarnsOnceAMinute(t *testing.T) {
 
 	var log bytes.Buffer
 	obs := &stallEvents{}
-	c := &Client{opts: defaultOptions(), quorum: 2, obs: obs}
+	c := &Client{opts: defaultOptions(), nodes: &nodeSet{quorum: 2}, rep: &reporter{obs: obs}}
 	c.opts.logger = slog.New(slog.NewTextHandler(&log, nil))
 	for _, name := range []string{"a", "b", "c"} {
-		c.peers = append(c.peers, &peer{Node: &Node{name: name}})
+		c.nodes.peers = append(c.nodes.peers, &peer{Node: &Node{name: name}})
 	}
 	down := func(names ...string) attempt {
 		var errs []*NodeError

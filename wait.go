@@ -89,7 +89,7 @@ func (c *Client) await(ctx context.Context, maxWait time.Duration, a attempt, k 
 // waiters queue, hear the others' too; stop undoes it.
 func (c *Client) listen(ctx context.Context, chs []string) (stop func()) {
 	for _, ch := range chs {
-		c.subscribe(ctx, ch)
+		c.nodes.subscribe(ctx, ch)
 	}
 	for _, ch := range chs[1:] {
 		c.waiters.Link(ch, chs[0])
@@ -99,7 +99,7 @@ func (c *Client) listen(ctx context.Context, chs []string) (stop func()) {
 			c.waiters.Unlink(ch, chs[0])
 		}
 		for _, ch := range chs {
-			c.unsubscribe(ch)
+			c.nodes.unsubscribe(ch)
 		}
 	}
 }
@@ -129,7 +129,7 @@ func (c *Client) waitTurns(ctx context.Context, k *contender, w *wait.Waiter, ex
 			return false, waitEnded(ctx, k.what, k.name, a)
 		case <-expired:
 			return false, a.err
-		case <-c.done:
+		case <-c.life.done:
 			return false, ErrClosed
 		}
 		c.waiters.Trying(k.queue) // news that came before this attempt is answered by it
@@ -141,7 +141,7 @@ func (c *Client) waitTurns(ctx context.Context, k *contender, w *wait.Waiter, ex
 			return false, next.err // re-entrant: this owner held it meanwhile (same owner, another goroutine)
 		case errors.Is(next.err, ErrClosed):
 			return false, ErrClosed
-		case c.authRefused(next.err):
+		case c.nodes.authRefused(next.err):
 			return false, next.err // a configuration error: waiting will not mend it
 		}
 		if !next.ended || a.err == nil {

@@ -23,9 +23,8 @@ const minFenceTTL = 24 * time.Hour
 // long as node clocks differ by less than the quarantine (docs/safety.md),
 // so the TTL only has to outlast the quarantine and the lease; it is far
 // longer, and counters of locks no longer used do not pile up.
-func (c *Client) fenceTTL(lease time.Duration) time.Duration {
+func fenceTTL(q, lease time.Duration) time.Duration {
 	const most = 10 * 365 * 24 * time.Hour
-	q := c.nodes.quarantinePeriod()
 	if q >= most || lease >= most {
 		return 2 * most
 	}
@@ -58,7 +57,7 @@ func (m *Mutex) fenceToken(ctx context.Context, r *round) (int64, error) {
 			token = a.N
 		}
 	}
-	ttl := m.c.fenceTTL(m.c.opts.lease).Milliseconds()
+	ttl := fenceTTL(m.c.nodes.quarantinePeriod(), m.c.opts.lease).Milliseconds()
 	for range fenceRounds {
 		token++
 		var seen int64

@@ -54,8 +54,8 @@ import (
 // slots.lua's ARGV[2], rw_write.lua's ARGV[6]): four node timeouts, one
 // second by default. The keeper refreshes it every third of that while
 // its waiter waits; it outlives a waiter that died by that much at most.
-func (c *Client) intentLease() time.Duration {
-	return max(4*c.opts.nodeTimeout, time.Millisecond)
+func (o *options) intentLease() time.Duration {
+	return max(4*o.nodeTimeout, time.Millisecond)
 }
 
 // intentOf is the intent of a waiter called waiter (an owner field) whose
@@ -131,7 +131,7 @@ func (w *waitIntents) list() []*liveIntent {
 // round trip per node, each bounded by the node timeout; until Close.
 func (w *waitIntents) keep() {
 	c := w.c
-	lease := c.intentLease()
+	lease := c.opts.intentLease()
 	every := lease / 3
 	for {
 		ls := w.list()
@@ -165,13 +165,13 @@ func (w *waitIntents) keep() {
 
 // withdrawAll withdraws the intents of every wait under way, for Close,
 // within ctx.
-func (c *Client) withdrawAll(ctx context.Context) {
+func (w *waitIntents) withdrawAll(ctx context.Context) {
 	var cl []call
-	for _, li := range c.intents.list() {
+	for _, li := range w.list() {
 		cl = append(cl, withdrawCall(li.value, false, li.at))
 	}
 	if len(cl) > 0 {
-		c.q.Broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return cl })
+		w.c.q.Broadcast(ctx, w.c.opts.nodeTimeout, func(int) []call { return cl })
 	}
 }
 
@@ -191,17 +191,17 @@ func withdrawCall(intent string, won bool, k intentKeys) call {
 // round may have left the intent on a node that refused it, which would
 // keep younger waiters out there until it expired. Where it fails, the
 // intents expire by themselves.
-func (c *Client) withdraw(ctx context.Context, li *liveIntent, won bool) {
-	if c.life.open() != nil {
+func (w *waitIntents) withdraw(ctx context.Context, li *liveIntent, won bool) {
+	if w.c.life.open() != nil {
 		return // Close withdraws it (withdrawAll)
 	}
-	defer c.intents.remove(li)
+	defer w.remove(li)
 	cl := []call{withdrawCall(li.value, won, li.at)}
 	if !won {
-		c.q.Broadcast(context.WithoutCancel(ctx), c.opts.nodeTimeout, func(int) []call { return cl })
+		w.c.q.Broadcast(context.WithoutCancel(ctx), w.c.opts.nodeTimeout, func(int) []call { return cl })
 		return
 	}
-	c.q.Post(cl)
+	w.c.q.Post(cl)
 }
 
 // leavesIntent reports whether m's waiters leave intents: a MultiMutex's

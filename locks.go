@@ -89,7 +89,7 @@ func (m *Mutex) acquireCall(count int, leaseMs, seq, fencing int64, intent strin
 	}
 	return script.AcquireCall(m.keys(), script.Acquisition{
 		Field: m.field, Count: count, LeaseMs: leaseMs, Seq: seq, FenceTTL: fencing,
-		Intent: intent, IntentMs: m.c.intentLease().Milliseconds(), Tell: tell, Subscribed: subscribed,
+		Intent: intent, IntentMs: m.c.opts.intentLease().Milliseconds(), Tell: tell, Subscribed: subscribed,
 	})
 }
 

@@ -19,7 +19,11 @@ func newMultiMutex(c *Client, names ...string) *Mutex {
 	sorted := slices.Clone(names)
 	slices.Sort(sorted)
 	m := &Mutex{c: c, name: strings.Join(sorted, ","), names: sorted}
-	if err := c.checkNames(sorted); err != nil || c == nil {
+	if err := checkNames(sorted); err != nil || c == nil {
+		m.bad = err
+		return m
+	}
+	if err := c.nodes.oneSlot(sorted, func(name string) string { return c.base(name) + "lock" }); err != nil {
 		m.bad = err
 		return m
 	}
@@ -34,7 +38,7 @@ func newMultiMutex(c *Client, names ...string) *Mutex {
 
 // checkNames says what is wrong with the sorted names of a MultiMutex, nil
 // when nothing is.
-func (c *Client) checkNames(sorted []string) error {
+func checkNames(sorted []string) error {
 	switch {
 	case len(sorted) == 0:
 		return invalid("NewMultiMutex: no names")
@@ -49,21 +53,18 @@ func (c *Client) checkNames(sorted []string) error {
 			return invalid("NewMultiMutex: lock name %s given twice", lockname.Quote(name))
 		}
 	}
-	if c == nil {
-		return nil
-	}
-	return c.checkOneSlot(sorted)
+	return nil
 }
 
-// checkOneSlot refuses names whose keys a quorum member that is a Redis
+// oneSlot refuses names whose keys (key(name)) a quorum member that is a Redis
 // Cluster serves in different hash slots.
-func (c *Client) checkOneSlot(names []string) error {
-	for _, p := range c.nodes.peers {
+func (s *nodeSet) oneSlot(names []string, key func(name string) string) error {
+	for _, p := range s.peers {
 		if _, routed := p.n.Slot(""); !routed {
 			continue
 		}
 		slot := func(name string) int {
-			s, _ := p.n.Slot(c.base(name) + "lock")
+			s, _ := p.n.Slot(key(name))
 			return s
 		}
 		first := slot(names[0])

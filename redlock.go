@@ -80,6 +80,7 @@ type Client struct {
 
 	holds   holdRegistry  // the owners that hold a lock, for Close (hold.go)
 	waiters *wait.Waiters // the waits for each lock, and what they heard (internal/wait)
+	waits   *waiting      // how an acquisition waits (wait.go)
 
 	wd  *watchdog
 	rel *releaser // the releases Unlock could not confirm
@@ -168,12 +169,17 @@ func newClient(nodes []*Node, o options) (*Client, error) {
 	c.waiters = wait.New(c.id, len(nodes), o.nodeTimeout)
 	c.leases.used.Store(int64(o.lease))
 	c.leases.base = now()
+	c.labels.base = c.leases.base
+	c.labels.id = c.id
 	c.nodes.peers = make([]*peer, len(nodes))
 	ts := make([]quorum.Transport, len(nodes))
 	for i, n := range nodes {
 		c.nodes.peers[i], ts[i] = makePeer(c, n, i)
 	}
 	c.q = quorum.New(quorum.Config{Timeout: o.nodeTimeout, Errors: &nodeErrors, Now: func() time.Time { return now() }, Logger: o.logger}, c.nodes, ts)
+	c.leases.q, c.leases.life, c.leases.opts, c.leases.made = c.q, c.life, &c.opts, &c.nodes.made
+	c.labels.q, c.labels.life, c.labels.opts = c.q, c.life, &c.opts
+	c.waits = &waiting{waiters: c.waiters, nodes: c.nodes, intents: &c.intents, life: c.life, rep: c.rep, opts: &c.opts}
 	for _, p := range c.nodes.peers {
 		p.n.Start()
 	}
@@ -218,8 +224,8 @@ func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
 		c.life.close()
 		ctx, cancel := context.WithTimeout(context.Background(), c.opts.closeTimeout())
-		errs := c.releaseHolds(ctx, c.holds.list())
-		c.withdrawAll(ctx)
+		errs := c.rel.releaseAll(ctx, c.holds.list())
+		c.intents.withdrawAll(ctx)
 		cancel()
 
 		c.life.cancel()
@@ -345,7 +351,7 @@ func makePeer(c *Client, n *Node, i int) (*peer, quorum.Transport) {
 			},
 			Reached:    func(err error) { c.rep.nodeReached(p, err) },
 			Identified: c.nodes.recheckVotes,
-			Replaced:   c.rereadLeases,
+			Replaced:   c.leases.reread,
 			Learned:    func(key string) { c.nodes.recheckQuarantine(p, key) },
 		},
 	}

@@ -272,7 +272,7 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew bool, intent
 	seq := m.seq.Add(1)
 	dr := drift(lease, c.opts.driftFactor)
 	c.leases.use(lease)
-	if r := c.shareLease(ctx); r != nil {
+	if r := c.leases.share(ctx); r != nil {
 		a := attempt{took: since(r.Start)}
 		if ctx.Err() != nil {
 			a.err, a.ended = ctx.Err(), true
@@ -281,13 +281,13 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew bool, intent
 		}
 		return a
 	}
-	c.keepLabel()
+	c.labels.keep()
 	// The attempt starts after the publication: its validity, and how
 	// long an attempt takes (which paces the waiters), are the acquisition's.
 	start := now()
 	var fencing int64
 	if c.opts.fencing && prev == 0 && !m.shared {
-		fencing = c.fenceTTL(lease).Milliseconds()
+		fencing = fenceTTL(c.nodes.quarantinePeriod(), lease).Milliseconds()
 	}
 	cl := m.acquireCall(prev+1, lease.Milliseconds(), seq, fencing, intent, tell, subscribed)
 	r := c.q.Fanout(ctx, cl, vote.Acquire, (*vote.Ballot).Certain, &quorum.Rollback{By: undoer{m}, Seq: seq, Prev: prev, Lease: lease})
@@ -448,7 +448,7 @@ func (m *Mutex) await(ctx context.Context, maxWait, lease time.Duration, renew b
 		}
 		return next
 	}
-	return c.await(ctx, maxWait, a, &k)
+	return c.waits.await(ctx, maxWait, a, &k)
 }
 
 // queue is the name of the Client's queue where m's waiters wait: the

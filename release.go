@@ -3,11 +3,12 @@ package redlock
 import (
 	"context"
 	"fmt"
+	"sync"
+	"time"
+
 	"github.com/redlock-go/redlock/internal/lockname"
 	"github.com/redlock-go/redlock/internal/node"
 	"github.com/redlock-go/redlock/internal/quorum"
-	"sync"
-	"time"
 
 	"github.com/hashicorp/go-multierror"
 
@@ -165,7 +166,7 @@ func (rl *releaser) send(ctx context.Context, es []*owedRelease) {
 	results := c.q.Broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return calls })
 	for j, e := range sent {
 		e.tries++
-		released, nodeErrs := c.tallyRelease(results, j)
+		released, nodeErrs := tallyRelease(c.nodes, results, j)
 		m := e.h.m
 		switch {
 		case released >= c.nodes.quorum:
@@ -182,11 +183,12 @@ func (rl *releaser) send(ctx context.Context, es []*owedRelease) {
 	}
 }
 
-// releaseHolds releases every hold of ms in one pipelined round trip per
+// releaseAll releases every hold of ms in one pipelined round trip per
 // node (Close), so a thousand holds cost a few round trips, not a thousand
 // fan-outs, together with the releases that Unlock could not confirm (see
 // releaser). It returns an error per release that too few nodes confirmed.
-func (c *Client) releaseHolds(ctx context.Context, ms []*Mutex) *multierror.Error {
+func (rl *releaser) releaseAll(ctx context.Context, ms []*Mutex) *multierror.Error {
+	c := rl.c
 	var hs []*hold
 	var calls []call
 	for _, m := range ms {
@@ -203,7 +205,7 @@ func (c *Client) releaseHolds(ctx context.Context, ms []*Mutex) *multierror.Erro
 	// After every m.op: an Unlock that failed meanwhile has handed its
 	// release to the releaser.
 	var owed []*owedRelease
-	for _, e := range c.rel.take(true) {
+	for _, e := range rl.take(true) {
 		if cl, ok := e.call(); ok {
 			owed = append(owed, e)
 			calls = append(calls, cl)
@@ -215,16 +217,16 @@ func (c *Client) releaseHolds(ctx context.Context, ms []*Mutex) *multierror.Erro
 	results := c.q.Broadcast(ctx, c.opts.closeTimeout(), func(int) []call { return calls })
 	var errs *multierror.Error
 	for j, h := range hs {
-		released, nodeErrs := c.tallyRelease(results, j)
+		released, nodeErrs := tallyRelease(c.nodes, results, j)
 		h.closed()
 		if released < c.nodes.quorum {
-			errs = appendError(errs, c.releaseError("release "+lockname.Quote(h.m.name)+" on close", released, nodeErrs))
+			errs = appendError(errs, releaseError(c.nodes, "release "+lockname.Quote(h.m.name)+" on close", released, nodeErrs))
 		}
 	}
 	for k, e := range owed {
-		released, nodeErrs := c.tallyRelease(results, len(hs)+k)
+		released, nodeErrs := tallyRelease(c.nodes, results, len(hs)+k)
 		if released < c.nodes.quorum {
-			errs = appendError(errs, c.releaseError("release "+lockname.Quote(e.h.m.name)+" on close (its Unlock reached no quorum)", released, nodeErrs))
+			errs = appendError(errs, releaseError(c.nodes, "release "+lockname.Quote(e.h.m.name)+" on close (its Unlock reached no quorum)", released, nodeErrs))
 			continue
 		}
 		e.h.free()
@@ -235,7 +237,7 @@ func (c *Client) releaseHolds(ctx context.Context, ms []*Mutex) *multierror.Erro
 // tallyRelease counts the nodes where release j of a broadcast left
 // nothing of its hold (any integer answer: released, already gone, or
 // another owner's), and gathers the errors of the others.
-func (c *Client) tallyRelease(results []batchResult, j int) (released int, nodeErrs *multierror.Error) {
+func tallyRelease(s *nodeSet, results []batchResult, j int) (released int, nodeErrs *multierror.Error) {
 	for i, res := range results {
 		err := res.Err
 		if err == nil {
@@ -247,7 +249,7 @@ func (c *Client) tallyRelease(results []batchResult, j int) (released int, nodeE
 				released++
 				continue
 			}
-			err = c.nodes.peers[i].fail(fmt.Errorf("release: %w", rerr))
+			err = s.peers[i].fail(fmt.Errorf("release: %w", rerr))
 		}
 		nodeErrs = appendError(nodeErrs, err)
 	}
@@ -256,6 +258,6 @@ func (c *Client) tallyRelease(results []batchResult, j int) (released int, nodeE
 
 // releaseError is the ErrNoQuorum error of a release, op, that released
 // nodes confirmed.
-func (c *Client) releaseError(op string, released int, nodeErrs *multierror.Error) error {
-	return &quorumError{op: op, yes: released, need: c.nodes.quorum, n: len(c.nodes.peers), nodes: nodeErrs}
+func releaseError(s *nodeSet, op string, released int, nodeErrs *multierror.Error) error {
+	return &quorumError{op: op, yes: released, need: s.quorum, n: len(s.peers), nodes: nodeErrs}
 }

@@ -18,10 +18,10 @@ func TestUnitReleaseTallyPerCall(t *testing.T) {
 	dead := errors.New("connection refused")
 	res := batchResult{Replies: []interface{}{int64(1), partFailed{Err: dead}}}
 	c := &Client{nodes: &nodeSet{peers: []*peer{{Node: &Node{name: "m"}}}}}
-	released, errs := c.tallyRelease([]batchResult{res}, 0)
+	released, errs := tallyRelease(c.nodes, []batchResult{res}, 0)
 	assert.Equal(t, 1, released)
 	assert.Nil(t, errs)
-	released, errs = c.tallyRelease([]batchResult{res}, 1)
+	released, errs = tallyRelease(c.nodes, []batchResult{res}, 1)
 	assert.Zero(t, released)
 	require.ErrorIs(t, errs.ErrorOrNil(), dead)
 }

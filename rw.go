@@ -139,7 +139,7 @@ func (rw *RWMutex) readCall(count int, leaseMs, seq, _ int64) call {
 // writeCall is rw_write.lua's call for an attempt of the writer side.
 func (rw *RWMutex) writeCall(count int, leaseMs, seq, fencing int64) call {
 	w := rw.w
-	return script.RWWriteCall(rw.keys(), w.field, count, leaseMs, seq, fencing, w.c.intentLease().Milliseconds(), rw.own, rw.r.field, rw.grace())
+	return script.RWWriteCall(rw.keys(), w.field, count, leaseMs, seq, fencing, w.c.opts.intentLease().Milliseconds(), rw.own, rw.r.field, rw.grace())
 }
 
 // keys returns the lock's keys, as its scripts take them.

@@ -248,7 +248,7 @@ func (s *Semaphore) await(ctx context.Context, maxWait, lease time.Duration, ren
 		next.free, next.blocked = nil, nil // one slot's nodes: the channel is every slot's
 		return next
 	}
-	_, err := s.c.await(ctx, maxWait, a, &k)
+	_, err := s.c.waits.await(ctx, maxWait, a, &k)
 	return permit, err
 }
 
@@ -456,7 +456,7 @@ func (s *Semaphore) scanSlots(ctx context.Context, intent string) *slotTally {
 	c := s.c
 	scan := s.scan
 	if intent != "" {
-		scan = script.SlotsCall(s.keys, intent, c.intentLease().Milliseconds())
+		scan = script.SlotsCall(s.keys, intent, c.opts.intentLease().Milliseconds())
 	}
 	t := newSlotTally(s, c.q.Launch(scan, vote.Slots(s.permits), nil))
 	t.r.Collect(ctx, t.certain)

@@ -33,7 +33,7 @@ type stall struct {
 
 // saw takes note of a, an attempt of the wait that did not take the lock,
 // and warns when the run it belongs to has lasted long enough.
-func (s *stall) saw(ctx context.Context, c *Client, a attempt) {
+func (s *stall) saw(ctx context.Context, c *waiting, a attempt) {
 	if a.ended {
 		return // it saw ctx end, nothing of the nodes
 	}
@@ -78,7 +78,7 @@ func (s *stall) saw(ctx context.Context, c *Client, a attempt) {
 // many nodes failed) with why their connection is down, or else their
 // latest failure in the run, if any. A node that answered in a is
 // forgotten.
-func (s *stall) note(c *Client, a attempt, failing []observe.NodeResult) []observe.NodeResult {
+func (s *stall) note(c *waiting, a attempt, failing []observe.NodeResult) []observe.NodeResult {
 	seen := a.nodes
 	if len(seen) != len(c.nodes.peers) {
 		seen = make([]observe.NodeResult, len(c.nodes.peers)) // no round told: only failing is known

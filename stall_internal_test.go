@@ -35,8 +35,9 @@ func TestUnitStallWarnsOnceAMinute(t *testing.T) {
 
 	var log bytes.Buffer
 	obs := &stallEvents{}
-	c := &Client{opts: defaultOptions(), nodes: &nodeSet{quorum: 2}, rep: &reporter{obs: obs}}
-	c.opts.logger = slog.New(slog.NewTextHandler(&log, nil))
+	opts := defaultOptions()
+	opts.logger = slog.New(slog.NewTextHandler(&log, nil))
+	c := &waiting{opts: &opts, nodes: &nodeSet{quorum: 2}, rep: &reporter{obs: obs}}
 	for _, name := range []string{"a", "b", "c"} {
 		c.nodes.peers = append(c.nodes.peers, &peer{Node: &Node{name: name}})
 	}

@@ -60,6 +60,7 @@ func overTransport(rt *routeTable) (*Client, *peer) {
 	c := &Client{opts: defaultOptions(), life: newLifetime()}
 	c.rep = newReporter(nil, c.life)
 	c.nodes = &nodeSet{quorum: 1, opts: &c.opts, leases: &c.leases, rep: c.rep, life: c.life}
+	c.leases.made, c.leases.life, c.leases.opts = &c.nodes.made, c.life, &c.opts
 	c.leases.use(time.Minute)
 	p, _ := makePeer(c, NewTransportNode("m", rt), 0)
 	return c, p

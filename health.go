@@ -144,21 +144,27 @@ func (c *Client) Status(ctx context.Context) ([]NodeStatus, error) {
 		if d := p.dup.Load(); d != nil {
 			s.DuplicateOf = d.of.name
 		}
-		var known bool
-		proc := p.n.Process("")
-		s.Started, s.Restarted, known, _ = proc.State()
-		if !known {
-			s.Started = time.Time{}
-		}
-		s.Version = proc.Version()
-		if s.Quarantine != nil && known {
-			if q := c.nodes.quarantinePeriod(); q > 0 && (s.Restarted || c.opts.youngNodes) {
-				s.QuarantinedUntil = proc.Since().Add(q)
-			}
-		}
+		c.nodes.process(p, &s)
 		out[i] = s
 	}
 	return out, nil
+}
+
+// process fills in s what this client knows of node p's server process:
+// its start, restart, version, and until when it is in quarantine.
+func (s *nodeSet) process(p *peer, st *NodeStatus) {
+	var known bool
+	proc := p.n.Process("")
+	st.Started, st.Restarted, known, _ = proc.State()
+	if !known {
+		st.Started = time.Time{}
+	}
+	st.Version = proc.Version()
+	if st.Quarantine != nil && known {
+		if q := s.quarantinePeriod(); q > 0 && (st.Restarted || s.opts.youngNodes) {
+			st.QuarantinedUntil = proc.Since().Add(q)
+		}
+	}
 }
 
 // settle waits, within ctx, until no node's connection is being set up

@@ -163,10 +163,7 @@ func (m *Mutex) acquire(ctx context.Context, maxWait, lease time.Duration) (bool
 // acquireWith is acquire once its arguments are checked; w, when the
 // Client has an Observer, records the wait.
 func (m *Mutex) acquireWith(ctx context.Context, maxWait, lease time.Duration, w *watching) (bool, error) {
-	renew := lease == 0
-	if renew {
-		lease = m.c.opts.lease
-	}
+	req := m.c.opts.request(lease)
 	var a attempt
 	queue, lately := m.c.waiters.Contention(m.channel)
 	if maxWait >= 0 || !queue || m.counts() {
@@ -174,19 +171,21 @@ func (m *Mutex) acquireWith(ctx context.Context, maxWait, lease time.Duration, w
 		// attempt (see contention); a re-entrant one never waits. On a
 		// lock waited for lately, the first attempt tells the waiters of
 		// other clients when it takes the lock.
-		a = m.try(ctx, lease, renew, "", lately, false)
+		first := req
+		first.tell = lately
+		a = m.try(ctx, first)
 		if lately && (a.ok || a.split) {
 			m.c.waiters.TookTurn(m.channel, max(a.subs+1, 0)) // this Client was not subscribed
 		}
 		if a.again && undecided(a) && maxWait != 0 && !m.c.nodes.authRefused(a.err) {
-			return m.reenter(ctx, maxWait, lease, renew, a)
+			return m.reenter(ctx, maxWait, req, a)
 		}
 		if a.ok || a.again || maxWait == 0 || m.c.nodes.authRefused(a.err) {
 			return a.ok, a.err
 		}
 	}
 	w.waits(ctx, m.c.rep, m.opOf(maxWait), m.name)
-	return m.await(ctx, maxWait, lease, renew, a)
+	return m.await(ctx, maxWait, req, a)
 }
 
 // undecided reports whether a failed attempt a reached no quorum: too few
@@ -202,7 +201,7 @@ func undecided(a attempt) bool {
 // ErrLost), ctx ends, maxWait passes (negative: no bound) or the hold
 // ends. It never waits behind another owner, nor in the Client's queue,
 // where the waiters wait for this owner's hold.
-func (m *Mutex) reenter(ctx context.Context, maxWait, lease time.Duration, renew bool, a attempt) (bool, error) {
+func (m *Mutex) reenter(ctx context.Context, maxWait time.Duration, req request, a attempt) (bool, error) {
 	var expired <-chan time.Time
 	if maxWait > 0 {
 		t := time.NewTimer(maxWait)
@@ -227,7 +226,7 @@ func (m *Mutex) reenter(ctx context.Context, maxWait, lease time.Duration, renew
 		if h == nil || m.current() != h {
 			return false, m.lostError("the hold ended while this re-entrant acquisition waited for a quorum")
 		}
-		next := m.try(ctx, lease, renew, "", false, false)
+		next := m.try(ctx, req)
 		if next.ok || !next.again || !undecided(next) || m.c.nodes.authRefused(next.err) {
 			return next.ok, next.err
 		}
@@ -249,12 +248,26 @@ func (m *Mutex) counts() bool {
 	return h != nil || err != nil
 }
 
-// try makes one acquisition round. intent, when not empty, is a waiter's,
-// which the attempt leaves where it is refused (intent.go). With
-// tell, it tells the waiters when it creates the lock's key on a node (a
-// take, see internal/wait); subscribed says whether this Client is subscribed
-// to the lock's channel (it waits).
-func (m *Mutex) try(ctx context.Context, lease time.Duration, renew bool, intent string, tell, subscribed bool) attempt {
+// request is what an acquisition asks of each of its rounds.
+type request struct {
+	lease      time.Duration // the hold's lease
+	renew      bool          // the watchdog renews the hold
+	intent     string        // a waiter's intent, left where the round is refused (intent.go); "" for none
+	tell       bool          // tell the waiters when the round creates the lock's key on a node (a take, see internal/wait)
+	subscribed bool          // this Client is subscribed to the lock's channel (it waits)
+}
+
+// request is the request of an acquisition with lease: 0 asks for the
+// watchdog's lease (WithLease), renewed.
+func (o *options) request(lease time.Duration) request {
+	if lease == 0 {
+		return request{lease: o.lease, renew: true}
+	}
+	return request{lease: lease}
+}
+
+// try makes one acquisition round, as req says.
+func (m *Mutex) try(ctx context.Context, req request) attempt {
 	if err := ctx.Err(); err != nil {
 		return attempt{err: err, ended: true}
 	}
@@ -264,13 +277,49 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew bool, intent
 	m.op.Lock()
 	defer m.op.Unlock()
 
-	c := m.c
 	prev, h, err := m.reentry()
 	if err != nil {
 		return attempt{err: err, again: true}
 	}
 	seq := m.seq.Add(1)
-	dr := drift(lease, c.opts.driftFactor)
+	if a, ok := m.publishLease(ctx, req.lease); !ok {
+		return a
+	}
+	// The attempt starts after the publication: its validity, and how
+	// long an attempt takes (which paces the waiters), are the acquisition's.
+	start := now()
+	r, ok, token, fenceErr := m.acquireRound(ctx, req, prev, seq, start)
+	elapsed := since(start)
+	until := start.Add(req.lease - drift(req.lease, m.c.opts.driftFactor))
+	lostMeanwhile := ok && !m.grant(prev, prev+1, seq, token, req.lease, &r.Late, until, req.renew)
+	ok = ok && !lostMeanwhile
+	undoErr := r.Settle(!ok)
+	subs := -1
+	if req.tell {
+		subs = subscribers(r)
+	}
+	var a attempt
+	if ok {
+		a = attempt{ok: true, subs: subs}
+		if h != nil {
+			m.c.wd.writeBack(ctx, h, r)
+		}
+	} else {
+		a = m.failedAttempt(ctx, r, req.lease, elapsed, subs, m.lostIn(r, h, lostMeanwhile), fenceErr, undoErr)
+		a.again = h != nil // a re-entrant attempt never waits
+	}
+	if m.c.rep.obs != nil {
+		m.c.rep.attemptDone(ctx, m.name, r, a, since(start))
+	}
+	return a
+}
+
+// publishLease records lease as used by this Client and makes sure the
+// longest lease in use is published on a quorum (leases.go), and this
+// Client's label when it is due (label.go); when the publication reaches
+// no quorum, it reports false with the attempt that failed for it.
+func (m *Mutex) publishLease(ctx context.Context, lease time.Duration) (attempt, bool) {
+	c := m.c
 	c.leases.use(lease)
 	if r := c.leases.share(ctx); r != nil {
 		a := attempt{took: since(r.Start)}
@@ -279,54 +328,44 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew bool, intent
 		} else {
 			a.err, a.nodes = noQuorum(r, "lock "+lockname.Quote(m.name)), r.Results()
 		}
-		return a
+		return a, false
 	}
 	c.labels.keep()
-	// The attempt starts after the publication: its validity, and how
-	// long an attempt takes (which paces the waiters), are the acquisition's.
-	start := now()
+	return attempt{}, true
+}
+
+// acquireRound sends the acquisition round of the attempt seq, which
+// follows prev holds and started at start, and, when it won in time and
+// fencing is on, writes the fencing token back (fence.go). ok: won, its
+// token written back, and still valid.
+func (m *Mutex) acquireRound(ctx context.Context, req request, prev int, seq int64, start time.Time) (r *round, ok bool, token int64, fenceErr error) {
+	c := m.c
+	dr := drift(req.lease, c.opts.driftFactor)
 	var fencing int64
 	if c.opts.fencing && prev == 0 && !m.shared {
-		fencing = fenceTTL(c.nodes.quarantinePeriod(), lease).Milliseconds()
+		fencing = fenceTTL(c.nodes.quarantinePeriod(), req.lease).Milliseconds()
 	}
-	cl := m.acquireCall(prev+1, lease.Milliseconds(), seq, fencing, intent, tell, subscribed)
-	r := c.q.Fanout(ctx, cl, vote.Acquire, (*vote.Ballot).Certain, &quorum.Rollback{By: undoer{m}, Seq: seq, Prev: prev, Lease: lease})
-	ok := r.Ballot.Won() && validity(lease, since(start), dr) > 0
-	var token int64
-	var fenceErr error
+	cl := m.acquireCall(prev+1, seq, fencing, req)
+	r = c.q.Fanout(ctx, cl, vote.Acquire, (*vote.Ballot).Certain, &quorum.Rollback{By: undoer{m}, Seq: seq, Prev: prev, Lease: req.lease})
+	ok = r.Ballot.Won() && validity(req.lease, since(start), dr) > 0
 	if ok && fencing != 0 {
 		token, fenceErr = m.fenceToken(ctx, r)
-		ok = fenceErr == nil && validity(lease, since(start), dr) > 0
+		ok = fenceErr == nil && validity(req.lease, since(start), dr) > 0
 	}
-	elapsed := since(start)
-	lostMeanwhile := ok && !m.grant(prev, prev+1, seq, token, lease, &r.Late, start.Add(lease-dr), renew)
-	ok = ok && !lostMeanwhile
-	undoErr := r.Settle(!ok)
-	subs := -1
-	if tell {
-		subs = subscribers(r)
+	return r, ok, token, fenceErr
+}
+
+// lostIn is why the hold h that a failed round r re-entered is lost: it
+// ended while the round was made (lostMeanwhile), or r found it gone on a
+// majority; nil when it is not, or there was none.
+func (m *Mutex) lostIn(r *round, h *hold, lostMeanwhile bool) error {
+	switch {
+	case lostMeanwhile:
+		return m.lostError("the hold ended while this re-entrant acquisition was made")
+	case h != nil && r.Ballot.Denied():
+		return h.gone("this re-entrant acquisition found it gone on a majority (forced, expired or taken)")
 	}
-	var a attempt
-	if ok {
-		a = attempt{ok: true, subs: subs}
-		if h != nil {
-			c.wd.writeBack(ctx, h, r)
-		}
-	} else {
-		var lost error
-		switch {
-		case lostMeanwhile:
-			lost = m.lostError("the hold ended while this re-entrant acquisition was made")
-		case h != nil && r.Ballot.Denied():
-			lost = h.gone("this re-entrant acquisition found it gone on a majority (forced, expired or taken)")
-		}
-		a = m.failedAttempt(ctx, r, lease, elapsed, subs, lost, fenceErr, undoErr)
-		a.again = h != nil // a re-entrant attempt never waits
-	}
-	if c.rep.obs != nil {
-		c.rep.attemptDone(ctx, m.name, r, a, since(start))
-	}
-	return a
+	return nil
 }
 
 // failedAttempt is the attempt of a round r that did not acquire the
@@ -429,10 +468,10 @@ func (m *Mutex) freeIn(r *round, lease time.Duration) time.Duration {
 // (or that made none: see wait.Waiters.Contention), as Client.await runs it: in
 // m's queue, hearing the channels of all m's locks; a MultiMutex's waiter
 // leaves its intent where it is refused (intent.go).
-func (m *Mutex) await(ctx context.Context, maxWait, lease time.Duration, renew bool, a attempt) (bool, error) {
+func (m *Mutex) await(ctx context.Context, maxWait time.Duration, req request, a attempt) (bool, error) {
 	c := m.c
 	queue := m.queue()
-	k := contender{what: "lock", name: m.name, channels: m.channels(), queue: queue, owner: m, exclusive: !m.shared, lease: lease}
+	k := contender{what: "lock", name: m.name, channels: m.channels(), queue: queue, owner: m, exclusive: !m.shared, lease: req.lease}
 	switch {
 	case m.leavesIntent():
 		k.field, k.intentKeys = m.field, m.intentKeys()
@@ -441,7 +480,9 @@ func (m *Mutex) await(ctx context.Context, maxWait, lease time.Duration, renew b
 	}
 	k.try = func(intent string) attempt {
 		start := now()
-		next := m.try(ctx, lease, renew, intent, true, true)
+		waiter := req
+		waiter.intent, waiter.tell, waiter.subscribed = intent, true, true
+		next := m.try(ctx, waiter)
 		c.waiters.Timed(queue, since(start))
 		if next.ok || next.split {
 			c.waiters.TookTurn(queue, max(next.subs, 0))

@@ -368,12 +368,42 @@ func (h *hold) renewArgs() []interface{} {
 // marks the hold, and repair.lua refuses to write a hold whose sequence a
 // mark covers.
 func (wd *watchdog) repair(ctx context.Context, r *renewal) {
-	c := wd.c
 	late := &stragglers{OffLane: true}
 	late.Inflight.Store(1) // in flight from the moment a hold records it
-	fixes := make([][]int, len(c.nodes.peers))
-	calls := make([][]call, len(c.nodes.peers))
-	sent := 0
+	fixes, calls, sent := wd.repairs(r, late)
+	late.Inflight.Store(int32(sent))
+	if sent == 0 {
+		return
+	}
+	second := wd.c.q.Broadcast(ctx, wd.c.opts.nodeTimeout, func(i int) []call { return calls[i] })
+	for i, res := range second {
+		if calls[i] == nil {
+			continue
+		}
+		fixed := make([]*hold, len(fixes[i]))
+		for j, k := range fixes[i] {
+			fixed[j] = r.hs[k]
+		}
+		wd.tally(i, res, fixed, func(j int, v int64) {
+			if v == 1 {
+				r.Answer(i, fixes[i][j], v) // held again there
+			}
+		})
+		if mayLand(res) {
+			late.Astray.Store(true) // it may still land: releases mark
+		}
+		late.Inflight.Add(-1)
+	}
+}
+
+// repairs decides, from r's first answers, which holds of r to write back
+// on each node (fixes: their indexes in r.hs) and the repair call for
+// each node (none: nil), recording late in each such hold's stragglers;
+// sent is how many nodes get one.
+func (wd *watchdog) repairs(r *renewal, late *stragglers) (fixes [][]int, calls [][]call, sent int) {
+	c := wd.c
+	fixes = make([][]int, len(c.nodes.peers))
+	calls = make([][]call, len(c.nodes.peers))
 	for i := range c.nodes.peers {
 		var entries []script.RepairEntry
 		for k, h := range r.hs {
@@ -395,29 +425,7 @@ func (wd *watchdog) repair(ctx context.Context, r *renewal) {
 			sent++
 		}
 	}
-	late.Inflight.Store(int32(sent))
-	if sent == 0 {
-		return
-	}
-	second := c.q.Broadcast(ctx, c.opts.nodeTimeout, func(i int) []call { return calls[i] })
-	for i, res := range second {
-		if calls[i] == nil {
-			continue
-		}
-		fixed := make([]*hold, len(fixes[i]))
-		for j, k := range fixes[i] {
-			fixed[j] = r.hs[k]
-		}
-		wd.tally(i, res, fixed, func(j int, v int64) {
-			if v == 1 {
-				r.Answer(i, fixes[i][j], v) // held again there
-			}
-		})
-		if mayLand(res) {
-			late.Astray.Store(true) // it may still land: releases mark
-		}
-		late.Inflight.Add(-1)
-	}
+	return fixes, calls, sent
 }
 
 // writeBack writes the hold h back, as a renewal's repair does, on the

@@ -209,16 +209,13 @@ func (s *Semaphore) acquire(ctx context.Context, maxWait, lease time.Duration) (
 // acquireWith is acquire once its arguments are checked; w, when the
 // Client has an Observer, records the wait.
 func (s *Semaphore) acquireWith(ctx context.Context, maxWait, lease time.Duration, w *watching) (*Permit, error) {
-	renew := lease == 0
-	if renew {
-		lease = s.c.opts.lease
-	}
+	req := s.c.opts.request(lease)
 	var a attempt
 	if queue, _ := s.c.waiters.Contention(s.channel); maxWait >= 0 || !queue {
 		// An Acquire behind this Client's waiters joins them without a
 		// first attempt: the queue is FIFO.
 		var p *Permit
-		if p, a = s.attempt(ctx, lease, renew, ""); p != nil {
+		if p, a = s.attempt(ctx, req); p != nil {
 			return p, nil
 		}
 		switch {
@@ -229,7 +226,7 @@ func (s *Semaphore) acquireWith(ctx context.Context, maxWait, lease time.Duratio
 		}
 	}
 	w.waits(ctx, s.c.rep, semaphoreOp(maxWait), s.name)
-	return s.await(ctx, maxWait, lease, renew, a)
+	return s.await(ctx, maxWait, req, a)
 }
 
 // await is the waiting part of an acquisition whose first attempt a failed
@@ -237,13 +234,15 @@ func (s *Semaphore) acquireWith(ctx context.Context, maxWait, lease time.Duratio
 // semaphore's channel, woken by a release of any slot or when the soonest
 // slot is free on a majority. A head that leaves, with a permit or
 // without, has the next waiter try at once: other permits may be free.
-func (s *Semaphore) await(ctx context.Context, maxWait, lease time.Duration, renew bool, a attempt) (*Permit, error) {
+func (s *Semaphore) await(ctx context.Context, maxWait time.Duration, req request, a attempt) (*Permit, error) {
 	var permit *Permit
 	k := contender{what: "semaphore", name: s.name, channels: []string{s.channel}, queue: s.channel, field: s.c.newField()}
 	k.intentKeys = intentKeys{keys: s.keys[s.permits:], channels: k.channels}
 	k.try = func(intent string) attempt {
 		var next attempt
-		permit, next = s.attempt(ctx, lease, renew, intent)
+		waiter := req
+		waiter.intent = intent
+		permit, next = s.attempt(ctx, waiter)
 		next.ok = permit != nil
 		next.free, next.blocked = nil, nil // one slot's nodes: the channel is every slot's
 		return next
@@ -259,11 +258,11 @@ func (s *Semaphore) await(ctx context.Context, maxWait, lease time.Duration, ren
 // its freeIn is when to try again at the latest: at once when the scan
 // found free slots it did not try, else when the soonest slot is free on
 // a majority.
-func (s *Semaphore) attempt(ctx context.Context, lease time.Duration, renew bool, intent string) (*Permit, attempt) {
+func (s *Semaphore) attempt(ctx context.Context, req request) (*Permit, attempt) {
 	start := now()
 	split := false
 	if i, ok := s.guess(); ok {
-		p, a := s.try(ctx, i, lease, renew, intent)
+		p, a := s.try(ctx, i, req)
 		if p != nil || a.err != nil {
 			a.took = since(start)
 			return p, a
@@ -272,7 +271,7 @@ func (s *Semaphore) attempt(ctx context.Context, lease time.Duration, renew bool
 		s.setRoom(false) // another owner has the slot: scan until one is free again
 	}
 	scanned := now()
-	t := s.scanSlots(ctx, intent)
+	t := s.scanSlots(ctx, req.intent)
 	if s.c.rep.obs != nil && len(t.Free) == 0 {
 		s.scanDone(ctx, t, since(scanned))
 	}
@@ -282,7 +281,7 @@ func (s *Semaphore) attempt(ctx context.Context, lease time.Duration, renew bool
 	var p *Permit
 	a := attempt{freeIn: -1}
 	if len(t.Free) > 0 {
-		p, a = s.claim(ctx, &t.Free, lease, renew, intent)
+		p, a = s.claim(ctx, &t.Free, req)
 	}
 	s.setRoom(len(t.Free) > 0)
 	if p == nil && a.err == nil {
@@ -290,9 +289,9 @@ func (s *Semaphore) attempt(ctx context.Context, lease time.Duration, renew bool
 		case len(t.Free) > 0:
 			a.freeIn = 0
 		case a.freeIn < 0:
-			a.freeIn = t.Soonest(lease)
+			a.freeIn = t.Soonest(req.lease)
 		default:
-			a.freeIn = min(a.freeIn, t.Soonest(lease))
+			a.freeIn = min(a.freeIn, t.Soonest(req.lease))
 		}
 		a.split = a.split || split
 	}
@@ -304,13 +303,13 @@ func (s *Semaphore) attempt(ctx context.Context, lease time.Duration, renew bool
 // one, a try fails for want of a quorum, or maxClaims tries found their
 // slot taken (another owner was faster). It removes the slots it tried
 // from free. A split vote is remembered in the attempt it returns.
-func (s *Semaphore) claim(ctx context.Context, free *[]int, lease time.Duration, renew bool, intent string) (*Permit, attempt) {
+func (s *Semaphore) claim(ctx context.Context, free *[]int, req request) (*Permit, attempt) {
 	var a attempt
 	split := false
 	for k := 0; k < maxClaims && len(*free) > 0; k++ {
 		i := s.choose(free)
 		var p *Permit
-		if p, a = s.try(ctx, i, lease, renew, intent); p != nil || a.err != nil {
+		if p, a = s.try(ctx, i, req); p != nil || a.err != nil {
 			return p, a
 		}
 		split = split || a.split
@@ -319,12 +318,12 @@ func (s *Semaphore) claim(ctx context.Context, free *[]int, lease time.Duration,
 	return nil, a
 }
 
-// try makes one acquisition round on slot i, as a new owner of its lock,
-// leaving a waiter's intent (when not empty) where it is refused.
-func (s *Semaphore) try(ctx context.Context, i int, lease time.Duration, renew bool, intent string) (*Permit, attempt) {
+// try makes one acquisition round of req on slot i, as a new owner of its
+// lock, leaving a waiter's intent (when not empty) where it is refused.
+func (s *Semaphore) try(ctx context.Context, i int, req request) (*Permit, attempt) {
 	m := newMutexAt(s.c, s.name, s.base+strconv.Itoa(i)+":", s.channel)
 	m.lockKeys.intent = s.keys[s.permits] // the slots share the semaphore's
-	a := m.try(ctx, lease, renew, intent, false, false)
+	a := m.try(ctx, req)
 	s.tried(i, m, a.ok)
 	if !a.ok {
 		return nil, a

@@ -77,7 +77,7 @@ func (m *Mutex) fenceToken(ctx context.Context, r *round) (int64, error) {
 		case wb.Ballot.Won():
 			return token, nil
 		case wb.Ballot.No == 0:
-			return 0, noQuorum(wb, "lock "+lockname.Quote(m.name)+" (its fencing token)")
+			return 0, wb.NoQuorum("lock " + lockname.Quote(m.name) + " (its fencing token)")
 		}
 		token = max(token, seen)
 	}

@@ -63,11 +63,11 @@ func authFailure(err error) error {
 // refused the client's credentials that no quorum can answer.
 func (s *nodeSet) authRefused(err error) bool {
 	var qe *quorumError
-	if !errors.As(err, &qe) || qe.nodes == nil {
+	if !errors.As(err, &qe) || qe.Nodes == nil {
 		return false
 	}
 	refused := 0
-	for _, e := range qe.nodes.Errors {
+	for _, e := range qe.Nodes.Errors {
 		if errors.Is(e, ErrAuth) {
 			refused++
 		}
@@ -215,5 +215,5 @@ func (c *Client) Ping(ctx context.Context) error {
 	if ok >= c.nodes.quorum {
 		return nil
 	}
-	return withCtx(ctx, &quorumError{op: "ping", yes: ok, n: len(c.nodes.peers), need: c.nodes.quorum, nodes: errs})
+	return withCtx(ctx, &quorumError{NoQuorum: ErrNoQuorum, Op: "ping", Yes: ok, N: len(c.nodes.peers), Need: c.nodes.quorum, Nodes: errs})
 }

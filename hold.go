@@ -536,14 +536,14 @@ func (h *hold) addLateLocked(late *stragglers) {
 	if h.late == nil {
 		h.late = h.lateBuf[:0]
 	}
-	mayLand := func(s *stragglers) bool { return s != nil && (s.Inflight.Load() > 0 || s.Astray.Load()) }
+	pending := func(s *stragglers) bool { return s != nil && (s.Inflight.Load() > 0 || s.Astray.Load()) }
 	n, kept := len(h.late), h.late[:0]
 	for _, s := range h.late {
-		if mayLand(s) {
+		if pending(s) {
 			kept = append(kept, s)
 		}
 	}
-	if mayLand(late) {
+	if pending(late) {
 		kept = append(kept, late)
 	}
 	if len(kept) < n {

@@ -27,7 +27,7 @@ type NodeLock struct {
 // ErrClosed after Close and an error wrapping ErrInvalid for an empty name;
 // a node that could not be read has its error in its NodeLock.
 func (c *Client) Inspect(ctx context.Context, name string) ([]NodeLock, error) {
-	m := c.NewMutex(name)
+	m := newMutex(c, name)
 	if err := m.ensureUsable(ctx); err != nil {
 		return nil, err
 	}

@@ -50,14 +50,6 @@ import (
 // the Client's queue and pub/sub (internal/wait). It obeys the intents that
 // MultiMutex waiters leave on its name.
 
-// intentLease is the lease of a waiter's intent (acquire.lua's ARGV[7],
-// slots.lua's ARGV[2], rw_write.lua's ARGV[6]): four node timeouts, one
-// second by default. The keeper refreshes it every third of that while
-// its waiter waits; it outlives a waiter that died by that much at most.
-func (o *options) intentLease() time.Duration {
-	return max(4*o.nodeTimeout, time.Millisecond)
-}
-
 // intentOf is the intent of a waiter called waiter (an owner field) whose
 // wait began at start: "<stamp>/<waiter>", the stamp in Unix milliseconds.
 func intentOf(start time.Time, waiter string) string {

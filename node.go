@@ -3,7 +3,6 @@ package redlock
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"sync/atomic"
 	"time"
 
@@ -11,7 +10,6 @@ import (
 
 	"github.com/redlock-go/redlock/internal/node"
 	"github.com/redlock-go/redlock/internal/nodeurl"
-	"github.com/redlock-go/redlock/internal/quorum"
 )
 
 // Node is one independent Redis master: its name in errors and how to
@@ -142,13 +140,6 @@ var errNotSent = ErrNotSent
 // notSent wraps err as the error of a request that was not sent: err's
 // message, and errors.Is errNotSent.
 func notSent(err error) error { return nodeErrors.Unsent(err) }
-
-// fail wraps err as this node's error. A network timeout matches
-// context.DeadlineExceeded whichever deadline fired first.
-func (p *peer) fail(err error) *NodeError {
-	err = quorum.TimedOut(err)
-	return &NodeError{Node: p.name, Addr: p.addr, Err: err, unsent: errors.Is(err, errNotSent)}
-}
 
 // subscribe adds a waiter of channel on every node and waits until the
 // subscription is active on a quorum of them (or a node timeout passed):

@@ -269,3 +269,11 @@ func (o *options) setupTimeout() time.Duration {
 	}
 	return max(2*time.Second, 8*o.nodeTimeout)
 }
+
+// intentLease is the lease of a waiter's intent (acquire.lua's ARGV[7],
+// slots.lua's ARGV[2], rw_write.lua's ARGV[6]): four node timeouts, one
+// second by default. The keeper refreshes it every third of that while
+// its waiter waits; it outlives a waiter that died by that much at most.
+func (o *options) intentLease() time.Duration {
+	return max(4*o.nodeTimeout, time.Millisecond)
+}

@@ -48,12 +48,6 @@ func (s *nodeSet) Quarantined(i int, key string) error {
 // (quorum.Members).
 func (s *nodeSet) Counted(i int, calls []call) bool { return s.countedFor(s.peers[i], calls) }
 
-// noQuorum is the ErrNoQuorum error of round r for op.
-func noQuorum(r *round, op string) error {
-	b := r.Ballot
-	return &quorumError{op: op, yes: b.Yes, no: b.No, unheard: b.N - b.Yes - b.No - b.Failed, need: b.Need, n: b.N, nodes: r.NodeErrors()}
-}
-
 // countedFor reports whether node p's answers to calls count toward
 // quorums: the node duplicates no other (votes.go) and no server that
 // serves their keys is in restart quarantine. For a node over a Transport whose answers do

@@ -35,7 +35,7 @@ func TestUnitRoundAfterClose(t *testing.T) {
 	})
 	require.NoError(t, err, "no node said yes: nothing to roll back")
 	assert.True(t, r.Ballot.Unreachable())
-	require.ErrorIs(t, noQuorum(r, "lock"), ErrClosed)
+	require.ErrorIs(t, r.NoQuorum("lock"), ErrClosed)
 	assert.Less(t, time.Since(start), 100*time.Millisecond, "a closed client's nodes fail at once")
 }
 

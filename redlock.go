@@ -176,7 +176,7 @@ func newClient(nodes []*Node, o options) (*Client, error) {
 	for i, n := range nodes {
 		c.nodes.peers[i], ts[i] = makePeer(c, n, i)
 	}
-	c.q = quorum.New(quorum.Config{Timeout: o.nodeTimeout, Errors: &nodeErrors, Now: func() time.Time { return now() }, Logger: o.logger}, c.nodes, ts)
+	c.q = quorum.New(quorum.Config{Timeout: o.nodeTimeout, Errors: &nodeErrors, NoQuorum: ErrNoQuorum, Now: func() time.Time { return now() }, Logger: o.logger}, c.nodes, ts)
 	c.leases.q, c.leases.life, c.leases.opts, c.leases.made = c.q, c.life, &c.opts, &c.nodes.made
 	c.labels.q, c.labels.life, c.labels.opts = c.q, c.life, &c.opts
 	c.waits = &waiting{waiters: c.waiters, nodes: c.nodes, intents: &c.intents, life: c.life, rep: c.rep, opts: &c.opts}

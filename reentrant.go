@@ -326,7 +326,7 @@ func (m *Mutex) publishLease(ctx context.Context, lease time.Duration) (attempt,
 		if ctx.Err() != nil {
 			a.err, a.ended = ctx.Err(), true
 		} else {
-			a.err, a.nodes = noQuorum(r, "lock "+lockname.Quote(m.name)), r.Results()
+			a.err, a.nodes = r.NoQuorum("lock "+lockname.Quote(m.name)), r.Results()
 		}
 		return a, false
 	}
@@ -394,7 +394,7 @@ func (m *Mutex) failedAttempt(ctx context.Context, r *round, lease, elapsed time
 	case r.Ballot.Won():
 		a.err = errorf("redlock: lock %s: acquired too late: %v elapsed of a %v lease", lockname.Quote(m.name), elapsed.Round(time.Microsecond), lease)
 	case !r.Ballot.Denied():
-		a.err, a.nodes = noQuorum(r, "lock "+lockname.Quote(m.name)), r.Results()
+		a.err, a.nodes = r.NoQuorum("lock "+lockname.Quote(m.name)), r.Results()
 	}
 	if undoErr != nil {
 		a.err = joinRollback(lockname.Quote(m.name), a.err, undoErr)
@@ -591,7 +591,7 @@ func (m *Mutex) release(ctx context.Context, note *releaseNote) error {
 		c.rel.add(h, dropped.Add(lease+c.opts.nodeTimeout))
 		op += " (the hold has ended; its release is retried in the background)"
 	}
-	return withCtx(ctx, noQuorum(r, op))
+	return withCtx(ctx, r.NoQuorum(op))
 }
 
 // releaseOutcomeOf is what the nodes said to a release, by its ballot.
@@ -618,7 +618,7 @@ func (m *Mutex) confirmRelease(ctx context.Context, h *hold, note *releaseNote) 
 		r := m.c.q.Fanout(ctx, h.releaseCall(0, seq, true), vote.Released, (*vote.Ballot).Certain, nil)
 		if !r.Ballot.Won() {
 			note.set(observe.UnlockNoQuorum, r)
-			return withCtx(ctx, noQuorum(r, "unlock "+lockname.Quote(m.name)+" (a retry; the hold has ended and its release is retried in the background)"))
+			return withCtx(ctx, r.NoQuorum("unlock "+lockname.Quote(m.name)+" (a retry; the hold has ended and its release is retried in the background)"))
 		}
 		note.set(observe.UnlockReleased, r)
 		m.wakeLocal("")
@@ -656,12 +656,12 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 	var err error
 	switch {
 	case len(owners) == 0 && !seen.Ballot.Won():
-		err = withCtx(ctx, noQuorum(seen, "force unlock "+lockname.Quote(m.name)))
+		err = withCtx(ctx, seen.NoQuorum("force unlock "+lockname.Quote(m.name)))
 	case len(owners) == 0:
 		r.Ballot = vote.NewBallot(len(c.nodes.peers)) // nothing held anywhere: not forced
 		r.Ballot.No = seen.Ballot.Yes
 	case !r.Ballot.Won() && !r.Ballot.Denied():
-		err = withCtx(ctx, noQuorum(r, "force unlock "+lockname.Quote(m.name)))
+		err = withCtx(ctx, r.NoQuorum("force unlock "+lockname.Quote(m.name)))
 	}
 	if c.rep.obs != nil {
 		c.rep.forceDone(ctx, m.name, r, r.Ballot.Won(), err, since(start))
@@ -715,7 +715,7 @@ func (m *Mutex) inspect(ctx context.Context, op string, pred func(script.State) 
 	case r.Ballot.Denied():
 		return false, nil
 	}
-	return false, withCtx(ctx, noQuorum(r, op+" "+lockname.Quote(m.name)))
+	return false, withCtx(ctx, r.NoQuorum(op+" "+lockname.Quote(m.name)))
 }
 
 // IsLocked reports whether any owner holds the lock on a quorum of nodes.

@@ -259,5 +259,5 @@ func tallyRelease(s *nodeSet, results []batchResult, j int) (released int, nodeE
 // releaseError is the ErrNoQuorum error of a release, op, that released
 // nodes confirmed.
 func releaseError(s *nodeSet, op string, released int, nodeErrs *multierror.Error) error {
-	return &quorumError{op: op, yes: released, need: s.quorum, n: len(s.peers), nodes: nodeErrs}
+	return &quorumError{NoQuorum: ErrNoQuorum, Op: op, Yes: released, Need: s.quorum, N: len(s.peers), Nodes: nodeErrs}
 }

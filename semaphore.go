@@ -536,8 +536,9 @@ func (t *slotTally) noQuorum() error {
 	}
 	b := t.r.Ballot
 	return &quorumError{
-		op: "scan of semaphore " + lockname.Quote(t.s.name), yes: len(t.Nodes), unheard: b.N - b.Yes - b.No - b.Failed,
-		need: t.s.c.nodes.quorum, n: b.N, nodes: errs,
+		NoQuorum: ErrNoQuorum,
+		Op:       "scan of semaphore " + lockname.Quote(t.s.name), Yes: len(t.Nodes), Unheard: b.N - b.Yes - b.No - b.Failed,
+		Need: t.s.c.nodes.quorum, N: b.N, Nodes: errs,
 	}
 }
 

@@ -121,11 +121,11 @@ func (s *stall) note(c *waiting, a attempt, failing []observe.NodeResult) []obse
 // node (the attempt gave up on nodes it did not wait for).
 func failingNodes(err error) []observe.NodeResult {
 	var qe *quorumError
-	if !errors.As(err, &qe) || qe.nodes == nil {
+	if !errors.As(err, &qe) || qe.Nodes == nil {
 		return nil
 	}
 	var out []observe.NodeResult
-	for _, e := range qe.nodes.Errors {
+	for _, e := range qe.Nodes.Errors {
 		var ne *NodeError
 		if !errors.As(e, &ne) {
 			continue

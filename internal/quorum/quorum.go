@@ -53,10 +53,11 @@ type Members interface {
 
 // Config is what a Quorum needs beyond its nodes.
 type Config struct {
-	Timeout time.Duration    // a call's budget on one node (the node timeout)
-	Errors  *node.Errors     // the Client's errors: NotSent, and how an unsent call's error is made
-	Now     func() time.Time // the Client's clock
-	Logger  *slog.Logger     // where a rollback that failed where the outcome was unknown is said
+	Timeout  time.Duration    // a call's budget on one node (the node timeout)
+	Errors   *node.Errors     // the Client's errors: NotSent, and how an unsent call's error is made
+	NoQuorum error            // the Client's ErrNoQuorum, which every Error wraps
+	Now      func() time.Time // the Client's clock
+	Logger   *slog.Logger     // where a rollback that failed where the outcome was unknown is said
 }
 
 // Quorum sends to a fixed set of nodes, in a fixed order. It is safe for

@@ -429,3 +429,41 @@ func (r *Round) Answer(i int, reply interface{}, err error) {
 	r.outcomes[i] = outcome{reply, err}
 	r.record(i)
 }
+
+// Error is a question no majority decided: the Client's ErrNoQuorum
+// (NoQuorum) with the story of every node that failed.
+type Error struct {
+	NoQuorum error // the sentinel it wraps: the Client's ErrNoQuorum
+	Op       string
+	Yes, No  int // nodes that answered yes and no
+	Unheard  int // nodes not waited for once the outcome was certain
+	Need     int // yes answers needed
+	N        int
+	Nodes    *multierror.Error
+}
+
+func (e *Error) Error() string {
+	failed := fmt.Sprintf("%d failed", e.N-e.Yes-e.No-e.Unheard)
+	if e.Unheard > 0 {
+		failed += fmt.Sprintf(", %d not waited for", e.Unheard)
+	}
+	s := fmt.Sprintf("redlock: no quorum for %s: %d of %d nodes said yes, %d said no, %s; %d yes needed", e.Op, e.Yes, e.N, e.No, failed, e.Need)
+	if err := e.Nodes.ErrorOrNil(); err != nil {
+		s += ": " + err.Error()
+	}
+	return s
+}
+
+func (e *Error) Unwrap() []error {
+	if err := e.Nodes.ErrorOrNil(); err != nil {
+		return []error{e.NoQuorum, err}
+	}
+	return []error{e.NoQuorum}
+}
+
+// NoQuorum is the Error of this round for op (what the caller asked, in
+// words: `lock "x"`).
+func (r *Round) NoQuorum(op string) error {
+	b := r.Ballot
+	return &Error{NoQuorum: r.q.cfg.NoQuorum, Op: op, Yes: b.Yes, No: b.No, Unheard: b.N - b.Yes - b.No - b.Failed, Need: b.Need, N: b.N, Nodes: r.NodeErrors()}
+}

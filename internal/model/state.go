@@ -66,7 +66,7 @@ type Ghost struct {
 	Holding   [MaxOwners]bool  // whether each owner's hold was held after the last step (Config.Served)
 }
 
-// Vote is a node's answer in a round, as quorum.go counts it.
+// Vote is a node's answer in a round, as internal/quorum counts it.
 type Vote uint8
 
 // The votes.

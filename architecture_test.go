@@ -222,3 +222,22 @@ func TestArchitecturePackageTree(t *testing.T) {
 		}
 	}
 }
+
+// TestArchitectureOnlyTheQuorumSends: no file of the root package sends a
+// node a call but through internal/quorum, which alone holds the nodes'
+// transports: none names a Send or SendBatch method (the root keeps each
+// node.Peer behind nodeLayer, which has neither).
+func TestArchitectureOnlyTheQuorumSends(t *testing.T) {
+	t.Parallel()
+	fset := token.NewFileSet()
+	for _, name := range rootFiles(t) {
+		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
+		require.NoError(t, err)
+		ast.Inspect(f, func(n ast.Node) bool {
+			if sel, ok := n.(*ast.SelectorExpr); ok && (sel.Sel.Name == "Send" || sel.Sel.Name == "SendBatch") {
+				t.Errorf("%s: %s sends to a node past internal/quorum", fset.Position(sel.Pos()), sel.Sel.Name)
+			}
+			return true
+		})
+	}
+}

@@ -85,9 +85,10 @@ type diffRWCall struct {
 	want   []int64
 	tol    []bool
 	state  []model.RWStore
+	parts  []diffRWCall // a call of script.Batch: its parts, in order
 }
 
-var diffRWScripts = []string{"read", "write", "withdraw", "release-read", "rollback-read", "release-write", "rollback-write", "renew", "repair"}
+var diffRWScripts = []string{"read", "write", "withdraw", "release-read", "rollback-read", "release-write", "rollback-write", "renew", "repair", "batch"}
 
 func TestModelRWScriptsMatchRedis(t *testing.T) {
 	cl := redlocktest.Start(t, 1)
@@ -238,6 +239,32 @@ var diffRWMakers = map[string]func(r *diffRWRun, now int64) diffRWCall{
 	"rollback-write": (*diffRWRun).rollbackWrite,
 	"renew":          (*diffRWRun).renew,
 	"repair":         (*diffRWRun).repair,
+	"batch":          (*diffRWRun).batchOf,
+}
+
+// diffRWBatched are the makers of the calls of a read-write lock that a
+// call of script.Batch runs (release.lua and rollback.lua, both forms).
+var diffRWBatched = []struct {
+	name string
+	make func(r *diffRWRun, now int64) diffRWCall
+}{
+	{"release-read", (*diffRWRun).releaseRead},
+	{"rollback-read", (*diffRWRun).rollbackRead},
+	{"release-write", (*diffRWRun).releaseWrite},
+	{"rollback-write", (*diffRWRun).rollbackWrite},
+}
+
+// batchOf is a call of script.Batch (see diffRun's): two to six random
+// calls of the scripts it runs, applied to the model in order.
+func (r *diffRWRun) batchOf(now int64) diffRWCall {
+	c := diffRWCall{parts: make([]diffRWCall, 2+r.rng.IntN(5))}
+	for j := range c.parts {
+		m := diffRWBatched[r.rng.IntN(len(diffRWBatched))]
+		c.parts[j] = m.make(r, now)
+		c.parts[j].script = m.name
+	}
+	c.args = diffBatchArgs(len(c.parts), func(j int) []interface{} { return c.parts[j].args })
+	return c
 }
 
 func (r *diffRWRun) read(now int64) diffRWCall {
@@ -360,6 +387,16 @@ func (r *diffRWRun) repair(now int64) diffRWCall {
 // checkReply compares the server's reply to c with the model's.
 func (r *diffRWRun) checkReply(c diffRWCall, reply interface{}) {
 	if c.script == "expire" {
+		return
+	}
+	if c.parts != nil {
+		replies, err := script.BatchReplies(reply, len(c.parts))
+		if err != nil {
+			r.t.Fatalf("batch %v: %v", c.args, err)
+		}
+		for j, part := range c.parts {
+			r.checkReply(part, replies[j])
+		}
 		return
 	}
 	var got []int64

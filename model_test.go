@@ -35,7 +35,11 @@ import (
 // applies the call to the model and returns what the server must answer.
 // The scripts that a MultiMutex and a Semaphore add to a Mutex's have makers
 // too: acquire.lua over several locks, a semaphore slot's acquire.lua with
-// the semaphore's shared intent, slots.lua and withdraw.lua.
+// the semaphore's shared intent, slots.lua and withdraw.lua. So does a call
+// of script.Batch, which a connection sends for the calls queued on it
+// together: random calls of the scripts it runs, applied to the model in
+// order (a batch is its parts in sequence, atomically), each part's reply
+// compared with the model's.
 // model_rw_test.go does the same for the read-write lock's scripts.
 
 // diffCallsPerScript is how many calls each script gets; REDLOCK_MODEL_CALLS
@@ -93,6 +97,7 @@ type diffCall struct {
 	tol    []bool        // positions compared within the tolerance (scaled for counters)
 	view   bool          // view.lua: owner pairs compared as a set
 	locks  []model.Store // the model's state after the call
+	parts  []diffCall    // a call of script.Batch: its parts, in order
 }
 
 // diffRun is one differential run against a server.
@@ -155,7 +160,7 @@ func (r *diffRun) enough(n int) bool {
 	return true
 }
 
-var diffScripts = []string{"acquire", "rollback", "release", "force", "inspect", "view", "renew", "repair", "fence", "ping", "withdraw", "refresh", "multi", "slot", "slots"}
+var diffScripts = []string{"acquire", "rollback", "release", "force", "inspect", "view", "renew", "repair", "fence", "ping", "withdraw", "refresh", "multi", "slot", "slots", "batch"}
 
 // batch sends k random calls, each followed by a dump, in one pipeline,
 // and checks them.
@@ -270,6 +275,49 @@ var diffMakers = map[string]func(r *diffRun, now int64) diffCall{
 	"multi":    (*diffRun).acquireMulti,
 	"slot":     (*diffRun).acquireSlot,
 	"slots":    (*diffRun).slots,
+	"batch":    (*diffRun).batchOf,
+}
+
+// diffBatched are the makers of the calls that a call of script.Batch
+// runs (acquire.lua, rollback.lua and release.lua).
+var diffBatched = []struct {
+	name string
+	make func(r *diffRun, now int64) diffCall
+}{
+	{"acquire", (*diffRun).acquire},
+	{"rollback", (*diffRun).rollback},
+	{"release", (*diffRun).release},
+	{"multi", (*diffRun).acquireMulti},
+	{"slot", (*diffRun).acquireSlot},
+}
+
+// batchOf is a call of script.Batch, as a connection coalesces the calls
+// queued on it: two to six random calls of the scripts it runs, applied to
+// the model in order (a batch is its parts in sequence, atomically).
+func (r *diffRun) batchOf(now int64) diffCall {
+	c := diffCall{parts: make([]diffCall, 2+r.rng.IntN(5))}
+	for j := range c.parts {
+		m := diffBatched[r.rng.IntN(len(diffBatched))]
+		c.parts[j] = m.make(r, now)
+		c.parts[j].script = m.name
+	}
+	c.args = diffBatchArgs(len(c.parts), func(j int) []interface{} { return c.parts[j].args })
+	return c
+}
+
+// diffBatchArgs are the EVALSHA arguments of the call of script.Batch
+// that runs the n calls whose EVALSHA arguments are args(j).
+func diffBatchArgs(n int, args func(j int) []interface{}) []interface{} {
+	calls := make([]script.Call, n)
+	for j := range calls {
+		a := args(j)
+		for _, s := range script.All {
+			if s.Hash == a[0] {
+				calls[j] = script.Call{S: s, Args: a}
+			}
+		}
+	}
+	return script.AppendBatch(nil, n, func(j int) *script.Call { return &calls[j] }, false)
 }
 
 func (r *diffRun) acquire(now int64) diffCall {
@@ -458,6 +506,16 @@ func b2i(b bool) int64 {
 // checkReply compares the server's reply to c with the model's.
 func (r *diffRun) checkReply(c diffCall, reply interface{}) {
 	if c.script == "expire" {
+		return
+	}
+	if c.parts != nil {
+		replies, err := script.BatchReplies(reply, len(c.parts))
+		if err != nil {
+			r.t.Fatalf("batch %v: %v", c.args, err)
+		}
+		for j, part := range c.parts {
+			r.checkReply(part, replies[j])
+		}
 		return
 	}
 	var got []int64

@@ -172,6 +172,7 @@ func main() {
 	commit := flag.String("commit", "", "how to name the library version measured (default: git describe of -root)")
 	merge := flag.Bool("merge", false, "with -only family: write only that scenario's section into the existing benchmarks.md of -docs, in place of its old one, saying which run it comes from; every other section stays as it is")
 	kindsFlag := flag.String("kinds", "", "comma-separated contenders to run (redlock,redsync,redsyncff,redislock,floor,floorpipe; in the adapters scenario redlock,goredis,rueidis,valkey); default all")
+	flag.IntVar(&tputGoroutines, "goroutines", 0, "the goroutines of the throughput and cost scenarios (default 32)")
 	save := flag.String("save", "", "also write what the run measured into this file, for -replay")
 	replay := flag.String("replay", "", "measure nothing: write the report of the run saved in this file by -save")
 	flag.Parse()
@@ -229,6 +230,10 @@ func main() {
 	}
 }
 
+// tputGoroutines is -goroutines: the goroutines of the throughput and
+// cost scenarios in place of 32 (0: 32), to draw the scaling curve.
+var tputGoroutines int
+
 // runAll runs the scenarios that only names (all when empty).
 func runAll(quick bool, only, root, commit string, logf func(string, ...any)) (*results, error) {
 	cfg := fullCfg
@@ -237,6 +242,9 @@ func runAll(quick bool, only, root, commit string, logf func(string, ...any)) (*
 		cfg, mode = quickCfg, "quick"
 	}
 	cfg.fill()
+	if tputGoroutines > 0 {
+		cfg.TputGoroutines = tputGoroutines
+	}
 	goredis.SetLogger(quietLogger{}) // go-redis logs every failed dial of the dead-node scenarios
 	want := func(s string) bool {
 		return only == "" || strings.Contains(","+only+",", ","+s+",")

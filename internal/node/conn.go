@@ -410,6 +410,7 @@ type pipe struct {
 	held    bool        // the writer waits: the oldest written request is overdue
 	stall   *time.Timer // fires when the oldest written request is overdue by grace
 	stalled bool        // stall is armed
+	spare   [][]request // the parts of batches whose replies were handed out, for the next batches
 }
 
 // How soon a pipe would send a request, best first.
@@ -500,7 +501,7 @@ func (p *pipe) goDown(err error) {
 	p.queue = nil
 	p.mu.Unlock()
 	for _, r := range failed {
-		r.to.Receive(r.i, nil, p.t.cfg.Errors.Unsent(err))
+		r.fail(p.t.cfg.Errors.Unsent(err))
 	}
 }
 
@@ -539,10 +540,10 @@ func (p *pipe) close() {
 	}
 	p.mu.Unlock()
 	for _, r := range queued {
-		r.to.Receive(r.i, nil, p.t.cfg.Errors.Unsent(p.t.cfg.Errors.Closed))
+		r.fail(p.t.cfg.Errors.Unsent(p.t.cfg.Errors.Closed))
 	}
 	for _, r := range written {
-		r.to.Receive(r.i, nil, p.t.cfg.Errors.Closed)
+		r.fail(p.t.cfg.Errors.Closed)
 	}
 }
 
@@ -570,15 +571,16 @@ func (p *pipe) detach(err error) {
 	p.state, p.err = connecting, err
 	p.mu.Unlock()
 	for _, r := range written {
-		r.to.Receive(r.i, nil, err)
+		r.fail(err)
 	}
 }
 
 // write is the writer: at every wake-up it sends what is queued in one
-// write. It returns when a write fails, the reader stops (readerDone), or
-// the Client closes.
+// write, the calls that take coalesced as one call each. It returns when a
+// write fails, the reader stops (readerDone), or the Client closes.
 func (p *pipe) write(conn redis.Conn, readErr <-chan error) (err error, readerDone bool) {
 	var batch, expired []request
+	var args []interface{} // a batch's, reused: Send has written them when it returns
 	for {
 		select {
 		case <-p.wake:
@@ -589,14 +591,26 @@ func (p *pipe) write(conn redis.Conn, readErr <-chan error) (err error, readerDo
 		}
 		batch, expired = p.take(batch[:0], expired[:0])
 		for _, r := range expired {
-			r.to.Receive(r.i, nil, p.t.cfg.Errors.Unsent(fmt.Errorf("%w: queued past its deadline", context.DeadlineExceeded)))
+			r.fail(p.t.cfg.Errors.Unsent(fmt.Errorf("%w: queued past its deadline", context.DeadlineExceeded)))
 		}
-		for _, r := range batch {
-			cmd, args := "EVALSHA", r.c.Args
+		for i := range batch {
+			r := &batch[i]
+			cmd := "EVALSHA"
 			if r.eval {
-				cmd, args = "EVAL", r.c.EvalArgs()
+				cmd = "EVAL"
 			}
-			if err := conn.Send(cmd, args...); err != nil {
+			var err error
+			switch {
+			case r.parts != nil:
+				args = script.AppendBatch(args[:0], len(r.parts), r.part, r.eval)
+				err = conn.Send(cmd, args...)
+				clear(args)
+			case r.eval:
+				err = conn.Send(cmd, r.c.EvalArgs()...)
+			default:
+				err = conn.Send(cmd, r.c.Args...)
+			}
+			if err != nil {
 				return err, false
 			}
 		}
@@ -612,9 +626,11 @@ func (p *pipe) write(conn redis.Conn, readErr <-chan error) (err error, readerDo
 
 // take moves the queued requests to the written ones and returns them in
 // batch, except those already past their deadline, returned in expired.
-// While the oldest written request is overdue it takes nothing: a node
-// that stopped answering gets no more requests before it answers or its
-// pipe is closed as stalled.
+// Consecutive calls that script.Batch can run go as one call of it, a
+// batch, in their order (coalesce): what is queued goes, nothing waits
+// for more. While the oldest written request is overdue it takes nothing:
+// a node that stopped answering gets no more requests before it answers or
+// its pipe is closed as stalled.
 func (p *pipe) take(batch, expired []request) ([]request, []request) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -625,19 +641,108 @@ func (p *pipe) take(batch, expired []request) ([]request, []request) {
 	}
 	p.held = false
 	for _, r := range p.queue {
+		if r.parts != nil {
+			// A batch again, as EVAL: its parts past their deadline stay unsent.
+			r, expired = r.prune(at, expired)
+			if r.parts != nil {
+				batch = append(batch, r)
+			}
+			continue
+		}
 		if at.After(r.deadline) {
 			expired = append(expired, r)
 			continue
 		}
-		batch = append(batch, r)
-		p.sent = append(p.sent, r)
+		batch = coalesce(batch, r, p.spareLocked)
 	}
+	p.sent = append(p.sent, batch...)
 	clear(p.queue)
 	p.queue = p.queue[:0]
 	if len(batch) > 0 && !p.stalled {
 		p.armStallLocked(at)
 	}
 	return batch, expired
+}
+
+// maxParts bounds the calls of one batch, and so how long its script
+// keeps the server from other clients' commands.
+const maxParts = 128
+
+// coalesce appends r to batch: into the batch or the call it ends with,
+// when both can go in one call of script.Batch (whose parts come from
+// spare).
+func coalesce(batch []request, r request, spare func() []request) []request {
+	n := len(batch)
+	if n == 0 || r.eval || !r.c.Batchable() {
+		return append(batch, r)
+	}
+	last := &batch[n-1]
+	switch {
+	case last.eval || len(last.parts) == maxParts:
+		return append(batch, r)
+	case last.parts != nil:
+	case last.c.Batchable():
+		*last = request{parts: append(spare(), *last), deadline: last.deadline}
+	default:
+		return append(batch, r)
+	}
+	last.parts = append(last.parts, r)
+	if r.deadline.Before(last.deadline) {
+		last.deadline = r.deadline
+	}
+	return batch
+}
+
+// spareLocked returns an empty slice for a batch's parts. Under p.mu.
+func (p *pipe) spareLocked() []request {
+	if n := len(p.spare); n > 0 {
+		parts := p.spare[n-1]
+		p.spare[n-1] = nil
+		p.spare = p.spare[:n-1]
+		clear(parts)
+		return parts[:0]
+	}
+	return make([]request, 0, 8)
+}
+
+// maxSpare bounds the slices a pipe keeps for batches' parts.
+const maxSpare = 16
+
+// recycle keeps the parts of a batch whose replies were all handed out
+// for a next batch. spareLocked clears them, in the writer, which read
+// them last but for this reader.
+func (p *pipe) recycle(parts []request) {
+	p.mu.Lock()
+	if len(p.spare) < maxSpare {
+		p.spare = append(p.spare, parts)
+	}
+	p.mu.Unlock()
+}
+
+// part is the call of the batch's part j.
+func (r *request) part(j int) *script.Call { return r.parts[j].c }
+
+// prune moves the batch's parts past their deadline at at to expired; a
+// batch none of whose parts is left has no parts. The parts it keeps are a
+// new slice: the writer may still read the old one (a NOSCRIPT reply).
+func (r request) prune(at time.Time, expired []request) (request, []request) {
+	left := make([]request, 0, len(r.parts))
+	r.deadline = time.Time{}
+	for _, part := range r.parts {
+		if at.After(part.deadline) {
+			expired = append(expired, part)
+			continue
+		}
+		left = append(left, part)
+		if r.deadline.IsZero() || part.deadline.Before(r.deadline) {
+			r.deadline = part.deadline
+		}
+	}
+	r.parts = left
+	if len(left) == 0 {
+		r.parts = nil
+	}
+	return r, expired
 }
 
 // armStallLocked sets the stall timer for the oldest written request.
@@ -690,6 +795,10 @@ func (p *pipe) read(conn redis.Conn) error {
 		if !ok {
 			return errors.New("a reply nobody asked for: the connection is out of step")
 		}
+		if r.parts != nil {
+			p.split(r, reply, re, refused)
+			continue
+		}
 		switch {
 		case refused && strings.HasPrefix(string(re), "NOSCRIPT ") && !r.eval && time.Now().Before(r.deadline):
 			r.eval = true
@@ -702,6 +811,43 @@ func (p *pipe) read(conn redis.Conn) error {
 			r.to.Receive(r.i, reply, nil)
 		}
 	}
+}
+
+// split hands each part of the batch r its reply in the batch's reply, or
+// the node's refusal re of the whole call (refused). A NOSCRIPT refusal
+// sends the parts whose deadline lasts again, as EVAL.
+func (p *pipe) split(r request, reply interface{}, re redis.Error, refused bool) {
+	if refused && strings.HasPrefix(string(re), "NOSCRIPT ") && !r.eval {
+		r, late := r.prune(time.Now(), nil)
+		for _, part := range late {
+			part.to.Receive(part.i, nil, ServerError(re))
+		}
+		if r.parts == nil {
+			return
+		}
+		r.eval = true
+		if err := p.submit(r); err != nil {
+			r.fail(p.t.cfg.Errors.Unsent(err))
+		}
+		return
+	}
+	if refused {
+		r.fail(ServerError(re))
+		return
+	}
+	replies, err := script.BatchReplies(reply, len(r.parts))
+	if err != nil {
+		r.fail(err)
+		return
+	}
+	for j, part := range r.parts {
+		if e, ok := replies[j].(redis.Error); ok {
+			part.to.Receive(part.i, nil, ServerError(e))
+			continue
+		}
+		part.to.Receive(part.i, replies[j], nil)
+	}
+	p.recycle(r.parts)
 }
 
 // closedByNode says in words what a bare io.EOF or a reset means when it

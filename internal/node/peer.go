@@ -95,13 +95,26 @@ type Receiver interface {
 	Receive(i int, reply any, err error)
 }
 
-// request is one command on its way to a node and back.
+// request is one command on its way to a node and back: one script call,
+// or a batch of them sent as one call of script.Batch.
 type request struct {
-	c        *script.Call // the script call, shared read-only; EVAL replaces EVALSHA on NOSCRIPT
+	c        *script.Call // the script call, shared read-only; EVAL replaces EVALSHA on NOSCRIPT; nil for a batch
 	eval     bool         // sent as EVAL
-	deadline time.Time
+	deadline time.Time    // a batch's: the earliest of its parts'
 	to       Receiver
-	i        int // handed back to to
+	i        int       // handed back to to
+	parts    []request // a batch's calls, in the order they run; nil for one call
+}
+
+// fail hands err to the request's receiver, or to every part's.
+func (r *request) fail(err error) {
+	if r.parts == nil {
+		r.to.Receive(r.i, nil, err)
+		return
+	}
+	for _, part := range r.parts {
+		part.to.Receive(part.i, nil, err)
+	}
 }
 
 // lanes is a connection layer: native, or foreign.

@@ -103,7 +103,7 @@ var (
 
 	// All lists every script a connection loads at once (not the
 	// cross-slot forms, which only a Transport sends).
-	All = []*Script{&Acquire, &Rollback, &Release, &Force, &Holders, &Inspect, &View, &Survey, &Renew, &Repair, &Fence, &Ping, &RWRead, &RWWrite, &RWWithdraw, &Withdraw, &Slots, &Leases, &RollbackShared, &ReleaseShared, &Refresh, &Label}
+	All = []*Script{&Acquire, &Rollback, &Release, &Force, &Holders, &Inspect, &View, &Survey, &Renew, &Repair, &Fence, &Ping, &RWRead, &RWWrite, &RWWithdraw, &Withdraw, &Slots, &Leases, &RollbackShared, &ReleaseShared, &Refresh, &Label, &Batch}
 )
 
 func init() {
@@ -120,6 +120,8 @@ type Script struct {
 	KeyCount int
 	many     *PerHold    // a script that acts on many holds; nil for one lock's
 	hash     interface{} // Hash, boxed once: every call's first argument
+
+	batchIndex int // its number in Batch, 0 for a script Batch does not run
 }
 
 // New returns the script of source src whose calls pass keyCount keys (-1:

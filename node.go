@@ -119,15 +119,11 @@ type nodeLayer interface {
 	Ping()
 }
 
-// The per-node layer's words, as the algorithm uses them.
-type (
-	// receiver gets the outcome of one call sent to a node.
-	receiver = node.Receiver
-	// serverError is a node's refusal of one command.
-	serverError = node.ServerError
-	// partFailed is the failed part of a node's answer (a shard's).
-	partFailed = node.PartFailed
-)
+var _ nodeLayer = (*node.Peer)(nil)
+
+// serverError is a node's refusal of one command (the per-node layer's
+// word, as the algorithm uses it).
+type serverError = node.ServerError
 
 // partFailure returns the error of a hold's value v in a split call's
 // merged reply, nil when v is an answer of the script.
@@ -136,10 +132,6 @@ func partFailure(v any) error { return node.PartFailure(v) }
 // errNotSent matches (errors.Is) the error of a request that never left
 // this process: it cannot have changed anything on the node.
 var errNotSent = ErrNotSent
-
-// notSent wraps err as the error of a request that was not sent: err's
-// message, and errors.Is errNotSent.
-func notSent(err error) error { return nodeErrors.Unsent(err) }
 
 // subscribe adds a waiter of channel on every node and waits until the
 // subscription is active on a quorum of them (or a node timeout passed):

@@ -163,3 +163,15 @@ func TestBrokenConnectionFailsItsRequestsAtOnce(t *testing.T) {
 	assert.Less(t, elapsed, 2*time.Second, "the request waited for its deadline instead of failing with its connection")
 	t.Logf("failed after %v: %v", elapsed.Round(time.Millisecond), err)
 }
+
+// The per-node layer's words, as the tests use them.
+type (
+	// receiver gets the outcome of one call sent to a node.
+	receiver = node.Receiver
+	// partFailed is the failed part of a node's answer (a shard's).
+	partFailed = node.PartFailed
+)
+
+// notSent wraps err as the error of a request that was not sent: err's
+// message, and errors.Is errNotSent.
+func notSent(err error) error { return nodeErrors.Unsent(err) }

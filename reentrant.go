@@ -465,7 +465,7 @@ func (m *Mutex) freeIn(r *round, lease time.Duration) time.Duration {
 }
 
 // await is the waiting part of an acquisition whose first attempt a failed
-// (or that made none: see wait.Waiters.Contention), as Client.await runs it: in
+// (or that made none: see wait.Waiters.Contention), as the Client's waiting (wait.go) runs it: in
 // m's queue, hearing the channels of all m's locks; a MultiMutex's waiter
 // leaves its intent where it is refused (intent.go).
 func (m *Mutex) await(ctx context.Context, maxWait time.Duration, req request, a attempt) (bool, error) {

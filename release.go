@@ -18,7 +18,7 @@ import (
 
 // The releases the Client sends for its owners, outside an Unlock's own
 // round: the releaser's, of final releases that Unlock could not confirm,
-// and Close's, of every hold at once (releaseHolds), both batched in one
+// and Close's, of every hold at once (releaseAll), both batched in one
 // round trip per node and tallied alike (tallyRelease).
 
 // The releaser finishes the final releases that reached no quorum when

@@ -230,7 +230,7 @@ func (s *Semaphore) acquireWith(ctx context.Context, maxWait, lease time.Duratio
 }
 
 // await is the waiting part of an acquisition whose first attempt a failed
-// (or that made none), as Client.await runs it: in the queue of the
+// (or that made none), as the Client's waiting runs it: in the queue of the
 // semaphore's channel, woken by a release of any slot or when the soonest
 // slot is free on a majority. A head that leaves, with a permit or
 // without, has the next waiter try at once: other permits may be free.

@@ -81,7 +81,7 @@ func (m *Mutex) riskCause(h *hold) error {
 	m.mu.Unlock()
 	select {
 	case <-lost:
-		if err := m.c.ensureOpen(); err != nil {
+		if err := m.c.life.open(); err != nil {
 			return errorf("redlock: lock %s: the Client was closed, which released the hold: %w", lockname.Quote(m.name), err)
 		}
 		return errorf("redlock: lock %s: the hold was lost: %w", lockname.Quote(m.name), ErrNotHeld)

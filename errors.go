@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/hashicorp/go-multierror"
+
+	"github.com/redlock-go/redlock/internal/quorum"
 )
 
 // Errors returned by redlock; test for them with errors.Is.
@@ -76,34 +78,9 @@ func formatNodeErrors(es []error) string {
 	return strings.Join(parts, "; ")
 }
 
-// quorumError is ErrNoQuorum with the story of every node that failed.
-type quorumError struct {
-	op      string
-	yes, no int // nodes that answered yes and no
-	unheard int // nodes not waited for once the outcome was certain
-	need    int // yes answers needed
-	n       int
-	nodes   *multierror.Error
-}
-
-func (e *quorumError) Error() string {
-	failed := fmt.Sprintf("%d failed", e.n-e.yes-e.no-e.unheard)
-	if e.unheard > 0 {
-		failed += fmt.Sprintf(", %d not waited for", e.unheard)
-	}
-	s := fmt.Sprintf("redlock: no quorum for %s: %d of %d nodes said yes, %d said no, %s; %d yes needed", e.op, e.yes, e.n, e.no, failed, e.need)
-	if err := e.nodes.ErrorOrNil(); err != nil {
-		s += ": " + err.Error()
-	}
-	return s
-}
-
-func (e *quorumError) Unwrap() []error {
-	if err := e.nodes.ErrorOrNil(); err != nil {
-		return []error{ErrNoQuorum, err}
-	}
-	return []error{ErrNoQuorum}
-}
+// quorumError is ErrNoQuorum with the story of every node that failed
+// (internal/quorum's Error).
+type quorumError = quorum.Error
 
 // prefix begins every message of the package's errors, once.
 const prefix = "redlock: "
@@ -151,4 +128,11 @@ func withCtx(ctx context.Context, err error) error {
 // errNilContext is the error of a call given a nil context.
 func errNilContext() error {
 	return invalid("nil context: pass context.Background() or a context with a deadline")
+}
+
+// fail wraps err as this node's error. A network timeout matches
+// context.DeadlineExceeded whichever deadline fired first.
+func (p *peer) fail(err error) *NodeError {
+	err = quorum.TimedOut(err)
+	return &NodeError{Node: p.name, Addr: p.addr, Err: err, unsent: errors.Is(err, errNotSent)}
 }

@@ -84,16 +84,19 @@ func TestUnitQuorumError(t *testing.T) {
 			msgHas: []string{"1 of 3 nodes said yes", "1 said no", "0 failed, 1 not waited for"},
 		},
 	}
+	c, err := New([]*Node{nodes[0].Node, nodes[1].Node, nodes[2].Node})
+	require.NoError(t, err)
+	defer c.Close()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := &round{ballot: vote.NewBallot(len(nodes)), nodes: make([]slot, len(tt.errs))}
+			r := c.q.Unsent(len(tt.errs), vote.Release)
 			for i, err := range tt.errs {
-				r.nodes[i].err = err
+				r.Nodes[i].Err = err
 			}
 			for _, v := range tt.votes {
-				r.ballot.Add(v)
+				r.Ballot.Add(v)
 			}
-			err := r.noQuorum("unit op")
+			err := r.NoQuorum("unit op")
 			require.Error(t, err)
 			for _, target := range tt.is {
 				require.ErrorIs(t, err, target)
@@ -119,10 +122,10 @@ func TestUnitQuorumError(t *testing.T) {
 
 	// The aggregate of a nil multierror stays nil: no typed-nil error.
 	var none *multierror.Error
-	qe := &quorumError{op: "x", yes: 0, need: 2, n: 3, nodes: none}
+	qe := &quorumError{NoQuorum: ErrNoQuorum, Op: "x", Yes: 0, Need: 2, N: 3, Nodes: none}
 	assert.Equal(t, []error{ErrNoQuorum}, qe.Unwrap())
 	assert.Equal(t, "redlock: no quorum for x: 0 of 3 nodes said yes, 0 said no, 3 failed; 2 yes needed", qe.Error())
-	qe = &quorumError{op: "x", yes: 0, unheard: 2, need: 3, n: 5, nodes: none}
+	qe = &quorumError{NoQuorum: ErrNoQuorum, Op: "x", Yes: 0, Unheard: 2, Need: 3, N: 5, Nodes: none}
 	assert.Equal(t, "redlock: no quorum for x: 0 of 5 nodes said yes, 0 said no, 3 failed, 2 not waited for; 3 yes needed", qe.Error())
 }
 
@@ -135,8 +138,8 @@ func TestUnitErrorTexts(t *testing.T) {
 	c := &Client{}
 	m := &Mutex{c: c, name: "x"}
 	node := func(err error) error { return &NodeError{Node: "redis://h:1", Addr: "h:1", Err: err} }
-	quorum := &quorumError{op: "lock \"x\"", yes: 1, no: 0, n: 3, need: 2,
-		nodes: appendError(appendError(nil, node(fmt.Errorf("%w: restarted 1s ago: not counted for 29s more", ErrQuarantined))), node(fmt.Errorf("%w: wrong user or password", ErrAuth)))}
+	quorum := &quorumError{NoQuorum: ErrNoQuorum, Op: "lock \"x\"", Yes: 1, No: 0, N: 3, Need: 2,
+		Nodes: appendError(appendError(nil, node(fmt.Errorf("%w: restarted 1s ago: not counted for 29s more", ErrQuarantined))), node(fmt.Errorf("%w: wrong user or password", ErrAuth)))}
 	errs := map[string]error{
 		"nil context":    errNilContext(),
 		"lost":           m.lostError("this re-entrant acquisition found it gone on a majority"),

@@ -23,9 +23,8 @@ const minFenceTTL = 24 * time.Hour
 // long as node clocks differ by less than the quarantine (docs/safety.md),
 // so the TTL only has to outlast the quarantine and the lease; it is far
 // longer, and counters of locks no longer used do not pile up.
-func (c *Client) fenceTTL(lease time.Duration) time.Duration {
+func fenceTTL(q, lease time.Duration) time.Duration {
 	const most = 10 * 365 * 24 * time.Hour
-	q := c.quarantinePeriod()
 	if q >= most || lease >= most {
 		return 2 * most
 	}
@@ -50,15 +49,15 @@ const fenceRounds = 4
 // round.
 func (m *Mutex) fenceToken(ctx context.Context, r *round) (int64, error) {
 	var token int64
-	for i, sl := range r.nodes {
-		if sl.vote != vote.Yes {
+	for i, sl := range r.Nodes {
+		if sl.Vote != vote.Yes {
 			continue // not heard: its outcome may still be written
 		}
-		if a, err := script.ParseAcquire(r.reply(i)); err == nil && a.N > token {
+		if a, err := script.ParseAcquire(r.Reply(i)); err == nil && a.N > token {
 			token = a.N
 		}
 	}
-	ttl := m.c.fenceTTL(m.c.opts.lease).Milliseconds()
+	ttl := fenceTTL(m.c.nodes.quarantinePeriod(), m.c.opts.lease).Milliseconds()
 	for range fenceRounds {
 		token++
 		var seen int64
@@ -73,12 +72,12 @@ func (m *Mutex) fenceToken(ctx context.Context, r *round) (int64, error) {
 			seen = max(seen, n) // collect runs one answer at a time
 			return vote.No
 		}
-		wb := m.c.fanout(ctx, m.fenceCall(token, ttl), below, (*vote.Ballot).Certain, nil)
+		wb := m.c.q.Fanout(ctx, m.fenceCall(token, ttl), below, (*vote.Ballot).Certain, nil)
 		switch {
-		case wb.ballot.Won():
+		case wb.Ballot.Won():
 			return token, nil
-		case wb.ballot.No == 0:
-			return 0, wb.noQuorum("lock " + lockname.Quote(m.name) + " (its fencing token)")
+		case wb.Ballot.No == 0:
+			return 0, wb.NoQuorum("lock " + lockname.Quote(m.name) + " (its fencing token)")
 		}
 		token = max(token, seen)
 	}

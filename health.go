@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/go-multierror"
 
+	"github.com/redlock-go/redlock/internal/quorum"
 	"github.com/redlock-go/redlock/internal/script"
 )
 
@@ -60,18 +61,18 @@ func authFailure(err error) error {
 
 // authRefused reports whether err is a quorum error in which so many nodes
 // refused the client's credentials that no quorum can answer.
-func (c *Client) authRefused(err error) bool {
+func (s *nodeSet) authRefused(err error) bool {
 	var qe *quorumError
-	if !errors.As(err, &qe) || qe.nodes == nil {
+	if !errors.As(err, &qe) || qe.Nodes == nil {
 		return false
 	}
 	refused := 0
-	for _, e := range qe.nodes.Errors {
+	for _, e := range qe.Nodes.Errors {
 		if errors.Is(e, ErrAuth) {
 			refused++
 		}
 	}
-	return refused > len(c.peers)-c.quorum
+	return refused > len(s.peers)-s.quorum
 }
 
 // NodeStatus is one node's health, as Client.Status reads it.
@@ -111,31 +112,31 @@ func (c *Client) Status(ctx context.Context) ([]NodeStatus, error) {
 	if ctx == nil {
 		return nil, errNilContext()
 	}
-	if err := c.ensureOpen(); err != nil {
+	if err := c.life.open(); err != nil {
 		return nil, err
 	}
-	c.settle(ctx)
+	c.nodes.settle(ctx)
 	check := []call{script.PingCall()}
-	results := c.broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return check })
-	out := make([]NodeStatus, len(c.peers))
+	results := c.q.Broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return check })
+	out := make([]NodeStatus, len(c.nodes.peers))
 	for i, res := range results {
-		p := c.peers[i]
-		s := NodeStatus{Node: p.name, Addr: p.addr, Err: res.err}
-		if res.err == nil {
-			err := refused(res.replies[0])
+		p := c.nodes.peers[i]
+		s := NodeStatus{Node: p.name, Addr: p.addr, Err: res.Err}
+		if res.Err == nil {
+			err := quorum.Refused(res.Replies[0])
 			if err == nil {
-				err = script.ParsePing(res.replies[0])
+				err = script.ParsePing(res.Replies[0])
 			}
 			if err != nil {
 				s.Err = p.fail(err)
 			}
 		}
 		if s.Err == nil {
-			s.Latency = res.took
-			s.Quarantine = c.excluded(p, "")
+			s.Latency = res.Took
+			s.Quarantine = c.nodes.excluded(p, "")
 			s.Counted = s.Quarantine == nil
 		}
-		if err := c.duplicated(p); err != nil {
+		if err := c.nodes.duplicated(p); err != nil {
 			// Its calls go through the node it duplicates: it is not asked,
 			// and does not count.
 			s.Err, s.Quarantine, s.Counted = nil, err, false
@@ -143,30 +144,36 @@ func (c *Client) Status(ctx context.Context) ([]NodeStatus, error) {
 		if d := p.dup.Load(); d != nil {
 			s.DuplicateOf = d.of.name
 		}
-		var known bool
-		proc := p.n.Process("")
-		s.Started, s.Restarted, known, _ = proc.State()
-		if !known {
-			s.Started = time.Time{}
-		}
-		s.Version = proc.Version()
-		if s.Quarantine != nil && known {
-			if q := c.quarantinePeriod(); q > 0 && (s.Restarted || c.opts.youngNodes) {
-				s.QuarantinedUntil = proc.Since().Add(q)
-			}
-		}
+		c.nodes.process(p, &s)
 		out[i] = s
 	}
 	return out, nil
+}
+
+// process fills in s what this client knows of node p's server process:
+// its start, restart, version, and until when it is in quarantine.
+func (s *nodeSet) process(p *peer, st *NodeStatus) {
+	var known bool
+	proc := p.n.Process("")
+	st.Started, st.Restarted, known, _ = proc.State()
+	if !known {
+		st.Started = time.Time{}
+	}
+	st.Version = proc.Version()
+	if st.Quarantine != nil && known {
+		if q := s.quarantinePeriod(); q > 0 && (st.Restarted || s.opts.youngNodes) {
+			st.QuarantinedUntil = proc.Since().Add(q)
+		}
+	}
 }
 
 // settle waits, within ctx, until no node's connection is being set up
 // (see node.Peer.Settle): a health check then says why a node that could
 // not be connected failed (a refused password, a TLS handshake with a
 // plain-text port), as a lock call would, not that it is still connecting.
-func (c *Client) settle(ctx context.Context) {
+func (s *nodeSet) settle(ctx context.Context) {
 	var wg sync.WaitGroup
-	for _, p := range c.peers {
+	for _, p := range s.peers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -190,7 +197,7 @@ func (c *Client) Ping(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := c.duplicates(); err != nil {
+	if err := c.nodes.duplicates(); err != nil {
 		return err
 	}
 	ok := 0
@@ -200,13 +207,13 @@ func (c *Client) Ping(ctx context.Context) error {
 		case s.Err != nil:
 			errs = appendError(errs, s.Err)
 		case !s.Counted:
-			errs = appendError(errs, c.peers[i].fail(s.Quarantine))
+			errs = appendError(errs, c.nodes.peers[i].fail(s.Quarantine))
 		default:
 			ok++
 		}
 	}
-	if ok >= c.quorum {
+	if ok >= c.nodes.quorum {
 		return nil
 	}
-	return withCtx(ctx, &quorumError{op: "ping", yes: ok, n: len(c.peers), need: c.quorum, nodes: errs})
+	return withCtx(ctx, &quorumError{NoQuorum: ErrNoQuorum, Op: "ping", Yes: ok, N: len(c.nodes.peers), Need: c.nodes.quorum, Nodes: errs})
 }

@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -87,7 +88,7 @@ func (m *Mutex) grant(prev, count int, seq, token int64, lease time.Duration, la
 	}
 	if fresh {
 		h = &hold{m: m, token: token}
-		if m.c.obs != nil {
+		if m.c.rep.obs != nil {
 			h.began = m.c.wd.clock()
 		}
 		m.h = h
@@ -104,8 +105,8 @@ func (m *Mutex) grant(prev, count int, seq, token int64, lease time.Duration, la
 	m.mu.Unlock()
 	if fresh {
 		m.c.holds.track(m, true)
-		if m.c.obs != nil {
-			m.c.holdStarted(h, lease, until, renew)
+		if m.c.rep.obs != nil {
+			m.c.rep.holdStarted(m.name, lease, until, renew)
 		}
 	}
 	if startRenewal {
@@ -303,8 +304,8 @@ func (h *hold) unregister(why endReason) {
 	}
 	m.c.wd.drop(h)
 	m.c.holds.track(m, false)
-	if m.c.obs != nil {
-		m.c.holdEnded(h, why, renew, began)
+	if m.c.rep.obs != nil {
+		m.c.rep.holdEnded(m.name, why, renew, m.c.wd.clock()-began)
 	}
 }
 
@@ -535,14 +536,14 @@ func (h *hold) addLateLocked(late *stragglers) {
 	if h.late == nil {
 		h.late = h.lateBuf[:0]
 	}
-	mayLand := func(s *stragglers) bool { return s != nil && (s.inflight.Load() > 0 || s.astray.Load()) }
+	pending := func(s *stragglers) bool { return s != nil && (s.Inflight.Load() > 0 || s.Astray.Load()) }
 	n, kept := len(h.late), h.late[:0]
 	for _, s := range h.late {
-		if mayLand(s) {
+		if pending(s) {
 			kept = append(kept, s)
 		}
 	}
-	if mayLand(late) {
+	if pending(late) {
 		kept = append(kept, late)
 	}
 	if len(kept) < n {
@@ -558,7 +559,7 @@ func (h *hold) addLateLocked(late *stragglers) {
 // false), any one still in flight. Under m.mu.
 func (h *hold) mayLandLocked(ordered bool) bool {
 	for _, s := range h.late {
-		if s.astray.Load() || (!ordered || s.offLane) && s.inflight.Load() > 0 {
+		if s.Astray.Load() || (!ordered || s.OffLane) && s.Inflight.Load() > 0 {
 			return true
 		}
 	}
@@ -660,4 +661,37 @@ func (m *Mutex) Token() int64 {
 	}
 	_, _, token := m.holding()
 	return token
+}
+
+// holdRegistry is the registry of a Client's Mutexes that hold a lock,
+// which Close releases. A hold registers its Mutex as it starts and
+// removes it as it ends (hold.go); the zero value is empty.
+type holdRegistry struct {
+	mu   sync.Mutex          // protects held
+	held map[*Mutex]struct{} // owners that currently hold a lock
+}
+
+// track records whether m holds a lock.
+func (r *holdRegistry) track(m *Mutex, held bool) {
+	r.mu.Lock()
+	if held {
+		if r.held == nil {
+			r.held = make(map[*Mutex]struct{})
+		}
+		r.held[m] = struct{}{}
+	} else {
+		delete(r.held, m)
+	}
+	r.mu.Unlock()
+}
+
+// list returns the owners that hold a lock now.
+func (r *holdRegistry) list() []*Mutex {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ms := make([]*Mutex, 0, len(r.held))
+	for m := range r.held {
+		ms = append(ms, m)
+	}
+	return ms
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/redlock-go/redlock/internal/node"
 	"github.com/redlock-go/redlock/internal/script"
 	"github.com/redlock-go/redlock/redlocktest"
 	"github.com/stretchr/testify/assert"
@@ -25,8 +26,8 @@ func TestUnitMarkOnlyWhenACallMayLandAfterTheRelease(t *testing.T) {
 	_, c, _ := unitClients(t)
 	m := c.NewMutex("marks")
 	answered, inflight, astray := &stragglers{}, &stragglers{}, &stragglers{}
-	inflight.inflight.Store(1)
-	astray.astray.Store(true)
+	inflight.Inflight.Store(1)
+	astray.Astray.Store(true)
 	for _, tc := range []struct {
 		name    string
 		late    []*stragglers
@@ -61,7 +62,7 @@ func TestCloseOvertakingAStragglerMarksIt(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Close()
 	ctx := context.Background()
-	t2 := c.peers[2].n
+	t2 := c.nodes.peers[2].n.(*node.Peer)
 	require.Eventually(t, func() bool { serving, _ := t2.Connections(); return serving == 2 }, 5*time.Second, time.Millisecond)
 	// Close's batch goes first to the pipe after the last one a batch
 	// used; the lock's calls go on their lane: make them differ.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redlock-go/redlock/internal/quorum"
 	"github.com/redlock-go/redlock/internal/script"
 )
 
@@ -26,28 +27,28 @@ type NodeLock struct {
 // ErrClosed after Close and an error wrapping ErrInvalid for an empty name;
 // a node that could not be read has its error in its NodeLock.
 func (c *Client) Inspect(ctx context.Context, name string) ([]NodeLock, error) {
-	m := c.NewMutex(name)
+	m := newMutex(c, name)
 	if err := m.ensureUsable(ctx); err != nil {
 		return nil, err
 	}
 	read := []call{script.ViewCall(m.key)}
-	results := c.broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return read })
-	out := make([]NodeLock, len(c.peers))
+	results := c.q.Broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return read })
+	out := make([]NodeLock, len(c.nodes.peers))
 	for i, res := range results {
-		out[i] = viewOf(c.peers[i], m.key, res)
+		out[i] = viewOf(c.nodes.peers[i], m.key, res)
 	}
 	return out, nil
 }
 
 // viewOf reads view.lua's reply from one node.
 func viewOf(n *peer, key string, res batchResult) NodeLock {
-	if res.err != nil {
-		return NodeLock{Node: n.name, Key: key, Err: res.err}
+	if res.Err != nil {
+		return NodeLock{Node: n.name, Key: key, Err: res.Err}
 	}
-	err := refused(res.replies[0])
+	err := quorum.Refused(res.Replies[0])
 	var lv script.LockView
 	if err == nil {
-		lv, err = script.ParseView(res.replies[0])
+		lv, err = script.ParseView(res.Replies[0])
 	}
 	if err != nil {
 		return NodeLock{Node: n.name, Key: key, Err: n.fail(err)}
@@ -132,7 +133,7 @@ func (c *Client) InspectAll(ctx context.Context, name string, permits int) ([]No
 	if c == nil {
 		return nil, invalid("a nil Client")
 	}
-	if err := c.usable(ctx, bad); err != nil {
+	if err := c.life.usable(ctx, bad); err != nil {
 		return nil, err
 	}
 	sem := c.opts.prefix + "{" + name + "}:sem:"
@@ -147,14 +148,14 @@ func (c *Client) InspectAll(ctx context.Context, name string, permits int) ([]No
 		keys.Slots[i] = sem + strconv.Itoa(i) + ":lock"
 	}
 	read := []call{script.SurveyCall(keys)}
-	results := c.broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return read })
-	out := make([]NodeLocks, len(c.peers))
+	results := c.q.Broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return read })
+	out := make([]NodeLocks, len(c.nodes.peers))
 	var owners []string
 	for i, res := range results {
-		out[i] = surveyOf(c.peers[i], keys, res)
+		out[i] = surveyOf(c.nodes.peers[i], keys, res)
 		owners = append(owners, out[i].owners()...)
 	}
-	for i, labels := range c.ownerLabels(ctx, owners) {
+	for i, labels := range c.labels.owners(ctx, owners) {
 		out[i].Labels = labels
 	}
 	return out, nil
@@ -178,11 +179,11 @@ func (v *NodeLocks) owners() []string {
 
 // surveyOf reads survey.lua's reply from one node.
 func surveyOf(n *peer, k script.SurveyKeys, res batchResult) NodeLocks {
-	err := res.err
+	err := res.Err
 	var sv script.NameView
 	if err == nil {
-		if err = refused(res.replies[0]); err == nil {
-			sv, err = script.ParseSurvey(res.replies[0], len(k.Slots))
+		if err = quorum.Refused(res.Replies[0]); err == nil {
+			sv, err = script.ParseSurvey(res.Replies[0], len(k.Slots))
 		}
 		if err != nil {
 			err = n.fail(err)

@@ -50,14 +50,6 @@ import (
 // the Client's queue and pub/sub (internal/wait). It obeys the intents that
 // MultiMutex waiters leave on its name.
 
-// intentLease is the lease of a waiter's intent (acquire.lua's ARGV[7],
-// slots.lua's ARGV[2], rw_write.lua's ARGV[6]): four node timeouts, one
-// second by default. The keeper refreshes it every third of that while
-// its waiter waits; it outlives a waiter that died by that much at most.
-func (c *Client) intentLease() time.Duration {
-	return max(4*c.opts.nodeTimeout, time.Millisecond)
-}
-
 // intentOf is the intent of a waiter called waiter (an owner field) whose
 // wait began at start: "<stamp>/<waiter>", the stamp in Unix milliseconds.
 func intentOf(start time.Time, waiter string) string {
@@ -104,7 +96,7 @@ func (w *waitIntents) add(value string, k intentKeys) *liveIntent {
 	case wake <- struct{}{}:
 	default:
 	}
-	w.loop.Start(w.c.goRun, w.keep)
+	w.loop.Start(w.c.life.goRun, w.keep)
 	return li
 }
 
@@ -131,7 +123,7 @@ func (w *waitIntents) list() []*liveIntent {
 // round trip per node, each bounded by the node timeout; until Close.
 func (w *waitIntents) keep() {
 	c := w.c
-	lease := c.intentLease()
+	lease := c.opts.intentLease()
 	every := lease / 3
 	for {
 		ls := w.list()
@@ -139,14 +131,14 @@ func (w *waitIntents) keep() {
 			select {
 			case <-w.wake:
 				continue
-			case <-c.ctx.Done():
+			case <-c.life.ctx.Done():
 				return
 			}
 		}
 		t := timer.Start(every)
 		select {
 		case <-t.C:
-		case <-c.ctx.Done():
+		case <-c.life.ctx.Done():
 			timer.Stop(t)
 			return
 		}
@@ -159,19 +151,19 @@ func (w *waitIntents) keep() {
 		for i, li := range ls {
 			cl[i] = script.RefreshCall(li.at.keys, li.value, lease.Milliseconds())
 		}
-		c.broadcast(c.ctx, c.opts.nodeTimeout, func(int) []call { return cl })
+		c.q.Broadcast(c.life.ctx, c.opts.nodeTimeout, func(int) []call { return cl })
 	}
 }
 
 // withdrawAll withdraws the intents of every wait under way, for Close,
 // within ctx.
-func (c *Client) withdrawAll(ctx context.Context) {
+func (w *waitIntents) withdrawAll(ctx context.Context) {
 	var cl []call
-	for _, li := range c.intents.list() {
+	for _, li := range w.list() {
 		cl = append(cl, withdrawCall(li.value, false, li.at))
 	}
 	if len(cl) > 0 {
-		c.broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return cl })
+		w.c.q.Broadcast(ctx, w.c.opts.nodeTimeout, func(int) []call { return cl })
 	}
 }
 
@@ -191,21 +183,17 @@ func withdrawCall(intent string, won bool, k intentKeys) call {
 // round may have left the intent on a node that refused it, which would
 // keep younger waiters out there until it expired. Where it fails, the
 // intents expire by themselves.
-func (c *Client) withdraw(ctx context.Context, li *liveIntent, won bool) {
-	if c.ensureOpen() != nil {
+func (w *waitIntents) withdraw(ctx context.Context, li *liveIntent, won bool) {
+	if w.c.life.open() != nil {
 		return // Close withdraws it (withdrawAll)
 	}
-	defer c.intents.remove(li)
+	defer w.remove(li)
 	cl := []call{withdrawCall(li.value, won, li.at)}
 	if !won {
-		c.broadcast(context.WithoutCancel(ctx), c.opts.nodeTimeout, func(int) []call { return cl })
+		w.c.q.Broadcast(context.WithoutCancel(ctx), w.c.opts.nodeTimeout, func(int) []call { return cl })
 		return
 	}
-	done := make(chan *batchTo, len(c.peers)) // nobody reads the replies
-	deadline := now().Add(c.opts.nodeTimeout)
-	for i, p := range c.peers {
-		p.sendBatch(c, cl, deadline, &batchTo{i: i, done: done, left: len(cl), result: batchResult{replies: make([]interface{}, len(cl))}})
-	}
+	w.c.q.Post(cl)
 }
 
 // leavesIntent reports whether m's waiters leave intents: a MultiMutex's

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redlock-go/redlock/internal/quorum"
 	"github.com/redlock-go/redlock/internal/script"
 )
 
@@ -21,51 +22,57 @@ const labelKeep = 10 * time.Minute
 
 // labelShare is what this Client published of its label.
 type labelShare struct {
-	due  atomic.Int64 // when it must be published again, ns since the Client's leases.base; 0 before the first
+	q    *quorum.Quorum
+	life *lifetime
+	opts *options
+	id   string    // the Client's id
+	base time.Time // when the Client was made: due counts from it
+
+	due  atomic.Int64 // when it must be published again, ns since base; 0 before the first
 	busy atomic.Bool  // a publication is under way
 }
 
-// labelKey is where the label of the Client whose id is id lives.
-func (c *Client) labelKey(id string) string { return c.opts.prefix + "owner:" + id }
+// key is where the label of the Client whose id is id lives.
+func (s *labelShare) key(id string) string { return s.opts.prefix + "owner:" + id }
 
-// keepLabel publishes the Client's label on every node in the background
+// keep publishes the Client's label on every node in the background
 // when it is due: at the first acquisition, then every labelKeep/2 while
 // the Client acquires or renews. A publication that reaches no node is
 // tried again after a node timeout's worth of rounds.
-func (c *Client) keepLabel() {
-	if c.opts.label == "" {
+func (s *labelShare) keep() {
+	if s.opts.label == "" {
 		return
 	}
-	if due := c.labels.due.Load(); due != 0 && int64(since(c.leases.base)) < due {
+	if due := s.due.Load(); due != 0 && int64(since(s.base)) < due {
 		return
 	}
-	if !c.labels.busy.CompareAndSwap(false, true) {
+	if !s.busy.CompareAndSwap(false, true) {
 		return
 	}
-	started := c.goRun(func() {
-		defer c.labels.busy.Store(false)
-		start := since(c.leases.base)
-		cl := []call{script.LabelCall(c.labelKey(c.id), c.opts.label, labelKeep.Milliseconds())}
+	started := s.life.goRun(func() {
+		defer s.busy.Store(false)
+		start := since(s.base)
+		cl := []call{script.LabelCall(s.key(s.id), s.opts.label, labelKeep.Milliseconds())}
 		next := start + labelKeep/2
-		res := c.broadcast(c.ctx, c.opts.nodeTimeout, func(int) []call { return cl })
+		res := s.q.Broadcast(s.life.ctx, s.opts.nodeTimeout, func(int) []call { return cl })
 		stored := false
 		for _, r := range res {
-			stored = stored || r.err == nil
+			stored = stored || r.Err == nil
 		}
 		if !stored {
-			next = start + 10*c.opts.nodeTimeout
+			next = start + 10*s.opts.nodeTimeout
 		}
-		c.labels.due.Store(int64(next))
+		s.due.Store(int64(next))
 	})
 	if !started {
-		c.labels.busy.Store(false)
+		s.busy.Store(false)
 	}
 }
 
-// ownerLabels reads, from every node, the labels of the Clients of owners
+// owners reads, from every node, the labels of the Clients of owners
 // (owner fields "<client id>:<owner id>"): per node, owner field -> label,
 // for the owners whose Client's label that node has.
-func (c *Client) ownerLabels(ctx context.Context, owners []string) []map[string]string {
+func (s *labelShare) owners(ctx context.Context, owners []string) []map[string]string {
 	ids := make([]string, 0, len(owners))
 	byID := make(map[string][]string)
 	for _, o := range owners {
@@ -78,19 +85,19 @@ func (c *Client) ownerLabels(ctx context.Context, owners []string) []map[string]
 		}
 		byID[id] = append(byID[id], o)
 	}
-	out := make([]map[string]string, len(c.peers))
+	out := make([]map[string]string, s.q.Len())
 	if len(ids) == 0 {
 		return out
 	}
 	cl := make([]call, len(ids))
 	for k, id := range ids {
-		cl[k] = script.LabelReadCall(c.labelKey(id))
+		cl[k] = script.LabelReadCall(s.key(id))
 	}
-	for i, res := range c.broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return cl }) {
-		if res.err != nil {
+	for i, res := range s.q.Broadcast(ctx, s.opts.nodeTimeout, func(int) []call { return cl }) {
+		if res.Err != nil {
 			continue
 		}
-		for k, reply := range res.replies {
+		for k, reply := range res.Replies {
 			label, err := script.ParseLabel(reply)
 			if err != nil || label == "" {
 				continue

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redlock-go/redlock/internal/quorum"
 	"github.com/redlock-go/redlock/internal/script"
 	"github.com/redlock-go/redlock/internal/vote"
 )
@@ -30,6 +31,12 @@ func leaseKeep(l time.Duration) time.Duration { return max(10*time.Minute, 4*l) 
 // leaseShare is what this client published of its leases, and what it
 // learned of the others'.
 type leaseShare struct {
+	q    *quorum.Quorum
+	life *lifetime
+	opts *options
+	made *atomic.Bool // every node of the Client was made: a read may start
+
+	used      atomic.Int64 // the longest lease this client used, ns
 	mu        sync.Mutex   // serializes publishing
 	published atomic.Int64 // the longest lease published on a quorum, ns
 	due       atomic.Int64 // when it must be published again, ns since base
@@ -39,32 +46,31 @@ type leaseShare struct {
 	warned    atomic.Bool  // a WithQuarantine below learned was said
 }
 
-// leasesKey is the hash of the longest leases in use with this client's
+// key is the hash of the longest leases in use with this client's
 // key prefix. It has no hash tag: on a Redis Cluster member it lives on
 // the shard of its own slot.
-func (c *Client) leasesKey() string { return c.opts.prefix + "leases" }
+func (s *leaseShare) key() string { return s.opts.prefix + "leases" }
 
-// shareLease makes sure, before an acquisition, that the longest lease
+// share makes sure, before an acquisition, that the longest lease
 // this client uses is published on a quorum of nodes and not due to be
 // published again. It costs one atomic comparison but the first time a
 // lease is used and every leaseKeep/2; then one round to every node,
 // decided at the majority as an acquisition is. It returns that round
 // when fewer than a quorum of nodes stored the lease, nil otherwise.
-func (c *Client) shareLease(ctx context.Context) *round {
-	s := &c.leases
-	l := c.maxLease.Load()
+func (s *leaseShare) share(ctx context.Context) *round {
+	l := s.used.Load()
 	if l <= s.published.Load() && int64(since(s.base)) < s.due.Load() {
 		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	l = c.maxLease.Load()
+	l = s.used.Load()
 	if l <= s.published.Load() && int64(since(s.base)) < s.due.Load() {
 		return nil // another acquisition published it meanwhile
 	}
 	start := since(s.base)
-	r := c.exchangeLeases(ctx, time.Duration(l), (*vote.Ballot).Certain)
-	if !r.ballot.Won() {
+	r := s.exchange(ctx, time.Duration(l), (*vote.Ballot).Certain)
+	if !r.Ballot.Won() {
 		return r
 	}
 	s.published.Store(l)
@@ -72,24 +78,23 @@ func (c *Client) shareLease(ctx context.Context) *round {
 	return nil
 }
 
-// exchangeLeases publishes lease on every node, learns the longest lease
+// exchange publishes lease on every node, learns the longest lease
 // in use from the replies that came before stop said the round is
 // decided, and returns the round: a node votes yes once it stored it.
-func (c *Client) exchangeLeases(ctx context.Context, lease time.Duration, stop func(*vote.Ballot) bool) *round {
-	cl := script.LeasesCall(c.leasesKey(), lease.Milliseconds(), leaseKeep(lease).Milliseconds())
-	r := c.fanout(ctx, cl, vote.Leases, stop, nil)
-	for i, sl := range r.nodes {
-		if sl.vote == vote.Yes {
-			ms, _ := script.ParseLeases(r.reply(i))
-			c.learnLease(time.Duration(ms) * time.Millisecond)
+func (s *leaseShare) exchange(ctx context.Context, lease time.Duration, stop func(*vote.Ballot) bool) *round {
+	cl := script.LeasesCall(s.key(), lease.Milliseconds(), leaseKeep(lease).Milliseconds())
+	r := s.q.Fanout(ctx, cl, vote.Leases, stop, nil)
+	for i, sl := range r.Nodes {
+		if sl.Vote == vote.Yes {
+			ms, _ := script.ParseLeases(r.Reply(i))
+			s.learn(time.Duration(ms) * time.Millisecond)
 		}
 	}
 	return r
 }
 
-// learnLease records that a node says d is the longest lease in use.
-func (c *Client) learnLease(d time.Duration) {
-	s := &c.leases
+// learn records that a node says d is the longest lease in use.
+func (s *leaseShare) learn(d time.Duration) {
 	for {
 		cur := s.learned.Load()
 		if int64(d) <= cur {
@@ -99,28 +104,38 @@ func (c *Client) learnLease(d time.Duration) {
 			break
 		}
 	}
-	if q := c.opts.quarantine; q > 0 && q < d+drift(d, c.opts.driftFactor) && s.warned.CompareAndSwap(false, true) {
-		c.opts.logger.Warn(fmt.Sprintf("redlock: WithQuarantine(%v) is shorter than the longest lease another client of these nodes uses (%v, and its drift allowance): a restarted node may count while a hold it forgot is still valid", q, d),
+	if q := s.opts.quarantine; q > 0 && q < d+drift(d, s.opts.driftFactor) && s.warned.CompareAndSwap(false, true) {
+		s.opts.logger.Warn(fmt.Sprintf("redlock: WithQuarantine(%v) is shorter than the longest lease another client of these nodes uses (%v, and its drift allowance): a restarted node may count while a hold it forgot is still valid", q, d),
 			"quarantine", q, "longest_lease", d)
 	}
 }
 
-// rereadLeases reads the longest lease in use from every node again, in
+// reread reads the longest lease in use from every node again, in
 // the background, after this client saw a node restart: a client that
 // began to use a longer lease since this client's last read is then
 // known before the restarted node's quarantine ends. One read at a time.
-func (c *Client) rereadLeases() {
-	s := &c.leases
-	if !c.made.Load() || !s.rereading.CompareAndSwap(false, true) {
+func (s *leaseShare) reread() {
+	if !s.made.Load() || !s.rereading.CompareAndSwap(false, true) {
 		return
 	}
-	if !c.goAdd(1) {
+	if !s.life.goAdd(1) {
 		s.rereading.Store(false)
 		return
 	}
 	go func() {
-		defer c.bg.Done()
+		defer s.life.bg.Done()
 		defer s.rereading.Store(false)
-		c.exchangeLeases(c.ctx, time.Duration(c.maxLease.Load()), (*vote.Ballot).Done)
+		s.exchange(s.life.ctx, time.Duration(s.used.Load()), (*vote.Ballot).Done)
 	}()
+}
+
+// use records a lease in use by this Client, for the default quarantine
+// period.
+func (s *leaseShare) use(d time.Duration) {
+	for {
+		cur := s.used.Load()
+		if int64(d) <= cur || s.used.CompareAndSwap(cur, int64(d)) {
+			return
+		}
+	}
 }

@@ -77,19 +77,18 @@ func (m *Mutex) keysOf(i int) script.Keys {
 	return script.Keys{Key: k.key, Marks: k.marks, Fence: k.fence, Intent: k.intent, Channel: k.channel, Boxed: k.boxed}
 }
 
-// acquireCall is acquire.lua's call for an attempt writing count holds
-// with sequence seq and a lease of leaseMs; fencing is the counters' TTL
-// (0: no fencing); intent, when not empty, is a waiter's, which the
-// attempt leaves where it is refused (intent.go). With tell (one lock
-// only) the attempt tells the waiters of its take; subscribed says
-// whether this Client waits.
-func (m *Mutex) acquireCall(count int, leaseMs, seq, fencing int64, intent string, tell, subscribed bool) call {
+// acquireCall is acquire.lua's call for an attempt of req writing count
+// holds with sequence seq; fencing is the counters' TTL (0: no fencing).
+// A waiter's intent is left where the attempt is refused (intent.go);
+// req.tell (one lock only) tells the waiters of its take.
+func (m *Mutex) acquireCall(count int, seq, fencing int64, req request) call {
+	leaseMs := req.lease.Milliseconds()
 	if m.via != nil {
 		return m.via(count, leaseMs, seq, fencing)
 	}
 	return script.AcquireCall(m.keys(), script.Acquisition{
 		Field: m.field, Count: count, LeaseMs: leaseMs, Seq: seq, FenceTTL: fencing,
-		Intent: intent, IntentMs: m.c.intentLease().Milliseconds(), Tell: tell, Subscribed: subscribed,
+		Intent: req.intent, IntentMs: m.c.opts.intentLease().Milliseconds(), Tell: req.tell, Subscribed: req.subscribed,
 	})
 }
 

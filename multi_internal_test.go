@@ -16,8 +16,8 @@ import (
 func TestUnitMultiMutexNeedsOneSlotOnACluster(t *testing.T) {
 	rt := &routeTable{routes: map[string]Route{}, runIDs: map[string]string{}}
 	c, p := overTransport(rt)
-	c.peers = []*peer{p}
-	c.done = make(chan struct{})
+	c.nodes.peers = []*peer{p}
+	c.life.done = make(chan struct{})
 	rt.set("redlock:{a}:lock", Route{Addr: "A", Slot: 1})
 	rt.set("redlock:{b}:lock", Route{Addr: "A", Slot: 1})
 	rt.set("redlock:{c}:lock", Route{Addr: "A", Slot: 2})

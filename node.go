@@ -3,13 +3,11 @@ package redlock
 import (
 	"context"
 	"crypto/tls"
-	"errors"
-	"fmt"
-	"net"
 	"sync/atomic"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+
 	"github.com/redlock-go/redlock/internal/node"
 	"github.com/redlock-go/redlock/internal/nodeurl"
 )
@@ -84,28 +82,48 @@ func dialNode(ep nodeurl.Endpoint, o options) *Node {
 // node (votes.go).
 type peer struct {
 	*Node
-	n   *node.Peer
-	t   transport                 // n, through which the quorum code sends; tests wrap it
+	n   nodeLayer
 	dup atomic.Pointer[duplicate] // the node this one duplicates, nil when none (votes.go)
 }
 
-// transport is how the quorum code reaches a node: *node.Peer's Send,
-// SendBatch and Unreachable.
-type transport interface {
-	Send(c *call, deadline time.Time, to receiver, i int)
-	SendBatch(calls []call, deadline time.Time, to receiver)
-	Unreachable() error
+// nodeSet is the Client's nodes, the one owner of what is known of them:
+// their connections (each node's peer), which of them vote (one vote per
+// server process, votes.go), restart quarantine (restart.go), and the
+// pub/sub subscriptions of the waiters. It is the quorum's Members
+// (quorum.go).
+type nodeSet struct {
+	peers  []*peer     // one per node, in the order given
+	quorum int         // how many nodes make a majority
+	made   atomic.Bool // newClient made every peer: work started by a node's events may read peers
+	votes  votes       // which node each server process votes through (votes.go)
+
+	opts   *options    // the Client's
+	leases *leaseShare // the longest lease in use: the default quarantine period
+	rep    *reporter   // where changes of the nodes are reported
+	life   *lifetime   // the Client's
 }
 
-// The per-node layer's words, as the algorithm uses them.
-type (
-	// receiver gets the outcome of one call sent to a node.
-	receiver = node.Receiver
-	// serverError is a node's refusal of one command.
-	serverError = node.ServerError
-	// partFailed is the failed part of a node's answer (a shard's).
-	partFailed = node.PartFailed
-)
+// nodeLayer is what the root reaches of a node's per-node layer
+// (*node.Peer): everything but sending a call, which only the Client's
+// quorum does (internal/quorum).
+type nodeLayer interface {
+	Start()
+	Stop()
+	Unreachable() error
+	Settle(ctx context.Context)
+	Process(key string) *node.Process
+	node.Serving
+	Slot(key string) (slot int, ok bool)
+	Subscribe(channel string, ok chan<- bool)
+	Unsubscribe(channel string)
+	Ping()
+}
+
+var _ nodeLayer = (*node.Peer)(nil)
+
+// serverError is a node's refusal of one command (the per-node layer's
+// word, as the algorithm uses it).
+type serverError = node.ServerError
 
 // partFailure returns the error of a hold's value v in a split call's
 // merged reply, nil when v is an answer of the script.
@@ -115,133 +133,32 @@ func partFailure(v any) error { return node.PartFailure(v) }
 // this process: it cannot have changed anything on the node.
 var errNotSent = ErrNotSent
 
-// nodeErrors are the Client's errors, as the per-node layer returns and
-// recognises them.
-var nodeErrors = node.Errors{
-	Closed:     ErrClosed,
-	Invalid:    ErrInvalid,
-	NotSent:    ErrNotSent,
-	Redirected: ErrRedirected,
-	Refusal: func(err error) (string, bool) {
-		var re ReplyError
-		if errors.As(err, &re) {
-			return string(re), true
-		}
-		return "", false
-	},
-	Auth: authFailure,
-}
-
-// notSent wraps err as the error of a request that was not sent: err's
-// message, and errors.Is errNotSent.
-func notSent(err error) error { return nodeErrors.Unsent(err) }
-
-// newPeer starts the per-node layer to n, the i-th node of c.
-func newPeer(c *Client, n *Node, i int) *peer {
-	p := makePeer(c, n, i)
-	p.n.Start()
-	return p
-}
-
-// makePeer makes the per-node layer to n, the i-th node of c, without
-// starting it.
-func makePeer(c *Client, n *Node, i int) *peer {
-	p := &peer{Node: n}
-	cfg := node.Config{
-		Name:        n.name,
-		Addr:        n.addr,
-		Dial:        n.dial,
-		Conns:       c.opts.conns,
-		NodeTimeout: c.opts.nodeTimeout,
-		Setup:       c.setupTimeout(),
-		Silence:     3 * (c.opts.lease / 3), // three watchdog periods: three pings
-		Heartbeat:   c.opts.prefix + "heartbeat",
-		Quarantine:  c.opts.quarantine != 0,
-		Logger:      c.opts.logger,
-		Errors:      nodeErrors,
-		Hooks: node.Hooks{
-			Ctx:   c.ctx,
-			Go:    c.goRun,
-			Now:   func() time.Time { return now() },
-			Heard: func(channel string, payload []byte) { c.waiters.Heard(i, channel, payload) },
-			Reconnected: func(channels []string) {
-				c.pubsubReconnected(i, len(channels))
-				c.waiters.Reconnected(i, channels)
-			},
-			Reached:    func(err error) { c.nodeReached(p, err) },
-			Identified: c.recheckVotes,
-			Replaced:   c.rereadLeases,
-			Learned:    func(key string) { c.recheckQuarantine(p, key) },
-		},
-	}
-	if n.tr != nil {
-		cfg.Transport = adapt(n.tr)
-	}
-	p.n = node.New(cfg)
-	p.t = p.n
-	return p
-}
-
-// send queues one script call on the node (node.Peer.Send), unless the
-// node duplicates another (votes.go): then it fails at once, unsent, so
-// that one server never runs a call twice, once through each node.
-func (p *peer) send(c *Client, cl *call, deadline time.Time, to receiver, i int) {
-	if err := c.duplicated(p); err != nil {
-		to.Receive(i, nil, notSent(err))
-		return
-	}
-	p.t.Send(cl, deadline, to, i)
-}
-
-// sendBatch queues calls on the node to go in one round trip
-// (node.Peer.SendBatch), unless the node duplicates another: then every
-// call fails at once, unsent.
-func (p *peer) sendBatch(c *Client, calls []call, deadline time.Time, to receiver) {
-	if err := c.duplicated(p); err != nil {
-		for k := range calls {
-			to.Receive(k, nil, notSent(err))
-		}
-		return
-	}
-	p.t.SendBatch(calls, deadline, to)
-}
-
-// fail wraps err as this node's error. A network timeout matches
-// context.DeadlineExceeded whichever deadline fired first.
-func (p *peer) fail(err error) *NodeError {
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() && !errors.Is(err, context.DeadlineExceeded) {
-		err = fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
-	}
-	return &NodeError{Node: p.name, Addr: p.addr, Err: err, unsent: errors.Is(err, errNotSent)}
-}
-
 // subscribe adds a waiter of channel on every node and waits until the
 // subscription is active on a quorum of them (or a node timeout passed):
 // every release publishes on a quorum, and two quorums share a node.
-func (c *Client) subscribe(ctx context.Context, channel string) {
-	ok := make(chan bool, len(c.peers))
-	for _, p := range c.peers {
+func (s *nodeSet) subscribe(ctx context.Context, channel string) {
+	ok := make(chan bool, len(s.peers))
+	for _, p := range s.peers {
 		p.n.Subscribe(channel, ok)
 	}
-	t := time.NewTimer(c.opts.nodeTimeout)
+	t := time.NewTimer(s.opts.nodeTimeout)
 	defer t.Stop()
-	for got := 0; got < c.quorum; got++ {
+	for got := 0; got < s.quorum; got++ {
 		select {
 		case <-ok:
 		case <-t.C:
 			return
 		case <-ctx.Done():
 			return
-		case <-c.done:
+		case <-s.life.done:
 			return
 		}
 	}
 }
 
 // unsubscribe removes a waiter of channel on every node.
-func (c *Client) unsubscribe(channel string) {
-	for _, p := range c.peers {
+func (s *nodeSet) unsubscribe(channel string) {
+	for _, p := range s.peers {
 		p.n.Unsubscribe(channel)
 	}
 }

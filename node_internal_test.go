@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"fmt"
+	"github.com/redlock-go/redlock/internal/node"
 	"github.com/redlock-go/redlock/internal/script"
 	"sync"
 	"sync/atomic"
@@ -38,19 +39,25 @@ func viewOwner(p *peer, key string, timeout time.Duration) (string, error) {
 // waitConnected waits until p answers.
 func waitConnected(t *testing.T, p *peer) {
 	t.Helper()
-	require.Eventually(t, func() bool { return p.t.Unreachable() == nil }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return p.n.Unreachable() == nil }, 10*time.Second, 10*time.Millisecond)
 }
 
 // replyWait is a receiver for one request whose sender blocks for it.
-type replyWait chan outcome
+type replyWait chan replyOutcome
 
-func (w replyWait) Receive(_ int, reply interface{}, err error) { w <- outcome{reply, err} }
+// replyOutcome is a request's reply or error.
+type replyOutcome struct {
+	reply interface{}
+	err   error
+}
+
+func (w replyWait) Receive(_ int, reply interface{}, err error) { w <- replyOutcome{reply, err} }
 
 // do sends one call to p and waits for its outcome until deadline; a
 // reply that comes later is dropped.
 func (p *peer) do(c call, deadline time.Time) (interface{}, error) {
 	w := make(replyWait, 1)
-	p.t.Send(&c, deadline, w, 0)
+	p.n.(*node.Peer).Send(&c, deadline, w, 0)
 	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	select {
@@ -78,7 +85,7 @@ func TestLateReplyNeverReachesAnotherCaller(t *testing.T) {
 	c, err := Dial(cl.URLs(), WithNodeTimeout(200*time.Millisecond), WithQuarantine(0), WithConnections(2))
 	require.NoError(t, err)
 	defer c.Close()
-	p := c.peers[0]
+	p := c.nodes.peers[0]
 	waitConnected(t, p)
 	// Every reply on the connection that carries held-key's read waits
 	// 300ms: past the 200ms deadline of its caller and of the callers
@@ -138,7 +145,7 @@ func TestBrokenConnectionFailsItsRequestsAtOnce(t *testing.T) {
 	c, err := Dial(cl.URLs(), WithQuarantine(0))
 	require.NoError(t, err)
 	defer c.Close()
-	p := c.peers[0]
+	p := c.nodes.peers[0]
 	waitConnected(t, p)
 	require.NoError(t, cl.Pause(0))
 	done := make(chan error, 1)
@@ -156,3 +163,15 @@ func TestBrokenConnectionFailsItsRequestsAtOnce(t *testing.T) {
 	assert.Less(t, elapsed, 2*time.Second, "the request waited for its deadline instead of failing with its connection")
 	t.Logf("failed after %v: %v", elapsed.Round(time.Millisecond), err)
 }
+
+// The per-node layer's words, as the tests use them.
+type (
+	// receiver gets the outcome of one call sent to a node.
+	receiver = node.Receiver
+	// partFailed is the failed part of a node's answer (a shard's).
+	partFailed = node.PartFailed
+)
+
+// notSent wraps err as the error of a request that was not sent: err's
+// message, and errors.Is errNotSent.
+func notSent(err error) error { return nodeErrors.Unsent(err) }

@@ -19,7 +19,7 @@ func TestUnitAcquireOutcome(t *testing.T) {
 	live := context.Background()
 	ended, cancel := context.WithCancel(context.Background())
 	cancel()
-	noQuorum := &quorumError{op: "lock", n: 3, need: 2}
+	noQuorum := &quorumError{NoQuorum: ErrNoQuorum, Op: "lock", N: 3, Need: 2}
 	for _, tc := range []struct {
 		name string
 		ctx  context.Context

@@ -255,3 +255,25 @@ func buildOptions(opts []Option) (options, error) {
 	}
 	return o, o.validate()
 }
+
+// closeTimeout bounds the releases Close sends for holds still held.
+func (o *options) closeTimeout() time.Duration { return 4 * o.nodeTimeout }
+
+// setupTimeout bounds dialling a connection and setting it up: long enough
+// for a node whose round trip is close to the node timeout (a dial, AUTH,
+// and one pipelined round trip of INFO and SCRIPT LOAD), and apart from any
+// command's budget.
+func (o *options) setupTimeout() time.Duration {
+	if o.setupSet {
+		return o.setup
+	}
+	return max(2*time.Second, 8*o.nodeTimeout)
+}
+
+// intentLease is the lease of a waiter's intent (acquire.lua's ARGV[7],
+// slots.lua's ARGV[2], rw_write.lua's ARGV[6]): four node timeouts, one
+// second by default. The keeper refreshes it every third of that while
+// its waiter waits; it outlives a waiter that died by that much at most.
+func (o *options) intentLease() time.Duration {
+	return max(4*o.nodeTimeout, time.Millisecond)
+}

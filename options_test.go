@@ -174,8 +174,8 @@ func TestUnitDialValid(t *testing.T) {
 			c, err := Dial(tt.urls, tt.opts...)
 			require.NoError(t, err)
 			require.NotNil(t, c)
-			assert.Len(t, c.peers, len(tt.urls))
-			for _, n := range c.peers {
+			assert.Len(t, c.nodes.peers, len(tt.urls))
+			for _, n := range c.nodes.peers {
 				assert.NotContains(t, n.Name(), "s3cret")
 			}
 			m := c.NewMutex("unit")

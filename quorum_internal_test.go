@@ -2,19 +2,20 @@ package redlock
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
+	"github.com/redlock-go/redlock/internal/quorum"
 	"github.com/redlock-go/redlock/internal/script"
 	"github.com/redlock-go/redlock/internal/vote"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// The rounds of quorum.go: a round launched after Close began, which failed
-// calls are astray (may still land), and, on a cluster member, the holds a
-// quarantined shard takes out of the count. The size of a majority, the
+// The rounds of internal/quorum as the Client makes them: a round launched
+// after Close began, and, on a cluster member, the holds a quarantined
+// shard takes out of the count (which failed calls are astray is
+// internal/quorum's round_test.go). The size of a majority, the
 // quorum's PTTL and the ballot are internal/vote's (vote_test.go).
 
 // TestUnitRoundAfterClose: a round that reaches the nodes after Close (a
@@ -29,36 +30,13 @@ func TestUnitRoundAfterClose(t *testing.T) {
 	var r *round
 	var err error
 	unitNoPanic(t, func() {
-		r = c.fanout(context.Background(), m.acquireCall(1, 30000, 1, 0, "", false, false), vote.Acquire, (*vote.Ballot).Certain, &rollbackOf{m: m, seq: 1, lease: 30 * time.Second})
-		err = r.settle(true)
+		r = c.q.Fanout(context.Background(), m.acquireCall(1, 1, 0, request{lease: 30 * time.Second}), vote.Acquire, (*vote.Ballot).Certain, &quorum.Rollback{By: undoer{m}, Seq: 1, Lease: 30 * time.Second})
+		err = r.Settle(true)
 	})
 	require.NoError(t, err, "no node said yes: nothing to roll back")
-	assert.True(t, r.ballot.Unreachable())
-	require.ErrorIs(t, r.noQuorum("lock"), ErrClosed)
+	assert.True(t, r.Ballot.Unreachable())
+	require.ErrorIs(t, r.NoQuorum("lock"), ErrClosed)
 	assert.Less(t, time.Since(start), 100*time.Millisecond, "a closed client's nodes fail at once")
-}
-
-// TestUnitStrayCalls: a call that failed after it may have been written is
-// astray; one that was never sent, or that the node refused, is not.
-func TestUnitStrayCalls(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		err    error
-		astray bool
-	}{
-		{"answered", nil, false},
-		{"connection broke", fmt.Errorf("read: %w", context.DeadlineExceeded), true},
-		{"never sent", notSent(ErrClosed), false},
-		{"refused by the node", serverError("WRONGTYPE Operation against a key holding the wrong kind of value"), false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r := &round{answers: make(chan int, 1), outcomes: make([]outcome, 1), classify: vote.Release}
-			r.late.inflight.Store(1)
-			r.Receive(0, int64(1), tc.err)
-			assert.Equal(t, tc.astray, r.late.astray.Load())
-			assert.Zero(t, r.late.inflight.Load())
-		})
-	}
 }
 
 // TestUnitQuarantinedShardTakesOnlyItsHolds: on a member whose server B
@@ -75,17 +53,17 @@ func TestUnitQuarantinedShardTakesOnlyItsHolds(t *testing.T) {
 		hs = append(hs, &hold{m: m})
 	}
 	calls := []call{script.Renew.Call(1, hs[0].m.lock(0).key, int64(3000), "f")}
-	require.True(t, c.countedFor(p, calls))
+	require.True(t, c.nodes.countedFor(p, calls))
 	rt.mu.Lock()
 	rt.runIDs["B"] = "b2"
 	rt.mu.Unlock()
 	rt.set(hs[1].m.lock(0).key, Route{Addr: "B", Slot: 1, Dials: 1}) // a new connection to B: read again
 	identifyOver(t, p, hs[1].m.lock(0).key)
-	require.ErrorIs(t, c.quarantined(p, hs[1].m.lock(0).key), ErrQuarantined)
+	require.ErrorIs(t, c.nodes.quarantined(p, hs[1].m.lock(0).key), ErrQuarantined)
 
 	all := []call{script.Renew.Call(4, hs[0].m.lock(0).key, hs[1].m.lock(0).key, hs[2].m.lock(0).key, hs[3].m.lock(0).key, int64(3000), "f", "f", "f", "f")}
-	require.False(t, c.countedFor(p, all), "not every server of the member counts")
-	partly := c.countedHolds(p, hs)
+	require.False(t, c.nodes.countedFor(p, all), "not every server of the member counts")
+	partly := c.nodes.countedHolds(p, hs)
 	assert.Equal(t, []bool{true, false, true, false}, partly)
 
 	r := vote.NewRenewal(1, len(hs))
@@ -93,6 +71,6 @@ func TestUnitQuarantinedShardTakesOnlyItsHolds(t *testing.T) {
 	for k, want := range partly {
 		assert.Equal(t, want, r.Counts(0, k), "hold %d", k)
 	}
-	native := makePeer(c, NewNode("native", unitPool(nil)), 0)
-	assert.Nil(t, c.countedHolds(native, hs), "a native node is one server")
+	native, _ := makePeer(c, NewNode("native", unitPool(nil)), 0)
+	assert.Nil(t, c.nodes.countedHolds(native, hs), "a native node is one server")
 }

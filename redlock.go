@@ -47,15 +47,16 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/redlock-go/redlock/internal/node"
+	"github.com/redlock-go/redlock/internal/quorum"
 	"github.com/redlock-go/redlock/internal/vote"
 	"github.com/redlock-go/redlock/internal/wait"
-	"github.com/redlock-go/redlock/observe"
 )
 
 // Client coordinates locks over a fixed set of independent Redis masters.
@@ -63,37 +64,26 @@ import (
 // every node (WithConnections), one pub/sub connection per node and one
 // watchdog loop; Close stops them all.
 type Client struct {
-	peers  []*peer // one per node, in the order given
-	opts   options
-	id     string // 128 random bits, hex: the first half of every owner field
-	quorum int
-	drift  time.Duration // drift allowance of the watchdog lease
+	opts  options
+	id    string        // 128 random bits, hex: the first half of every owner field
+	drift time.Duration // drift allowance of the watchdog lease
 
-	owners   atomic.Uint64 // last owner id handed out
-	closed   atomic.Bool
-	maxLease atomic.Int64 // longest lease used, nanoseconds: the default quarantine
-	made     atomic.Bool  // newClient made every peer: work started by a node's events may read peers
-	votes    votes        // which node each server process votes through (votes.go)
-	leases   leaseShare   // the longest lease in use, published and learned (leases.go)
-	intents  waitIntents  // the intents of the waits under way, for Close (intent.go)
-	labels   labelShare   // this Client's label, published for operators (label.go)
+	life   *lifetime      // open until Close; the goroutines Close waits for
+	nodes  *nodeSet       // the nodes: connections, one vote per server process, restart quarantine
+	q      *quorum.Quorum // every call to the nodes: rounds and broadcasts (internal/quorum)
+	rep    *reporter      // the Observer's wiring (observer.go)
+	owners atomic.Uint64  // last owner id handed out
 
-	ctx    context.Context // cancelled by Close once holds are released; parent of background work
-	cancel context.CancelFunc
-	done   chan struct{} // closed when Close begins: waiters return ErrClosed
+	leases  leaseShare  // the longest lease in use, published and learned (leases.go)
+	intents waitIntents // the intents of the waits under way, for Close (intent.go)
+	labels  labelShare  // this Client's label, published for operators (label.go)
 
-	bgMu     sync.RWMutex   // protects bgClosed against bg.Add racing bg.Wait
-	bgClosed bool           // Close is waiting for bg: no more may start
-	bg       sync.WaitGroup // every goroutine the Client starts
-
-	holds   holdRegistry  // the owners that hold a lock, for Close
+	holds   holdRegistry  // the owners that hold a lock, for Close (hold.go)
 	waiters *wait.Waiters // the waits for each lock, and what they heard (internal/wait)
+	waits   *waiting      // how an acquisition waits (wait.go)
 
 	wd  *watchdog
 	rel *releaser // the releases Unlock could not confirm
-
-	obs   observe.Observer // WithObserver's; nil: no events
-	watch nodeWatch        // the node states last reported to obs
 
 	closeOnce sync.Once
 	closeErr  error
@@ -168,27 +158,33 @@ func newClient(nodes []*Node, o options) (*Client, error) {
 	if _, err := rand.Read(id[:]); err != nil {
 		return nil, errorf("redlock: client id: %w", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	c := &Client{
-		opts:   o,
-		id:     hex.EncodeToString(id[:]),
-		quorum: vote.Quorum(len(nodes)),
-		drift:  drift(o.lease, o.driftFactor),
-		ctx:    ctx,
-		cancel: cancel,
-		done:   make(chan struct{}),
-		obs:    o.observer,
-		watch:  nodeWatch{reach: make(map[*peer]observe.NodeState), quarantines: make(map[*node.Process]time.Time)},
+		opts:  o,
+		id:    hex.EncodeToString(id[:]),
+		drift: drift(o.lease, o.driftFactor),
+		life:  newLifetime(),
 	}
+	c.rep = newReporter(o.observer, c.life)
+	c.nodes = &nodeSet{quorum: vote.Quorum(len(nodes)), opts: &c.opts, leases: &c.leases, rep: c.rep, life: c.life}
 	c.waiters = wait.New(c.id, len(nodes), o.nodeTimeout)
-	c.maxLease.Store(int64(o.lease))
+	c.leases.used.Store(int64(o.lease))
 	c.leases.base = now()
-	c.peers = make([]*peer, len(nodes))
+	c.labels.base = c.leases.base
+	c.labels.id = c.id
+	c.nodes.peers = make([]*peer, len(nodes))
+	ts := make([]quorum.Transport, len(nodes))
 	for i, n := range nodes {
-		c.peers[i] = newPeer(c, n, i)
+		c.nodes.peers[i], ts[i] = makePeer(c, n, i)
 	}
-	c.made.Store(true)
-	c.recheckVotes()
+	c.q = quorum.New(quorum.Config{Timeout: o.nodeTimeout, Errors: &nodeErrors, NoQuorum: ErrNoQuorum, Now: func() time.Time { return now() }, Logger: o.logger}, c.nodes, ts)
+	c.leases.q, c.leases.life, c.leases.opts, c.leases.made = c.q, c.life, &c.opts, &c.nodes.made
+	c.labels.q, c.labels.life, c.labels.opts = c.q, c.life, &c.opts
+	c.waits = &waiting{waiters: c.waiters, nodes: c.nodes, intents: &c.intents, life: c.life, rep: c.rep, opts: &c.opts}
+	for _, p := range c.nodes.peers {
+		p.n.Start()
+	}
+	c.nodes.made.Store(true)
+	c.nodes.recheckVotes()
 	c.wd = newWatchdog(c)
 	c.rel = newReleaser(c)
 	c.intents.c = c
@@ -217,20 +213,6 @@ func (c *Client) NewMutex(name string) *Mutex {
 	return newMutex(c, name)
 }
 
-// closeTimeout bounds the releases Close sends for holds still held.
-func (c *Client) closeTimeout() time.Duration { return 4 * c.opts.nodeTimeout }
-
-// setupTimeout bounds dialling a connection and setting it up: long enough
-// for a node whose round trip is close to the node timeout (a dial, AUTH,
-// and one pipelined round trip of INFO and SCRIPT LOAD), and apart from any
-// command's budget.
-func (c *Client) setupTimeout() time.Duration {
-	if c.opts.setupSet {
-		return c.opts.setup
-	}
-	return max(2*time.Second, 8*c.opts.nodeTimeout)
-}
-
 // Close releases every lock this client still holds, and sends once more
 // the releases that an Unlock could not confirm (see Mutex.Unlock), waiting
 // at most a few node timeouts; then it stops the watchdog, closes every
@@ -240,23 +222,19 @@ func (c *Client) setupTimeout() time.Duration {
 // errors of releases that failed.
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
-		c.closed.Store(true)
-		close(c.done)
-		ctx, cancel := context.WithTimeout(context.Background(), c.closeTimeout())
-		errs := c.releaseHolds(ctx, c.holds.list())
-		c.withdrawAll(ctx)
+		c.life.close()
+		ctx, cancel := context.WithTimeout(context.Background(), c.opts.closeTimeout())
+		errs := c.rel.releaseAll(ctx, c.holds.list())
+		c.intents.withdrawAll(ctx)
 		cancel()
 
-		c.cancel()
+		c.life.cancel()
 		c.wd.stop()
-		for _, p := range c.peers {
+		for _, p := range c.nodes.peers {
 			p.n.Stop()
 		}
-		c.bgMu.Lock()
-		c.bgClosed = true
-		c.bgMu.Unlock()
-		c.bg.Wait()
-		for _, p := range c.peers {
+		c.life.wait()
+		for _, p := range c.nodes.peers {
 			if p.tr != nil {
 				if err := p.tr.Close(); err != nil {
 					errs = appendError(errs, p.fail(fmt.Errorf("closing its Transport: %w", err)))
@@ -268,81 +246,136 @@ func (c *Client) Close() error {
 	return c.closeErr
 }
 
-// usable is the rest of a lock value's check once it is known made by
-// this Client: an error wrapping ErrInvalid for a nil ctx, bad (why its
-// arguments make it unusable) when set, ErrClosed after Close.
-func (c *Client) usable(ctx context.Context, bad error) error {
-	switch {
-	case ctx == nil:
-		return errNilContext()
-	case bad != nil:
-		return bad
+// NewRWMutex returns a new owner of the read-write lock called name.
+// Every call of an RWMutex with a name a Mutex would refuse returns an
+// error wrapping ErrInvalid.
+func (c *Client) NewRWMutex(name string) *RWMutex {
+	return newRWMutex(c, name)
+}
+
+// NewSemaphore returns the semaphore called name with permits permits:
+// from 1 to MaxPermits. A name follows a lock's rules (1 to MaxNameLength
+// bytes, not beginning with '}'), and its slots' keys together must fit
+// in 1 MiB (about permits × (len(name)+20) bytes). Bad arguments make
+// every call return an error wrapping ErrInvalid.
+//
+// The number of permits is each client's own: at any moment at most as
+// many owners hold permits as the largest number among the clients using
+// the name. A client with more permits may take the slots above another's
+// at once. A client with fewer never takes a slot at or above its number:
+// when every client lowers it, holders of those slots keep their permits
+// until they release or lose them, and the bound falls to the new number
+// as they do.
+func (c *Client) NewSemaphore(name string, permits int) *Semaphore {
+	return newSemaphore(c, name, permits)
+}
+
+// NewMultiMutex returns one owner of several locks at once: Lock takes
+// every name or none, and the hold is one hold of them all, with the API of
+// a Mutex (Lock, TryLock, LockLease, Unlock, Lost, Until, Token, Do,
+// ForceUnlock, IsLocked, IsHeld, HoldCount), re-entrant like a Mutex and
+// renewed by the watchdog. Each name is the same lock a Mutex of that name
+// takes: a MultiMutex and a Mutex (or another MultiMutex) that share a name
+// exclude each other.
+//
+// On each node one script takes every name or none; a majority of nodes
+// that took them all holds the lock, and an attempt without a majority is
+// rolled back on every node. Two MultiMutexes over overlapping names
+// therefore never deadlock: no owner ever holds some names while it waits
+// for others (a hold-and-wait that needs an order of acquisition, as a
+// chain of single locks would). Contenders that split the nodes roll back
+// and pause at random before they try again, as a Mutex's do.
+//
+// No owner starves. A waiter that was refused leaves an intent on its
+// names on the nodes that refused it, stamped with when its wait began;
+// while it is there, no owner that is not an older waiter takes those
+// names (a new acquisition, TryLock included, comes after every waiter).
+// So the oldest waiter gets its names once the holds that were on them
+// when its intent got there end, whatever the others' luck, and each
+// waiter becomes the oldest in turn: a bound on each owner's wait, not
+// only on the average. An intent only refuses, so it never makes two
+// holders, and lives only while its waiter does: a lease of four node
+// timeouts (one second by default) that the waiting Client refreshes, so
+// a waiter whose process died keeps free names refused for that long at
+// most, whatever the leases of the holds it waited for; a waiter that
+// stops waiting takes its intents back. Stamps come from the clients' clocks: a
+// client whose clock is behind by d goes up to d ahead of the others. A
+// Mutex of one name leaves no intent (its waiters take turns through the
+// Client's queue), but obeys those on its name.
+//
+// Name returns the names, sorted and joined by commas; IsLocked reports
+// whether any of the names is held by anyone on a quorum; IsHeld whether
+// this owner holds them all. With WithFencing each new hold's Token is
+// above every earlier token of each of its names, and each name's counter
+// is raised to it. One name gives a Mutex, as NewMutex does. Every call of
+// a MultiMutex made with no name, a duplicate name, an invalid name (see
+// NewMutex) or more than 1,024 names returns an error wrapping ErrInvalid,
+// as does a call when the names do not all share one hash slot on a quorum
+// member that is a Redis Cluster (a script's keys must live in one slot
+// there).
+func (c *Client) NewMultiMutex(names ...string) *Mutex {
+	return newMultiMutex(c, names...)
+}
+
+// WatchdogStats returns the watchdog's totals. Late above zero means the
+// client could not keep up with its holds for a while (the log says when):
+// a hold is lost when its renewal is about two periods (2/3 of the lease)
+// late.
+func (c *Client) WatchdogStats() WatchdogStats { return c.wd.totals() }
+
+// makePeer makes the per-node layer to n, the i-th node of c, without
+// starting it, and returns it with its sending side, which goes to the
+// Client's quorum.
+func makePeer(c *Client, n *Node, i int) (*peer, quorum.Transport) {
+	p := &peer{Node: n}
+	cfg := node.Config{
+		Name:        n.name,
+		Addr:        n.addr,
+		Dial:        n.dial,
+		Conns:       c.opts.conns,
+		NodeTimeout: c.opts.nodeTimeout,
+		Setup:       c.opts.setupTimeout(),
+		Silence:     3 * (c.opts.lease / 3), // three watchdog periods: three pings
+		Heartbeat:   c.opts.prefix + "heartbeat",
+		Quarantine:  c.opts.quarantine != 0,
+		Logger:      c.opts.logger,
+		Errors:      nodeErrors,
+		Hooks: node.Hooks{
+			Ctx:   c.life.ctx,
+			Go:    c.life.goRun,
+			Now:   func() time.Time { return now() },
+			Heard: func(channel string, payload []byte) { c.waiters.Heard(i, channel, payload) },
+			Reconnected: func(channels []string) {
+				c.rep.pubsubReconnected(n.name, len(channels))
+				c.waiters.Reconnected(i, channels)
+			},
+			Reached:    func(err error) { c.rep.nodeReached(p, err) },
+			Identified: c.nodes.recheckVotes,
+			Replaced:   c.leases.reread,
+			Learned:    func(key string) { c.nodes.recheckQuarantine(p, key) },
+		},
 	}
-	return c.ensureOpen()
-}
-
-// ensureOpen returns ErrClosed after Close.
-func (c *Client) ensureOpen() error {
-	if c.closed.Load() {
-		return ErrClosed
+	if n.tr != nil {
+		cfg.Transport = adapt(n.tr)
 	}
-	return nil
+	np := node.New(cfg)
+	p.n = np
+	return p, np
 }
 
-// holdRegistry is the registry of a Client's Mutexes that hold a lock,
-// which Close releases. A hold registers its Mutex as it starts and
-// removes it as it ends (hold.go); the zero value is empty.
-type holdRegistry struct {
-	mu   sync.Mutex          // protects held
-	held map[*Mutex]struct{} // owners that currently hold a lock
-}
-
-// track records whether m holds a lock.
-func (r *holdRegistry) track(m *Mutex, held bool) {
-	r.mu.Lock()
-	if held {
-		if r.held == nil {
-			r.held = make(map[*Mutex]struct{})
+// nodeErrors are the Client's errors, as the per-node layer returns and
+// recognises them.
+var nodeErrors = node.Errors{
+	Closed:     ErrClosed,
+	Invalid:    ErrInvalid,
+	NotSent:    ErrNotSent,
+	Redirected: ErrRedirected,
+	Refusal: func(err error) (string, bool) {
+		var re ReplyError
+		if errors.As(err, &re) {
+			return string(re), true
 		}
-		r.held[m] = struct{}{}
-	} else {
-		delete(r.held, m)
-	}
-	r.mu.Unlock()
-}
-
-// list returns the owners that hold a lock now.
-func (r *holdRegistry) list() []*Mutex {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	ms := make([]*Mutex, 0, len(r.held))
-	for m := range r.held {
-		ms = append(ms, m)
-	}
-	return ms
-}
-
-// goAdd registers n background goroutines with the Client, or reports false
-// once Close has begun waiting for them.
-func (c *Client) goAdd(n int) bool {
-	c.bgMu.RLock()
-	defer c.bgMu.RUnlock()
-	if c.bgClosed {
-		return false
-	}
-	c.bg.Add(n)
-	return true
-}
-
-// goRun runs f in a background goroutine registered with the Client, or
-// reports false once Close has begun waiting for them.
-func (c *Client) goRun(f func()) bool {
-	if !c.goAdd(1) {
-		return false
-	}
-	go func() {
-		defer c.bg.Done()
-		f()
-	}()
-	return true
+		return "", false
+	},
+	Auth: authFailure,
 }

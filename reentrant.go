@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock/internal/lockname"
+	"github.com/redlock-go/redlock/internal/quorum"
 	"github.com/redlock-go/redlock/internal/script"
 	"github.com/redlock-go/redlock/internal/timer"
 	"github.com/redlock-go/redlock/internal/vote"
@@ -95,7 +96,7 @@ func (m *Mutex) ensureUsable(ctx context.Context) error {
 	if bad == nil && m.names == nil {
 		bad = checkName("lock", m.name)
 	}
-	return m.c.usable(ctx, bad)
+	return m.c.life.usable(ctx, bad)
 }
 
 // Lock waits until this owner holds the lock, or ctx is done. The hold is
@@ -153,7 +154,7 @@ func (m *Mutex) acquire(ctx context.Context, maxWait, lease time.Duration) (bool
 	if err := checkLease(lease, m.c.opts.driftFactor); err != nil {
 		return false, err
 	}
-	if m.c.obs != nil {
+	if m.c.rep.obs != nil {
 		return m.acquireObserved(ctx, maxWait, lease)
 	}
 	return m.acquireWith(ctx, maxWait, lease, nil)
@@ -162,10 +163,7 @@ func (m *Mutex) acquire(ctx context.Context, maxWait, lease time.Duration) (bool
 // acquireWith is acquire once its arguments are checked; w, when the
 // Client has an Observer, records the wait.
 func (m *Mutex) acquireWith(ctx context.Context, maxWait, lease time.Duration, w *watching) (bool, error) {
-	renew := lease == 0
-	if renew {
-		lease = m.c.opts.lease
-	}
+	req := m.c.opts.request(lease)
 	var a attempt
 	queue, lately := m.c.waiters.Contention(m.channel)
 	if maxWait >= 0 || !queue || m.counts() {
@@ -173,19 +171,21 @@ func (m *Mutex) acquireWith(ctx context.Context, maxWait, lease time.Duration, w
 		// attempt (see contention); a re-entrant one never waits. On a
 		// lock waited for lately, the first attempt tells the waiters of
 		// other clients when it takes the lock.
-		a = m.try(ctx, lease, renew, "", lately, false)
+		first := req
+		first.tell = lately
+		a = m.try(ctx, first)
 		if lately && (a.ok || a.split) {
 			m.c.waiters.TookTurn(m.channel, max(a.subs+1, 0)) // this Client was not subscribed
 		}
-		if a.again && undecided(a) && maxWait != 0 && !m.c.authRefused(a.err) {
-			return m.reenter(ctx, maxWait, lease, renew, a)
+		if a.again && undecided(a) && maxWait != 0 && !m.c.nodes.authRefused(a.err) {
+			return m.reenter(ctx, maxWait, req, a)
 		}
-		if a.ok || a.again || maxWait == 0 || m.c.authRefused(a.err) {
+		if a.ok || a.again || maxWait == 0 || m.c.nodes.authRefused(a.err) {
 			return a.ok, a.err
 		}
 	}
-	w.waits(ctx, m.c, m.opOf(maxWait), m.name)
-	return m.await(ctx, maxWait, lease, renew, a)
+	w.waits(ctx, m.c.rep, m.opOf(maxWait), m.name)
+	return m.await(ctx, maxWait, req, a)
 }
 
 // undecided reports whether a failed attempt a reached no quorum: too few
@@ -201,7 +201,7 @@ func undecided(a attempt) bool {
 // ErrLost), ctx ends, maxWait passes (negative: no bound) or the hold
 // ends. It never waits behind another owner, nor in the Client's queue,
 // where the waiters wait for this owner's hold.
-func (m *Mutex) reenter(ctx context.Context, maxWait, lease time.Duration, renew bool, a attempt) (bool, error) {
+func (m *Mutex) reenter(ctx context.Context, maxWait time.Duration, req request, a attempt) (bool, error) {
 	var expired <-chan time.Time
 	if maxWait > 0 {
 		t := time.NewTimer(maxWait)
@@ -219,15 +219,15 @@ func (m *Mutex) reenter(ctx context.Context, maxWait, lease time.Duration, renew
 		case <-expired:
 			timer.Stop(t)
 			return false, a.err
-		case <-m.c.done:
+		case <-m.c.life.done:
 			timer.Stop(t)
 			return false, ErrClosed
 		}
 		if h == nil || m.current() != h {
 			return false, m.lostError("the hold ended while this re-entrant acquisition waited for a quorum")
 		}
-		next := m.try(ctx, lease, renew, "", false, false)
-		if next.ok || !next.again || !undecided(next) || m.c.authRefused(next.err) {
+		next := m.try(ctx, req)
+		if next.ok || !next.again || !undecided(next) || m.c.nodes.authRefused(next.err) {
 			return next.ok, next.err
 		}
 		a = next
@@ -248,84 +248,124 @@ func (m *Mutex) counts() bool {
 	return h != nil || err != nil
 }
 
-// try makes one acquisition round. intent, when not empty, is a waiter's,
-// which the attempt leaves where it is refused (intent.go). With
-// tell, it tells the waiters when it creates the lock's key on a node (a
-// take, see internal/wait); subscribed says whether this Client is subscribed
-// to the lock's channel (it waits).
-func (m *Mutex) try(ctx context.Context, lease time.Duration, renew bool, intent string, tell, subscribed bool) attempt {
+// request is what an acquisition asks of each of its rounds.
+type request struct {
+	lease      time.Duration // the hold's lease
+	renew      bool          // the watchdog renews the hold
+	intent     string        // a waiter's intent, left where the round is refused (intent.go); "" for none
+	tell       bool          // tell the waiters when the round creates the lock's key on a node (a take, see internal/wait)
+	subscribed bool          // this Client is subscribed to the lock's channel (it waits)
+}
+
+// request is the request of an acquisition with lease: 0 asks for the
+// watchdog's lease (WithLease), renewed.
+func (o *options) request(lease time.Duration) request {
+	if lease == 0 {
+		return request{lease: o.lease, renew: true}
+	}
+	return request{lease: lease}
+}
+
+// try makes one acquisition round, as req says.
+func (m *Mutex) try(ctx context.Context, req request) attempt {
 	if err := ctx.Err(); err != nil {
 		return attempt{err: err, ended: true}
 	}
-	if err := m.c.ensureOpen(); err != nil {
+	if err := m.c.life.open(); err != nil {
 		return attempt{err: err}
 	}
 	m.op.Lock()
 	defer m.op.Unlock()
 
-	c := m.c
 	prev, h, err := m.reentry()
 	if err != nil {
 		return attempt{err: err, again: true}
 	}
 	seq := m.seq.Add(1)
-	dr := drift(lease, c.opts.driftFactor)
-	c.useLease(lease)
-	if r := c.shareLease(ctx); r != nil {
-		a := attempt{took: since(r.start)}
-		if ctx.Err() != nil {
-			a.err, a.ended = ctx.Err(), true
-		} else {
-			a.err, a.nodes = r.noQuorum("lock "+lockname.Quote(m.name)), r.nodeResults()
-		}
+	if a, ok := m.publishLease(ctx, req.lease); !ok {
 		return a
 	}
-	c.keepLabel()
 	// The attempt starts after the publication: its validity, and how
 	// long an attempt takes (which paces the waiters), are the acquisition's.
 	start := now()
-	var fencing int64
-	if c.opts.fencing && prev == 0 && !m.shared {
-		fencing = c.fenceTTL(lease).Milliseconds()
-	}
-	cl := m.acquireCall(prev+1, lease.Milliseconds(), seq, fencing, intent, tell, subscribed)
-	r := c.fanout(ctx, cl, vote.Acquire, (*vote.Ballot).Certain, &rollbackOf{m: m, seq: seq, prev: prev, lease: lease})
-	ok := r.ballot.Won() && validity(lease, since(start), dr) > 0
-	var token int64
-	var fenceErr error
-	if ok && fencing != 0 {
-		token, fenceErr = m.fenceToken(ctx, r)
-		ok = fenceErr == nil && validity(lease, since(start), dr) > 0
-	}
+	r, ok, token, fenceErr := m.acquireRound(ctx, req, prev, seq, start)
 	elapsed := since(start)
-	lostMeanwhile := ok && !m.grant(prev, prev+1, seq, token, lease, &r.late, start.Add(lease-dr), renew)
+	until := start.Add(req.lease - drift(req.lease, m.c.opts.driftFactor))
+	lostMeanwhile := ok && !m.grant(prev, prev+1, seq, token, req.lease, &r.Late, until, req.renew)
 	ok = ok && !lostMeanwhile
-	undoErr := r.settle(!ok)
+	undoErr := r.Settle(!ok)
 	subs := -1
-	if tell {
+	if req.tell {
 		subs = subscribers(r)
 	}
 	var a attempt
 	if ok {
 		a = attempt{ok: true, subs: subs}
 		if h != nil {
-			c.wd.writeBack(ctx, h, r)
+			m.c.wd.writeBack(ctx, h, r)
 		}
 	} else {
-		var lost error
-		switch {
-		case lostMeanwhile:
-			lost = m.lostError("the hold ended while this re-entrant acquisition was made")
-		case h != nil && r.ballot.Denied():
-			lost = h.gone("this re-entrant acquisition found it gone on a majority (forced, expired or taken)")
-		}
-		a = m.failedAttempt(ctx, r, lease, elapsed, subs, lost, fenceErr, undoErr)
+		a = m.failedAttempt(ctx, r, req.lease, elapsed, subs, m.lostIn(r, h, lostMeanwhile), fenceErr, undoErr)
 		a.again = h != nil // a re-entrant attempt never waits
 	}
-	if c.obs != nil {
-		c.attemptDone(ctx, m, r, a, since(start))
+	if m.c.rep.obs != nil {
+		m.c.rep.attemptDone(ctx, m.name, r, a, since(start))
 	}
 	return a
+}
+
+// publishLease records lease as used by this Client and makes sure the
+// longest lease in use is published on a quorum (leases.go), and this
+// Client's label when it is due (label.go); when the publication reaches
+// no quorum, it reports false with the attempt that failed for it.
+func (m *Mutex) publishLease(ctx context.Context, lease time.Duration) (attempt, bool) {
+	c := m.c
+	c.leases.use(lease)
+	if r := c.leases.share(ctx); r != nil {
+		a := attempt{took: since(r.Start)}
+		if ctx.Err() != nil {
+			a.err, a.ended = ctx.Err(), true
+		} else {
+			a.err, a.nodes = r.NoQuorum("lock "+lockname.Quote(m.name)), r.Results()
+		}
+		return a, false
+	}
+	c.labels.keep()
+	return attempt{}, true
+}
+
+// acquireRound sends the acquisition round of the attempt seq, which
+// follows prev holds and started at start, and, when it won in time and
+// fencing is on, writes the fencing token back (fence.go). ok: won, its
+// token written back, and still valid.
+func (m *Mutex) acquireRound(ctx context.Context, req request, prev int, seq int64, start time.Time) (r *round, ok bool, token int64, fenceErr error) {
+	c := m.c
+	dr := drift(req.lease, c.opts.driftFactor)
+	var fencing int64
+	if c.opts.fencing && prev == 0 && !m.shared {
+		fencing = fenceTTL(c.nodes.quarantinePeriod(), req.lease).Milliseconds()
+	}
+	cl := m.acquireCall(prev+1, seq, fencing, req)
+	r = c.q.Fanout(ctx, cl, vote.Acquire, (*vote.Ballot).Certain, &quorum.Rollback{By: undoer{m}, Seq: seq, Prev: prev, Lease: req.lease})
+	ok = r.Ballot.Won() && validity(req.lease, since(start), dr) > 0
+	if ok && fencing != 0 {
+		token, fenceErr = m.fenceToken(ctx, r)
+		ok = fenceErr == nil && validity(req.lease, since(start), dr) > 0
+	}
+	return r, ok, token, fenceErr
+}
+
+// lostIn is why the hold h that a failed round r re-entered is lost: it
+// ended while the round was made (lostMeanwhile), or r found it gone on a
+// majority; nil when it is not, or there was none.
+func (m *Mutex) lostIn(r *round, h *hold, lostMeanwhile bool) error {
+	switch {
+	case lostMeanwhile:
+		return m.lostError("the hold ended while this re-entrant acquisition was made")
+	case h != nil && r.Ballot.Denied():
+		return h.gone("this re-entrant acquisition found it gone on a majority (forced, expired or taken)")
+	}
+	return nil
 }
 
 // failedAttempt is the attempt of a round r that did not acquire the
@@ -333,15 +373,15 @@ func (m *Mutex) try(ctx context.Context, lease time.Duration, renew bool, intent
 // re-entered is lost; fenceErr and undoErr are the errors of its fencing
 // token's write-back and of its rollback.
 func (m *Mutex) failedAttempt(ctx context.Context, r *round, lease, elapsed time.Duration, subs int, lost, fenceErr, undoErr error) attempt {
-	a := attempt{freeIn: m.freeIn(r, lease), split: r.ballot.Yes > 0, held: r.ballot.No >= r.ballot.Need, subs: subs, took: elapsed}
-	a.blocked = make([]bool, len(r.nodes))
+	a := attempt{freeIn: m.freeIn(r, lease), split: r.Ballot.Yes > 0, held: r.Ballot.No >= r.Ballot.Need, subs: subs, took: elapsed}
+	a.blocked = make([]bool, len(r.Nodes))
 	if a.split {
-		a.free = make([]bool, len(r.nodes))
+		a.free = make([]bool, len(r.Nodes))
 	}
-	for i, sl := range r.nodes {
-		a.blocked[i] = sl.got && sl.vote == vote.No
+	for i, sl := range r.Nodes {
+		a.blocked[i] = sl.Got && sl.Vote == vote.No
 		if a.free != nil {
-			a.free[i] = sl.got && sl.vote == vote.Yes
+			a.free[i] = sl.Got && sl.Vote == vote.Yes
 		}
 	}
 	switch {
@@ -351,10 +391,10 @@ func (m *Mutex) failedAttempt(ctx context.Context, r *round, lease, elapsed time
 		a.err, a.ended = ctx.Err(), undoErr == nil
 	case fenceErr != nil:
 		a.err = fenceErr
-	case r.ballot.Won():
+	case r.Ballot.Won():
 		a.err = errorf("redlock: lock %s: acquired too late: %v elapsed of a %v lease", lockname.Quote(m.name), elapsed.Round(time.Microsecond), lease)
-	case !r.ballot.Denied():
-		a.err, a.nodes = r.noQuorum("lock "+lockname.Quote(m.name)), r.nodeResults()
+	case !r.Ballot.Denied():
+		a.err, a.nodes = r.NoQuorum("lock "+lockname.Quote(m.name)), r.Results()
 	}
 	if undoErr != nil {
 		a.err = joinRollback(lockname.Quote(m.name), a.err, undoErr)
@@ -362,23 +402,18 @@ func (m *Mutex) failedAttempt(ctx context.Context, r *round, lease, elapsed time
 	return a
 }
 
-// rollbackOf is how a round rolls back, on one node, m's acquisition with
-// sequence seq, that followed prev holds, with lease: it restores prev
-// there.
-type rollbackOf struct {
-	m     *Mutex
-	seq   int64
-	prev  int
-	lease time.Duration
-}
+// undoer is how a round rolls m's acquisition back on one node
+// (quorum.Undoer): it restores the holds that came before it there.
+type undoer struct{ m *Mutex }
 
-// call makes the call that rolls a node back.
-func (u *rollbackOf) call() call {
+// Undo makes the call that rolls a node back from the attempt seq, that
+// followed prev holds, with lease.
+func (u undoer) Undo(seq int64, prev int, lease time.Duration) call {
 	m := u.m
-	if u.prev == 0 {
-		m.c.waiters.RollingBack(m.queue(), m.field+"/"+strconv.FormatInt(u.seq, 10)) // as rollback.lua publishes it
+	if prev == 0 {
+		m.c.waiters.RollingBack(m.queue(), m.field+"/"+strconv.FormatInt(seq, 10)) // as rollback.lua publishes it
 	}
-	return m.rollbackCall(u.seq, u.prev, u.lease.Milliseconds())
+	return m.rollbackCall(seq, prev, lease.Milliseconds())
 }
 
 // joinRollback adds the rollback errors of a failed attempt to its error.
@@ -393,11 +428,11 @@ func joinRollback(name string, err, undoErr error) error {
 // node which said yes in r reported (-1: none did).
 func subscribers(r *round) int {
 	most := int64(-1)
-	for i, sl := range r.nodes {
-		if sl.vote != vote.Yes {
+	for i, sl := range r.Nodes {
+		if sl.Vote != vote.Yes {
 			continue
 		}
-		if a, err := script.ParseAcquire(r.reply(i)); err == nil {
+		if a, err := script.ParseAcquire(r.Reply(i)); err == nil {
 			most = max(most, a.Subs)
 		}
 	}
@@ -407,36 +442,36 @@ func subscribers(r *round) int {
 // freeIn is how long until a majority of nodes is free by the PTTLs seen in
 // r, the lease when that cannot be told (or a key has no expiry).
 func (m *Mutex) freeIn(r *round, lease time.Duration) time.Duration {
-	ttls := make([]time.Duration, 0, len(r.nodes))
-	for i, sl := range r.nodes {
-		if !sl.got {
+	ttls := make([]time.Duration, 0, len(r.Nodes))
+	for i, sl := range r.Nodes {
+		if !sl.Got {
 			continue
 		}
-		switch sl.vote {
+		switch sl.Vote {
 		case vote.Yes:
 			ttls = append(ttls, 0)
 		case vote.No:
-			if a, _ := script.ParseAcquire(r.reply(i)); a.N >= 0 {
+			if a, _ := script.ParseAcquire(r.Reply(i)); a.N >= 0 {
 				ttls = append(ttls, time.Duration(a.N)*time.Millisecond)
 			} else {
 				ttls = append(ttls, lease)
 			}
 		}
 	}
-	if d, ok := vote.QuorumTTL(ttls, len(r.nodes)); ok {
+	if d, ok := vote.QuorumTTL(ttls, len(r.Nodes)); ok {
 		return d
 	}
 	return lease
 }
 
 // await is the waiting part of an acquisition whose first attempt a failed
-// (or that made none: see wait.Waiters.Contention), as Client.await runs it: in
+// (or that made none: see wait.Waiters.Contention), as the Client's waiting (wait.go) runs it: in
 // m's queue, hearing the channels of all m's locks; a MultiMutex's waiter
 // leaves its intent where it is refused (intent.go).
-func (m *Mutex) await(ctx context.Context, maxWait, lease time.Duration, renew bool, a attempt) (bool, error) {
+func (m *Mutex) await(ctx context.Context, maxWait time.Duration, req request, a attempt) (bool, error) {
 	c := m.c
 	queue := m.queue()
-	k := contender{what: "lock", name: m.name, channels: m.channels(), queue: queue, owner: m, exclusive: !m.shared, lease: lease}
+	k := contender{what: "lock", name: m.name, channels: m.channels(), queue: queue, owner: m, exclusive: !m.shared, lease: req.lease}
 	switch {
 	case m.leavesIntent():
 		k.field, k.intentKeys = m.field, m.intentKeys()
@@ -445,14 +480,16 @@ func (m *Mutex) await(ctx context.Context, maxWait, lease time.Duration, renew b
 	}
 	k.try = func(intent string) attempt {
 		start := now()
-		next := m.try(ctx, lease, renew, intent, true, true)
+		waiter := req
+		waiter.intent, waiter.tell, waiter.subscribed = intent, true, true
+		next := m.try(ctx, waiter)
 		c.waiters.Timed(queue, since(start))
 		if next.ok || next.split {
 			c.waiters.TookTurn(queue, max(next.subs, 0))
 		}
 		return next
 	}
-	return c.await(ctx, maxWait, a, &k)
+	return c.waits.await(ctx, maxWait, a, &k)
 }
 
 // queue is the name of the Client's queue where m's waiters wait: the
@@ -504,10 +541,10 @@ func (m *Mutex) unlock(ctx context.Context, op observe.Op) error {
 	}
 	m.op.Lock()
 	defer m.op.Unlock()
-	if err := m.c.ensureOpen(); err != nil {
+	if err := m.c.life.open(); err != nil {
 		return err // Close released the hold while this call waited for it
 	}
-	if m.c.obs != nil {
+	if m.c.rep.obs != nil {
 		return m.unlockObserved(ctx, op)
 	}
 	return m.release(ctx, nil)
@@ -534,11 +571,11 @@ func (m *Mutex) release(ctx context.Context, note *releaseNote) error {
 		c.wd.drop(h)
 	}
 	seq := m.seq.Add(1)
-	r := c.fanout(ctx, h.releaseCall(target, seq, true), vote.Release, (*vote.Ballot).Certain, nil)
+	r := c.q.Fanout(ctx, h.releaseCall(target, seq, true), vote.Release, (*vote.Ballot).Certain, nil)
 	if target == 0 {
 		m.wakeReleased(seq)
 	}
-	out, lease, handOver := h.released(state, target, seq, releaseOutcomeOf(&r.ballot))
+	out, lease, handOver := h.released(state, target, seq, releaseOutcomeOf(&r.Ballot))
 	note.set(out, r)
 	switch out {
 	case observe.UnlockReleased, observe.UnlockLowered:
@@ -554,7 +591,7 @@ func (m *Mutex) release(ctx context.Context, note *releaseNote) error {
 		c.rel.add(h, dropped.Add(lease+c.opts.nodeTimeout))
 		op += " (the hold has ended; its release is retried in the background)"
 	}
-	return withCtx(ctx, r.noQuorum(op))
+	return withCtx(ctx, r.NoQuorum(op))
 }
 
 // releaseOutcomeOf is what the nodes said to a release, by its ballot.
@@ -578,10 +615,10 @@ func releaseOutcomeOf(b *vote.Ballot) releaseOutcome {
 func (m *Mutex) confirmRelease(ctx context.Context, h *hold, note *releaseNote) error {
 	note.set(observe.UnlockReleased, nil)
 	if seq, unsure := h.unconfirmed(); unsure {
-		r := m.c.fanout(ctx, h.releaseCall(0, seq, true), vote.Released, (*vote.Ballot).Certain, nil)
-		if !r.ballot.Won() {
+		r := m.c.q.Fanout(ctx, h.releaseCall(0, seq, true), vote.Released, (*vote.Ballot).Certain, nil)
+		if !r.Ballot.Won() {
 			note.set(observe.UnlockNoQuorum, r)
-			return withCtx(ctx, r.noQuorum("unlock "+lockname.Quote(m.name)+" (a retry; the hold has ended and its release is retried in the background)"))
+			return withCtx(ctx, r.NoQuorum("unlock "+lockname.Quote(m.name)+" (a retry; the hold has ended and its release is retried in the background)"))
 		}
 		note.set(observe.UnlockReleased, r)
 		m.wakeLocal("")
@@ -605,31 +642,31 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 	}
 	c := m.c
 	var start time.Time
-	if c.obs != nil {
-		ctx = c.obs.OpStarted(ctx, observe.OpStart{Op: observe.OpForceUnlock, Lock: m.name})
+	if c.rep.obs != nil {
+		ctx = c.rep.obs.OpStarted(ctx, observe.OpStart{Op: observe.OpForceUnlock, Lock: m.name})
 		start = now()
 	}
 	msg := "force:" + m.field + "/" + strconv.FormatInt(m.seq.Add(1), 10)
 	owners, seen := m.holders(ctx)
 	r := seen
 	if len(owners) > 0 {
-		r = c.fanout(ctx, m.forceCall(msg, c.opts.lease.Milliseconds(), owners), vote.Force, (*vote.Ballot).Done, nil)
+		r = c.q.Fanout(ctx, m.forceCall(msg, c.opts.lease.Milliseconds(), owners), vote.Force, (*vote.Ballot).Done, nil)
 	}
 	m.wakeLocal("")
 	var err error
 	switch {
-	case len(owners) == 0 && !seen.ballot.Won():
-		err = withCtx(ctx, seen.noQuorum("force unlock "+lockname.Quote(m.name)))
+	case len(owners) == 0 && !seen.Ballot.Won():
+		err = withCtx(ctx, seen.NoQuorum("force unlock "+lockname.Quote(m.name)))
 	case len(owners) == 0:
-		r.ballot = vote.NewBallot(len(c.peers)) // nothing held anywhere: not forced
-		r.ballot.No = seen.ballot.Yes
-	case !r.ballot.Won() && !r.ballot.Denied():
-		err = withCtx(ctx, r.noQuorum("force unlock "+lockname.Quote(m.name)))
+		r.Ballot = vote.NewBallot(len(c.nodes.peers)) // nothing held anywhere: not forced
+		r.Ballot.No = seen.Ballot.Yes
+	case !r.Ballot.Won() && !r.Ballot.Denied():
+		err = withCtx(ctx, r.NoQuorum("force unlock "+lockname.Quote(m.name)))
 	}
-	if c.obs != nil {
-		c.forceDone(ctx, m, r, r.ballot.Won(), err, since(start))
+	if c.rep.obs != nil {
+		c.rep.forceDone(ctx, m.name, r, r.Ballot.Won(), err, since(start))
 	}
-	return r.ballot.Won(), err
+	return r.Ballot.Won(), err
 }
 
 // holders reads the owners of the lock on every node (holders.lua), for
@@ -653,7 +690,7 @@ func (m *Mutex) holders(ctx context.Context) (map[string]int64, *round) {
 		}
 		return vote.Yes
 	}
-	r := m.c.fanout(ctx, m.holdersCall(), classify, (*vote.Ballot).Done, nil)
+	r := m.c.q.Fanout(ctx, m.holdersCall(), classify, (*vote.Ballot).Done, nil)
 	mu.Lock()
 	defer mu.Unlock()
 	return maps.Clone(owners), r
@@ -671,14 +708,14 @@ func (m *Mutex) inspect(ctx context.Context, op string, pred func(script.State) 
 		return vote.Of(pred(s), err)
 	}
 	stop := func(b *vote.Ballot) bool { return b.Won() || b.Denied() || b.Done() }
-	r := m.c.fanout(ctx, m.inspectCall(), classify, stop, nil)
+	r := m.c.q.Fanout(ctx, m.inspectCall(), classify, stop, nil)
 	switch {
-	case r.ballot.Won():
+	case r.Ballot.Won():
 		return true, nil
-	case r.ballot.Denied():
+	case r.Ballot.Denied():
 		return false, nil
 	}
-	return false, withCtx(ctx, r.noQuorum(op+" "+lockname.Quote(m.name)))
+	return false, withCtx(ctx, r.NoQuorum(op+" "+lockname.Quote(m.name)))
 }
 
 // IsLocked reports whether any owner holds the lock on a quorum of nodes.
@@ -720,4 +757,51 @@ func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
 	}
 	count, _, _ := m.holding()
 	return count, nil
+}
+
+// opOf is the call of m's acquisition that waits at most maxWait: RLock
+// and TryRLock for a reader.
+func (m *Mutex) opOf(maxWait time.Duration) observe.Op {
+	switch {
+	case m.shared && maxWait >= 0:
+		return observe.OpTryRLock
+	case m.shared:
+		return observe.OpRLock
+	case maxWait >= 0:
+		return observe.OpTryLock
+	}
+	return observe.OpLock
+}
+
+// acquireObserved is acquire with events: OpStarted, then AcquireDone.
+func (m *Mutex) acquireObserved(ctx context.Context, maxWait, lease time.Duration) (bool, error) {
+	c := m.c
+	e := observe.OpStart{Op: m.opOf(maxWait), Lock: m.name, Lease: lease, Wait: maxWait}
+	ctx = c.rep.obs.OpStarted(ctx, e)
+	start := now()
+	reentrant := m.holds()
+	var w watching
+	ok, err := m.acquireWith(ctx, maxWait, lease, &w)
+	done := observe.Acquire{Op: e.Op, Lock: m.name, Outcome: acquireOutcome(ctx, ok, err), Took: since(start), Queued: !w.from.IsZero(), Reentrant: reentrant, Err: err}
+	if done.Queued {
+		done.Waited = since(w.from)
+	}
+	c.rep.obs.AcquireDone(ctx, done)
+	return ok, err
+}
+
+// unlockObserved is the release of Unlock (or of a Permit's Release: op
+// says which) with events. m.op must be held.
+func (m *Mutex) unlockObserved(ctx context.Context, op observe.Op) error {
+	c := m.c
+	ctx = c.rep.obs.OpStarted(ctx, observe.OpStart{Op: op, Lock: m.name})
+	start := now()
+	var note releaseNote
+	err := m.release(ctx, &note)
+	e := observe.Release{Lock: m.name, Outcome: note.outcome, Took: since(start), Err: err}
+	if r := note.r; r != nil {
+		e.Yes, e.No, e.Failed, e.Nodes = r.Ballot.Yes, r.Ballot.No, r.Ballot.Failed, r.Results()
+	}
+	c.rep.obs.ReleaseDone(ctx, e)
+	return err
 }

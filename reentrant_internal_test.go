@@ -14,6 +14,7 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/redlock-go/redlock/internal/lockname"
+	"github.com/redlock-go/redlock/internal/quorum"
 	"github.com/redlock-go/redlock/internal/script"
 	"github.com/redlock-go/redlock/redlocktest"
 	"github.com/stretchr/testify/assert"
@@ -77,18 +78,18 @@ func unitClients(t *testing.T) (dialed, counted *Client, sent *atomic.Int64) {
 
 // unitCounting is a transport that counts the requests handed to it.
 type unitCounting struct {
-	transport
+	quorum.Transport
 	n *atomic.Int64
 }
 
 func (t unitCounting) Send(c *call, deadline time.Time, to receiver, i int) {
 	t.n.Add(1)
-	t.transport.Send(c, deadline, to, i)
+	t.Transport.Send(c, deadline, to, i)
 }
 
 func (t unitCounting) SendBatch(calls []call, deadline time.Time, to receiver) {
 	t.n.Add(int64(len(calls)))
-	t.transport.SendBatch(calls, deadline, to)
+	t.Transport.SendBatch(calls, deadline, to)
 }
 
 // unitCountRequests makes every node of a new Client c count the requests
@@ -100,9 +101,7 @@ func unitCountRequests(c *Client) *atomic.Int64 {
 }
 
 func unitCountRequestsInto(c *Client, n *atomic.Int64) {
-	for _, p := range c.peers {
-		p.t = unitCounting{p.t, n}
-	}
+	c.q.Wrap(func(_ int, t quorum.Transport) quorum.Transport { return unitCounting{t, n} })
 }
 
 // unitMutexCall is one method of Mutex that returns an error.

@@ -3,10 +3,12 @@ package redlock
 import (
 	"context"
 	"fmt"
-	"github.com/redlock-go/redlock/internal/lockname"
-	"github.com/redlock-go/redlock/internal/node"
 	"sync"
 	"time"
+
+	"github.com/redlock-go/redlock/internal/lockname"
+	"github.com/redlock-go/redlock/internal/node"
+	"github.com/redlock-go/redlock/internal/quorum"
 
 	"github.com/hashicorp/go-multierror"
 
@@ -16,7 +18,7 @@ import (
 
 // The releases the Client sends for its owners, outside an Unlock's own
 // round: the releaser's, of final releases that Unlock could not confirm,
-// and Close's, of every hold at once (releaseHolds), both batched in one
+// and Close's, of every hold at once (releaseAll), both batched in one
 // round trip per node and tallied alike (tallyRelease).
 
 // The releaser finishes the final releases that reached no quorum when
@@ -67,7 +69,7 @@ func (rl *releaser) add(h *hold, until time.Time) {
 	case rl.wake <- struct{}{}:
 	default:
 	}
-	rl.loop.Start(rl.c.goRun, rl.run)
+	rl.loop.Start(rl.c.life.goRun, rl.run)
 }
 
 // run sends the releases owed, an interval after each was added and every
@@ -78,14 +80,14 @@ func (rl *releaser) run() {
 		if rl.pending() == 0 {
 			select {
 			case <-rl.wake:
-			case <-c.ctx.Done():
+			case <-c.life.ctx.Done():
 				return
 			}
 		}
 		t := timer.Start(rl.every + timer.Jitter(rl.every/4))
 		select {
 		case <-t.C:
-		case <-c.ctx.Done():
+		case <-c.life.ctx.Done():
 			timer.Stop(t)
 			return
 		}
@@ -93,7 +95,7 @@ func (rl *releaser) run() {
 		es := rl.take(false)
 		for len(es) > 0 {
 			n := min(len(es), renewBatch)
-			rl.send(c.ctx, es[:n])
+			rl.send(c.life.ctx, es[:n])
 			es = es[n:]
 		}
 	}
@@ -161,13 +163,13 @@ func (rl *releaser) send(ctx context.Context, es []*owedRelease) {
 	if len(calls) == 0 {
 		return
 	}
-	results := c.broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return calls })
+	results := c.q.Broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return calls })
 	for j, e := range sent {
 		e.tries++
-		released, nodeErrs := c.tallyRelease(results, j)
+		released, nodeErrs := tallyRelease(c.nodes, results, j)
 		m := e.h.m
 		switch {
-		case released >= c.quorum:
+		case released >= c.nodes.quorum:
 			rl.forget(e)
 			e.h.free()
 			m.wakeLocal("")
@@ -181,11 +183,12 @@ func (rl *releaser) send(ctx context.Context, es []*owedRelease) {
 	}
 }
 
-// releaseHolds releases every hold of ms in one pipelined round trip per
+// releaseAll releases every hold of ms in one pipelined round trip per
 // node (Close), so a thousand holds cost a few round trips, not a thousand
 // fan-outs, together with the releases that Unlock could not confirm (see
 // releaser). It returns an error per release that too few nodes confirmed.
-func (c *Client) releaseHolds(ctx context.Context, ms []*Mutex) *multierror.Error {
+func (rl *releaser) releaseAll(ctx context.Context, ms []*Mutex) *multierror.Error {
+	c := rl.c
 	var hs []*hold
 	var calls []call
 	for _, m := range ms {
@@ -202,7 +205,7 @@ func (c *Client) releaseHolds(ctx context.Context, ms []*Mutex) *multierror.Erro
 	// After every m.op: an Unlock that failed meanwhile has handed its
 	// release to the releaser.
 	var owed []*owedRelease
-	for _, e := range c.rel.take(true) {
+	for _, e := range rl.take(true) {
 		if cl, ok := e.call(); ok {
 			owed = append(owed, e)
 			calls = append(calls, cl)
@@ -211,19 +214,19 @@ func (c *Client) releaseHolds(ctx context.Context, ms []*Mutex) *multierror.Erro
 	if len(calls) == 0 {
 		return nil
 	}
-	results := c.broadcast(ctx, c.closeTimeout(), func(int) []call { return calls })
+	results := c.q.Broadcast(ctx, c.opts.closeTimeout(), func(int) []call { return calls })
 	var errs *multierror.Error
 	for j, h := range hs {
-		released, nodeErrs := c.tallyRelease(results, j)
+		released, nodeErrs := tallyRelease(c.nodes, results, j)
 		h.closed()
-		if released < c.quorum {
-			errs = appendError(errs, c.releaseError("release "+lockname.Quote(h.m.name)+" on close", released, nodeErrs))
+		if released < c.nodes.quorum {
+			errs = appendError(errs, releaseError(c.nodes, "release "+lockname.Quote(h.m.name)+" on close", released, nodeErrs))
 		}
 	}
 	for k, e := range owed {
-		released, nodeErrs := c.tallyRelease(results, len(hs)+k)
-		if released < c.quorum {
-			errs = appendError(errs, c.releaseError("release "+lockname.Quote(e.h.m.name)+" on close (its Unlock reached no quorum)", released, nodeErrs))
+		released, nodeErrs := tallyRelease(c.nodes, results, len(hs)+k)
+		if released < c.nodes.quorum {
+			errs = appendError(errs, releaseError(c.nodes, "release "+lockname.Quote(e.h.m.name)+" on close (its Unlock reached no quorum)", released, nodeErrs))
 			continue
 		}
 		e.h.free()
@@ -234,19 +237,19 @@ func (c *Client) releaseHolds(ctx context.Context, ms []*Mutex) *multierror.Erro
 // tallyRelease counts the nodes where release j of a broadcast left
 // nothing of its hold (any integer answer: released, already gone, or
 // another owner's), and gathers the errors of the others.
-func (c *Client) tallyRelease(results []batchResult, j int) (released int, nodeErrs *multierror.Error) {
+func tallyRelease(s *nodeSet, results []batchResult, j int) (released int, nodeErrs *multierror.Error) {
 	for i, res := range results {
-		err := res.err
+		err := res.Err
 		if err == nil {
-			rerr := refused(res.replies[j])
+			rerr := quorum.Refused(res.Replies[j])
 			if rerr == nil {
-				_, rerr = script.ParseRelease(res.replies[j])
+				_, rerr = script.ParseRelease(res.Replies[j])
 			}
 			if rerr == nil {
 				released++
 				continue
 			}
-			err = c.peers[i].fail(fmt.Errorf("release: %w", rerr))
+			err = s.peers[i].fail(fmt.Errorf("release: %w", rerr))
 		}
 		nodeErrs = appendError(nodeErrs, err)
 	}
@@ -255,6 +258,6 @@ func (c *Client) tallyRelease(results []batchResult, j int) (released int, nodeE
 
 // releaseError is the ErrNoQuorum error of a release, op, that released
 // nodes confirmed.
-func (c *Client) releaseError(op string, released int, nodeErrs *multierror.Error) error {
-	return &quorumError{op: op, yes: released, need: c.quorum, n: len(c.peers), nodes: nodeErrs}
+func releaseError(s *nodeSet, op string, released int, nodeErrs *multierror.Error) error {
+	return &quorumError{NoQuorum: ErrNoQuorum, Op: op, Yes: released, Need: s.quorum, N: len(s.peers), Nodes: nodeErrs}
 }

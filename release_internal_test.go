@@ -1,7 +1,6 @@
 package redlock
 
 import (
-	"context"
 	"errors"
 	"testing"
 
@@ -12,31 +11,17 @@ import (
 // The tally of a release (release.go) over a node's batch that failed in
 // part: each call counts for itself.
 
-// TestUnitBatchFailsPerCall: a node's batch whose second call failed (its
-// shard is dead) keeps the first call's reply; the node failed as a whole
-// only when every call failed. A release tally counts the failed call's
-// node as failed for it alone.
-func TestUnitBatchFailsPerCall(t *testing.T) {
-	done := make(chan *batchTo, 2)
+// TestUnitReleaseTallyPerCall: a release tally counts the node of a
+// batch whose second call failed (its shard is dead: internal/quorum's
+// TestUnitBatchFailsPerCall) as failed for that call alone.
+func TestUnitReleaseTallyPerCall(t *testing.T) {
 	dead := errors.New("connection refused")
-	b := &batchTo{done: done, left: 2, result: batchResult{replies: make([]interface{}, 2)}}
-	b.Receive(0, int64(1), nil)
-	b.Receive(1, nil, dead)
-	res := (<-done).result
-	require.NoError(t, res.err)
-	assert.Equal(t, int64(1), res.replies[0])
-	assert.ErrorIs(t, refused(res.replies[1]), dead)
-
-	c := &Client{peers: []*peer{{Node: &Node{name: "m"}}}}
-	released, errs := c.tallyRelease([]batchResult{res}, 0)
+	res := batchResult{Replies: []interface{}{int64(1), partFailed{Err: dead}}}
+	c := &Client{nodes: &nodeSet{peers: []*peer{{Node: &Node{name: "m"}}}}}
+	released, errs := tallyRelease(c.nodes, []batchResult{res}, 0)
 	assert.Equal(t, 1, released)
 	assert.Nil(t, errs)
-	released, errs = c.tallyRelease([]batchResult{res}, 1)
+	released, errs = tallyRelease(c.nodes, []batchResult{res}, 1)
 	assert.Zero(t, released)
 	require.ErrorIs(t, errs.ErrorOrNil(), dead)
-
-	all := &batchTo{done: done, left: 2, result: batchResult{replies: make([]interface{}, 2)}}
-	all.Receive(1, nil, dead)
-	all.Receive(0, nil, context.DeadlineExceeded)
-	require.ErrorIs(t, (<-done).result.err, dead)
 }

@@ -3,11 +3,14 @@ package redlock
 import (
 	"context"
 	"errors"
-	"github.com/redlock-go/redlock/internal/node"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/redlock-go/redlock/internal/node"
+	"github.com/redlock-go/redlock/internal/quorum"
+	"github.com/redlock-go/redlock/observe"
 
 	"github.com/redlock-go/redlock/internal/fifo"
 	"github.com/redlock-go/redlock/internal/script"
@@ -100,7 +103,7 @@ func newWatchdog(c *Client) *watchdog {
 		wake:     make(chan struct{}, 1),
 		slots:    make(chan struct{}, chunksInFlight),
 		freed:    make(chan struct{}, 1),
-		nodeWarn: make([]atomic.Int64, len(c.peers)),
+		nodeWarn: make([]atomic.Int64, len(c.nodes.peers)),
 	}
 }
 
@@ -152,7 +155,7 @@ func (wd *watchdog) drop(h *hold) {
 }
 
 // start starts the loop if it is not running.
-func (wd *watchdog) start() { wd.loop.Start(wd.c.goRun, wd.run) }
+func (wd *watchdog) start() { wd.loop.Start(wd.c.life.goRun, wd.run) }
 
 // stop waits for the loop to exit; Close cancels the client's context first.
 func (wd *watchdog) stop() { wd.loop.Wait() }
@@ -166,19 +169,19 @@ func (wd *watchdog) run() {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		next, ok := wd.dispatch(c.ctx)
+		next, ok := wd.dispatch(c.life.ctx)
 		wait := time.Hour
 		if ok {
 			wait = max(next-wd.clock(), 0)
 		}
 		timer.Reset(wait)
 		select {
-		case <-c.ctx.Done():
+		case <-c.life.ctx.Done():
 			return
 		case <-wd.wake:
 		case <-timer.C:
 		case <-ping.C:
-			for _, p := range c.peers {
+			for _, p := range c.nodes.peers {
 				p.n.Ping()
 			}
 		}
@@ -205,11 +208,11 @@ func (wd *watchdog) dispatch(ctx context.Context) (next time.Duration, ok bool) 
 			}
 		}
 		wd.slots <- struct{}{}
-		if !wd.c.goAdd(1) {
+		if !wd.c.life.goAdd(1) {
 			return 0, false
 		}
 		go func() {
-			defer wd.c.bg.Done()
+			defer wd.c.life.bg.Done()
 			defer func() {
 				<-wd.slots
 				select {
@@ -292,25 +295,25 @@ type renewal struct {
 // chunk was sent, less the drift allowance.
 func (wd *watchdog) renew(ctx context.Context, hs []*hold) {
 	c := wd.c
-	c.keepLabel()
+	c.labels.keep()
 	start := now()
 	cl := wd.renewCall(hs)
-	res := c.broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return []call{cl} })
-	n := len(c.peers)
+	res := c.q.Broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return []call{cl} })
+	n := len(c.nodes.peers)
 	r := &renewal{Renewal: vote.NewRenewal(n, len(hs)), hs: hs}
 	for i, res := range res {
 		var partly []bool
-		if !res.counted && res.err == nil {
-			partly = c.countedHolds(c.peers[i], hs)
+		if !res.Counted && res.Err == nil {
+			partly = c.nodes.countedHolds(c.nodes.peers[i], hs)
 		}
-		r.Count(i, res.counted, partly)
+		r.Count(i, res.Counted, partly)
 		wd.tally(i, res, hs, func(k int, v int64) { r.Answer(i, k, v) })
 	}
 	wd.repair(ctx, r)
 	until := start.Add(c.opts.lease - c.drift)
 	renewed, taken := 0, 0
 	for k, h := range hs {
-		switch h.renewed(until, renewTally{yes: r.Yes(k), gone: r.Gone(k), nodes: n, quorum: c.quorum}) {
+		switch h.renewed(until, renewTally{yes: r.Yes(k), gone: r.Gone(k), nodes: n, quorum: c.nodes.quorum}) {
 		case renewExtended:
 			renewed++
 		case renewTaken:
@@ -318,8 +321,8 @@ func (wd *watchdog) renew(ctx context.Context, hs []*hold) {
 		}
 	}
 	wd.stats.renewed.Add(int64(renewed))
-	if c.obs != nil {
-		c.renewalDone(r, res, renewed, taken, start)
+	if c.rep.obs != nil {
+		wd.renewalDone(r, res, renewed, taken, start)
 	}
 }
 
@@ -365,16 +368,46 @@ func (h *hold) renewArgs() []interface{} {
 // marks the hold, and repair.lua refuses to write a hold whose sequence a
 // mark covers.
 func (wd *watchdog) repair(ctx context.Context, r *renewal) {
+	late := &stragglers{OffLane: true}
+	late.Inflight.Store(1) // in flight from the moment a hold records it
+	fixes, calls, sent := wd.repairs(r, late)
+	late.Inflight.Store(int32(sent))
+	if sent == 0 {
+		return
+	}
+	second := wd.c.q.Broadcast(ctx, wd.c.opts.nodeTimeout, func(i int) []call { return calls[i] })
+	for i, res := range second {
+		if calls[i] == nil {
+			continue
+		}
+		fixed := make([]*hold, len(fixes[i]))
+		for j, k := range fixes[i] {
+			fixed[j] = r.hs[k]
+		}
+		wd.tally(i, res, fixed, func(j int, v int64) {
+			if v == 1 {
+				r.Answer(i, fixes[i][j], v) // held again there
+			}
+		})
+		if mayLand(res) {
+			late.Astray.Store(true) // it may still land: releases mark
+		}
+		late.Inflight.Add(-1)
+	}
+}
+
+// repairs decides, from r's first answers, which holds of r to write back
+// on each node (fixes: their indexes in r.hs) and the repair call for
+// each node (none: nil), recording late in each such hold's stragglers;
+// sent is how many nodes get one.
+func (wd *watchdog) repairs(r *renewal, late *stragglers) (fixes [][]int, calls [][]call, sent int) {
 	c := wd.c
-	late := &stragglers{offLane: true}
-	late.inflight.Store(1) // in flight from the moment a hold records it
-	fixes := make([][]int, len(c.peers))
-	calls := make([][]call, len(c.peers))
-	sent := 0
-	for i := range c.peers {
+	fixes = make([][]int, len(c.nodes.peers))
+	calls = make([][]call, len(c.nodes.peers))
+	for i := range c.nodes.peers {
 		var entries []script.RepairEntry
 		for k, h := range r.hs {
-			if !r.Absent(i, k) || !r.Repairable(k, c.quorum) {
+			if !r.Absent(i, k) || !r.Repairable(k, c.nodes.quorum) {
 				continue
 			}
 			count, seq, ok := h.repairing(late)
@@ -392,29 +425,7 @@ func (wd *watchdog) repair(ctx context.Context, r *renewal) {
 			sent++
 		}
 	}
-	late.inflight.Store(int32(sent))
-	if sent == 0 {
-		return
-	}
-	second := c.broadcast(ctx, c.opts.nodeTimeout, func(i int) []call { return calls[i] })
-	for i, res := range second {
-		if calls[i] == nil {
-			continue
-		}
-		fixed := make([]*hold, len(fixes[i]))
-		for j, k := range fixes[i] {
-			fixed[j] = r.hs[k]
-		}
-		wd.tally(i, res, fixed, func(j int, v int64) {
-			if v == 1 {
-				r.Answer(i, fixes[i][j], v) // held again there
-			}
-		})
-		if mayLand(res) {
-			late.astray.Store(true) // it may still land: releases mark
-		}
-		late.inflight.Add(-1)
-	}
+	return fixes, calls, sent
 }
 
 // writeBack writes the hold h back, as a renewal's repair does, on the
@@ -425,18 +436,18 @@ func (wd *watchdog) repair(ctx context.Context, r *renewal) {
 // hold.repairing), as a renewal's repair.
 func (wd *watchdog) writeBack(ctx context.Context, h *hold, r *round) {
 	var rn *renewal
-	for i, sl := range r.nodes {
-		if !sl.got || sl.vote != vote.No {
+	for i, sl := range r.Nodes {
+		if !sl.Got || sl.Vote != vote.No {
 			continue
 		}
-		if a, err := script.ParseAcquire(r.reply(i)); err != nil || a.N != -2 {
+		if a, err := script.ParseAcquire(r.Reply(i)); err != nil || a.N != -2 {
 			continue
 		}
 		if rn == nil {
-			rn = &renewal{Renewal: vote.NewRenewal(len(r.nodes), 1), hs: []*hold{h}}
-			for j, sl := range r.nodes {
+			rn = &renewal{Renewal: vote.NewRenewal(len(r.Nodes), 1), hs: []*hold{h}}
+			for j, sl := range r.Nodes {
 				rn.Count(j, true, nil)
-				if sl.got && sl.vote == vote.Yes {
+				if sl.Got && sl.Vote == vote.Yes {
 					rn.Answer(j, 0, 1)
 				}
 			}
@@ -451,14 +462,14 @@ func (wd *watchdog) writeBack(ctx context.Context, h *hold, r *round) {
 // mayLand reports whether a call of res, or a part of one split by shard,
 // failed after it may have been written: it may still run on the node.
 func mayLand(res batchResult) bool {
-	if res.err != nil {
-		return !errors.Is(res.err, errNotSent)
+	if res.Err != nil {
+		return !errors.Is(res.Err, errNotSent)
 	}
 	mayRun := func(v interface{}) bool {
 		err := partFailure(v)
 		return err != nil && !errors.Is(err, errNotSent) && !errors.As(err, new(serverError))
 	}
-	for _, reply := range res.replies {
+	for _, reply := range res.Replies {
 		vs, _ := reply.([]interface{})
 		if mayRun(reply) || slices.ContainsFunc(vs, mayRun) {
 			return true
@@ -479,11 +490,11 @@ func (wd *watchdog) tally(i int, res batchResult, hs []*hold, f func(k int, v in
 	for _, h := range hs {
 		entries += h.m.locks()
 	}
-	err, failed := res.err, len(hs)
-	if err == nil && len(res.replies) == 1 {
+	err, failed := res.Err, len(hs)
+	if err == nil && len(res.Replies) == 1 {
 		var vs script.Answers
-		if err = refused(res.replies[0]); err == nil {
-			vs, err = script.ParseAnswers(res.replies[0], entries)
+		if err = quorum.Refused(res.Replies[0]); err == nil {
+			vs, err = script.ParseAnswers(res.Replies[0], entries)
 		}
 		if err == nil {
 			failed, err = tallyHolds(vs, hs, f)
@@ -497,7 +508,7 @@ func (wd *watchdog) tally(i int, res batchResult, hs []*hold, f func(k int, v in
 	if last != 0 && at-time.Duration(last) < wd.period || !wd.nodeWarn[i].CompareAndSwap(last, int64(at)) {
 		return
 	}
-	wd.c.opts.logger.Warn("redlock: renewal failed on a node", "node", wd.c.peers[i].name, "holds", len(hs), "failed", failed, "err", err)
+	wd.c.opts.logger.Warn("redlock: renewal failed on a node", "node", wd.c.nodes.peers[i].name, "holds", len(hs), "failed", failed, "err", err)
 }
 
 // tallyHolds reduces the entries vs, one per lock of each hold of hs in
@@ -553,12 +564,8 @@ type WatchdogStats struct {
 	MaxLag  time.Duration // the longest a renewal waited past its due time
 }
 
-// WatchdogStats returns the watchdog's totals. Late above zero means the
-// client could not keep up with its holds for a while (the log says when):
-// a hold is lost when its renewal is about two periods (2/3 of the lease)
-// late.
-func (c *Client) WatchdogStats() WatchdogStats {
-	wd := c.wd
+// totals is what WatchdogStats returns.
+func (wd *watchdog) totals() WatchdogStats {
 	wd.mu.Lock()
 	live := wd.live
 	wd.mu.Unlock()
@@ -577,4 +584,22 @@ type renewEntry struct {
 	h   *hold
 	gen uint32
 	due time.Duration
+}
+
+// renewalDone reports a renewal round of the watchdog, which started at
+// start and had res as the nodes' answers to its renewal call.
+func (wd *watchdog) renewalDone(r *renewal, res []batchResult, renewed, taken int, start time.Time) {
+	c := wd.c
+	nodes := make([]observe.NodeResult, len(res))
+	for i, b := range res {
+		nodes[i] = observe.NodeResult{Node: c.nodes.peers[i].name, Answer: observe.AnswerYes, Err: b.Err}
+		switch {
+		case b.Err != nil:
+			nodes[i].Answer = observe.AnswerFailed
+		case !b.Counted:
+			nodes[i].Answer = observe.AnswerQuarantined
+			nodes[i].Err = c.nodes.peers[i].fail(c.nodes.excluded(c.nodes.peers[i], r.hs[0].m.key))
+		}
+	}
+	c.rep.obs.RenewalDone(observe.Renewal{Took: since(start), Holds: len(r.hs), Renewed: renewed, Taken: taken, Nodes: nodes})
 }

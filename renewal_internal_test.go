@@ -13,6 +13,7 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/redlock-go/redlock/internal/fifo"
+	"github.com/redlock-go/redlock/internal/quorum"
 	"github.com/redlock-go/redlock/internal/script"
 	"github.com/redlock-go/redlock/internal/vote"
 	"github.com/redlock-go/redlock/redlocktest"
@@ -181,7 +182,7 @@ func TestUnitLateRenewalIsReported(t *testing.T) {
 // holdingBack is a transport that keeps the calls of one script until the
 // test lets them go, as a network that delays them; the others pass.
 type holdingBack struct {
-	transport
+	quorum.Transport
 	s       *script.Script
 	held    chan struct{} // told when a call of s is held
 	release chan struct{} // closed by the test: held calls go on
@@ -189,22 +190,20 @@ type holdingBack struct {
 
 func (t holdingBack) SendBatch(calls []call, deadline time.Time, to receiver) {
 	if calls[0].S != t.s {
-		t.transport.SendBatch(calls, deadline, to)
+		t.Transport.SendBatch(calls, deadline, to)
 		return
 	}
 	t.held <- struct{}{}
 	go func() {
 		<-t.release
-		t.transport.SendBatch(calls, deadline, to)
+		t.Transport.SendBatch(calls, deadline, to)
 	}()
 }
 
 // holdBack makes every node of c keep the calls of s until release closes.
 func holdBack(c *Client, s *script.Script) (held chan struct{}, release chan struct{}) {
 	held, release = make(chan struct{}, 16), make(chan struct{})
-	for _, p := range c.peers {
-		p.t = holdingBack{p.t, s, held, release}
-	}
+	c.q.Wrap(func(_ int, t quorum.Transport) quorum.Transport { return holdingBack{t, s, held, release} })
 	return held, release
 }
 
@@ -372,9 +371,9 @@ func TestUnitInFlightLimit(t *testing.T) {
 // may have been sent and not refused.
 func TestUnitSplitCallMayLandPerShard(t *testing.T) {
 	split := func(err error) any { return []any{int64(1), partFailed{Err: err}, int64(1)} }
-	assert.False(t, mayLand(batchResult{replies: []any{split(serverError("NOPERM no"))}}), "a refusal cannot land later")
-	assert.True(t, mayLand(batchResult{replies: []any{split(context.DeadlineExceeded)}}), "a part that timed out may still run")
-	assert.False(t, mayLand(batchResult{replies: []any{split(notSent(errors.New("no connection")))}}), "a part never sent changes nothing")
+	assert.False(t, mayLand(batchResult{Replies: []any{split(serverError("NOPERM no"))}}), "a refusal cannot land later")
+	assert.True(t, mayLand(batchResult{Replies: []any{split(context.DeadlineExceeded)}}), "a part that timed out may still run")
+	assert.False(t, mayLand(batchResult{Replies: []any{split(notSent(errors.New("no connection")))}}), "a part never sent changes nothing")
 }
 
 // TestUnitTallyCountsAFailedShardAsFailedForItsHolds: a hold whose shard

@@ -3,6 +3,8 @@ package redlock
 import (
 	"fmt"
 	"time"
+
+	"github.com/redlock-go/redlock/internal/node"
 )
 
 // Restart quarantine: a node whose server process this client saw change
@@ -29,33 +31,23 @@ import (
 // up to its lease less the allowance, by its own clock: one lease alone
 // could end first in real time (a 1s lease, clocks 0.8% fast and slow:
 // 992ms against 996ms; the model found it, internal/model).
-func (c *Client) quarantinePeriod() time.Duration {
-	if c.opts.quarantine >= 0 {
-		return c.opts.quarantine
+func (s *nodeSet) quarantinePeriod() time.Duration {
+	if s.opts.quarantine >= 0 {
+		return s.opts.quarantine
 	}
-	l := time.Duration(max(c.maxLease.Load(), c.leases.learned.Load()))
+	l := time.Duration(max(s.leases.used.Load(), s.leases.learned.Load()))
 	if l == 0 {
 		return 0
 	}
-	return l + drift(l, c.opts.driftFactor)
-}
-
-// useLease records a lease in use, for the default quarantine period.
-func (c *Client) useLease(d time.Duration) {
-	for {
-		cur := c.maxLease.Load()
-		if int64(d) <= cur || c.maxLease.CompareAndSwap(cur, int64(d)) {
-			return
-		}
-	}
+	return l + drift(l, s.opts.driftFactor)
 }
 
 // quarantined reports whether n's answers must not count now, and if so an
 // error that says why and for how long. While quarantine is on, a node that
 // refused INFO server never counts: its restarts cannot be seen, and a
 // safety mechanism that cannot run must not be silently off.
-func (c *Client) quarantined(n *peer, key string) error {
-	if c.opts.quarantine == 0 {
+func (s *nodeSet) quarantined(n *peer, key string) error {
+	if s.opts.quarantine == 0 {
 		return nil
 	}
 	proc := n.n.Process(key)
@@ -66,8 +58,8 @@ func (c *Client) quarantined(n *peer, key string) error {
 	if unsure := proc.Doubted(); unsure != nil {
 		return fmt.Errorf("%w: %w", ErrQuarantined, unsure)
 	}
-	q := c.quarantinePeriod()
-	if q == 0 || !known || !(restarted || c.opts.youngNodes) {
+	q := s.quarantinePeriod()
+	if q == 0 || !known || !(restarted || s.opts.youngNodes) {
 		return nil
 	}
 	started := proc.Since()
@@ -89,4 +81,37 @@ func (c *Client) quarantined(n *peer, key string) error {
 func blindness(err error) string {
 	return fmt.Sprintf("INFO server refused (%v): restart quarantine cannot see this node's restarts, so it does not count; "+
 		"grant the node's user +info (ACL SETUSER <user> +info), or turn restart quarantine off with WithQuarantine(0)", err)
+}
+
+// checkQuarantine reports whether the server that serves key on node p
+// went into restart quarantine, changed its end, or came out of it since
+// last reported (to the Observer). qerr is s.quarantined(p, key).
+func (s *nodeSet) checkQuarantine(p *peer, key string, qerr error) {
+	if s.rep.obs == nil || s.life.ctx.Err() != nil {
+		return
+	}
+	proc := p.n.Process(key)
+	s.rep.quarantine(p, proc, s.quarantineEnd(proc, qerr), qerr)
+}
+
+// recheckQuarantine is checkQuarantine after the client learned something
+// of the server that serves key on node p (INFO server, or its refusal).
+func (s *nodeSet) recheckQuarantine(p *peer, key string) {
+	if s.rep.obs != nil {
+		s.checkQuarantine(p, key, s.quarantined(p, key))
+	}
+}
+
+// quarantineEnd is when proc, in quarantine for qerr, counts again: zero
+// when it is not in quarantine or that is not known.
+func (s *nodeSet) quarantineEnd(proc *node.Process, qerr error) time.Time {
+	if qerr == nil {
+		return time.Time{}
+	}
+	_, restarted, known, refused := proc.State()
+	q := s.quarantinePeriod()
+	if !known || refused != nil || proc.Doubted() != nil || q == 0 || !(restarted || s.opts.youngNodes) {
+		return time.Time{}
+	}
+	return proc.Since().Add(q)
 }

@@ -57,10 +57,8 @@ type RWMutex struct {
 	own    string // what a reader's own hash is named after its owner field
 }
 
-// NewRWMutex returns a new owner of the read-write lock called name.
-// Every call of an RWMutex with a name a Mutex would refuse returns an
-// error wrapping ErrInvalid.
-func (c *Client) NewRWMutex(name string) *RWMutex {
+// newRWMutex makes what Client.NewRWMutex returns.
+func newRWMutex(c *Client, name string) *RWMutex {
 	if c == nil || checkName("lock", name) != nil {
 		bad := &Mutex{c: c, name: name} // every call says why (ensureUsable)
 		return &RWMutex{name: name, w: bad, r: bad}
@@ -141,7 +139,7 @@ func (rw *RWMutex) readCall(count int, leaseMs, seq, _ int64) call {
 // writeCall is rw_write.lua's call for an attempt of the writer side.
 func (rw *RWMutex) writeCall(count int, leaseMs, seq, fencing int64) call {
 	w := rw.w
-	return script.RWWriteCall(rw.keys(), w.field, count, leaseMs, seq, fencing, w.c.intentLease().Milliseconds(), rw.own, rw.r.field, rw.grace())
+	return script.RWWriteCall(rw.keys(), w.field, count, leaseMs, seq, fencing, w.c.opts.intentLease().Milliseconds(), rw.own, rw.r.field, rw.grace())
 }
 
 // keys returns the lock's keys, as its scripts take them.
@@ -218,7 +216,7 @@ func (rw *RWMutex) lockWrite(ctx context.Context, take func() (bool, error)) (bo
 func (rw *RWMutex) withdraw(ctx context.Context) {
 	c := rw.w.c
 	cl := []call{script.RWWithdrawCall(rw.intent, rw.w.field)}
-	c.broadcast(context.WithoutCancel(ctx), c.opts.nodeTimeout, func(int) []call { return cl })
+	c.q.Broadcast(context.WithoutCancel(ctx), c.opts.nodeTimeout, func(int) []call { return cl })
 }
 
 // Unlock releases one write hold, as Mutex.Unlock does: ErrNotHeld when

@@ -94,20 +94,8 @@ type slotUse struct {
 	m     *Mutex // the owner of its latest win there, until released
 }
 
-// NewSemaphore returns the semaphore called name with permits permits:
-// from 1 to MaxPermits. A name follows a lock's rules (1 to MaxNameLength
-// bytes, not beginning with '}'), and its slots' keys together must fit
-// in 1 MiB (about permits × (len(name)+20) bytes). Bad arguments make
-// every call return an error wrapping ErrInvalid.
-//
-// The number of permits is each client's own: at any moment at most as
-// many owners hold permits as the largest number among the clients using
-// the name. A client with more permits may take the slots above another's
-// at once. A client with fewer never takes a slot at or above its number:
-// when every client lowers it, holders of those slots keep their permits
-// until they release or lose them, and the bound falls to the new number
-// as they do.
-func (c *Client) NewSemaphore(name string, permits int) *Semaphore {
+// newSemaphore makes what Client.NewSemaphore returns.
+func newSemaphore(c *Client, name string, permits int) *Semaphore {
 	s := &Semaphore{c: c, name: name, permits: permits}
 	if c == nil {
 		return s // unusable: every call says why (ensureUsable)
@@ -166,7 +154,7 @@ func (s *Semaphore) ensureUsable(ctx context.Context) error {
 	if s == nil || s.c == nil {
 		return invalid("a nil Semaphore, or one not made by Client.NewSemaphore")
 	}
-	return s.c.usable(ctx, s.bad)
+	return s.c.life.usable(ctx, s.bad)
 }
 
 // Acquire waits until it holds a permit, or ctx is done. With lease 0 the
@@ -212,7 +200,7 @@ func (s *Semaphore) acquire(ctx context.Context, maxWait, lease time.Duration) (
 	if err := checkLease(lease, s.c.opts.driftFactor); err != nil {
 		return nil, err
 	}
-	if s.c.obs != nil {
+	if s.c.rep.obs != nil {
 		return s.acquireObserved(ctx, maxWait, lease)
 	}
 	return s.acquireWith(ctx, maxWait, lease, nil)
@@ -221,46 +209,45 @@ func (s *Semaphore) acquire(ctx context.Context, maxWait, lease time.Duration) (
 // acquireWith is acquire once its arguments are checked; w, when the
 // Client has an Observer, records the wait.
 func (s *Semaphore) acquireWith(ctx context.Context, maxWait, lease time.Duration, w *watching) (*Permit, error) {
-	renew := lease == 0
-	if renew {
-		lease = s.c.opts.lease
-	}
+	req := s.c.opts.request(lease)
 	var a attempt
 	if queue, _ := s.c.waiters.Contention(s.channel); maxWait >= 0 || !queue {
 		// An Acquire behind this Client's waiters joins them without a
 		// first attempt: the queue is FIFO.
 		var p *Permit
-		if p, a = s.attempt(ctx, lease, renew, ""); p != nil {
+		if p, a = s.attempt(ctx, req); p != nil {
 			return p, nil
 		}
 		switch {
 		case a.err != nil && ctx.Err() != nil:
 			return nil, waitEnded(ctx, "semaphore", s.name, a)
-		case maxWait == 0 || s.c.authRefused(a.err):
+		case maxWait == 0 || s.c.nodes.authRefused(a.err):
 			return nil, a.err
 		}
 	}
-	w.waits(ctx, s.c, semaphoreOp(maxWait), s.name)
-	return s.await(ctx, maxWait, lease, renew, a)
+	w.waits(ctx, s.c.rep, semaphoreOp(maxWait), s.name)
+	return s.await(ctx, maxWait, req, a)
 }
 
 // await is the waiting part of an acquisition whose first attempt a failed
-// (or that made none), as Client.await runs it: in the queue of the
+// (or that made none), as the Client's waiting runs it: in the queue of the
 // semaphore's channel, woken by a release of any slot or when the soonest
 // slot is free on a majority. A head that leaves, with a permit or
 // without, has the next waiter try at once: other permits may be free.
-func (s *Semaphore) await(ctx context.Context, maxWait, lease time.Duration, renew bool, a attempt) (*Permit, error) {
+func (s *Semaphore) await(ctx context.Context, maxWait time.Duration, req request, a attempt) (*Permit, error) {
 	var permit *Permit
 	k := contender{what: "semaphore", name: s.name, channels: []string{s.channel}, queue: s.channel, field: s.c.newField()}
 	k.intentKeys = intentKeys{keys: s.keys[s.permits:], channels: k.channels}
 	k.try = func(intent string) attempt {
 		var next attempt
-		permit, next = s.attempt(ctx, lease, renew, intent)
+		waiter := req
+		waiter.intent = intent
+		permit, next = s.attempt(ctx, waiter)
 		next.ok = permit != nil
 		next.free, next.blocked = nil, nil // one slot's nodes: the channel is every slot's
 		return next
 	}
-	_, err := s.c.await(ctx, maxWait, a, &k)
+	_, err := s.c.waits.await(ctx, maxWait, a, &k)
 	return permit, err
 }
 
@@ -271,11 +258,11 @@ func (s *Semaphore) await(ctx context.Context, maxWait, lease time.Duration, ren
 // its freeIn is when to try again at the latest: at once when the scan
 // found free slots it did not try, else when the soonest slot is free on
 // a majority.
-func (s *Semaphore) attempt(ctx context.Context, lease time.Duration, renew bool, intent string) (*Permit, attempt) {
+func (s *Semaphore) attempt(ctx context.Context, req request) (*Permit, attempt) {
 	start := now()
 	split := false
 	if i, ok := s.guess(); ok {
-		p, a := s.try(ctx, i, lease, renew, intent)
+		p, a := s.try(ctx, i, req)
 		if p != nil || a.err != nil {
 			a.took = since(start)
 			return p, a
@@ -284,17 +271,17 @@ func (s *Semaphore) attempt(ctx context.Context, lease time.Duration, renew bool
 		s.setRoom(false) // another owner has the slot: scan until one is free again
 	}
 	scanned := now()
-	t := s.scanSlots(ctx, intent)
-	if s.c.obs != nil && len(t.Free) == 0 {
+	t := s.scanSlots(ctx, req.intent)
+	if s.c.rep.obs != nil && len(t.Free) == 0 {
 		s.scanDone(ctx, t, since(scanned))
 	}
 	if t.err != nil {
-		return nil, attempt{err: t.err, ended: t.ended, took: since(start), nodes: t.r.nodeResults()}
+		return nil, attempt{err: t.err, ended: t.ended, took: since(start), nodes: t.r.Results()}
 	}
 	var p *Permit
 	a := attempt{freeIn: -1}
 	if len(t.Free) > 0 {
-		p, a = s.claim(ctx, &t.Free, lease, renew, intent)
+		p, a = s.claim(ctx, &t.Free, req)
 	}
 	s.setRoom(len(t.Free) > 0)
 	if p == nil && a.err == nil {
@@ -302,9 +289,9 @@ func (s *Semaphore) attempt(ctx context.Context, lease time.Duration, renew bool
 		case len(t.Free) > 0:
 			a.freeIn = 0
 		case a.freeIn < 0:
-			a.freeIn = t.Soonest(lease)
+			a.freeIn = t.Soonest(req.lease)
 		default:
-			a.freeIn = min(a.freeIn, t.Soonest(lease))
+			a.freeIn = min(a.freeIn, t.Soonest(req.lease))
 		}
 		a.split = a.split || split
 	}
@@ -316,13 +303,13 @@ func (s *Semaphore) attempt(ctx context.Context, lease time.Duration, renew bool
 // one, a try fails for want of a quorum, or maxClaims tries found their
 // slot taken (another owner was faster). It removes the slots it tried
 // from free. A split vote is remembered in the attempt it returns.
-func (s *Semaphore) claim(ctx context.Context, free *[]int, lease time.Duration, renew bool, intent string) (*Permit, attempt) {
+func (s *Semaphore) claim(ctx context.Context, free *[]int, req request) (*Permit, attempt) {
 	var a attempt
 	split := false
 	for k := 0; k < maxClaims && len(*free) > 0; k++ {
 		i := s.choose(free)
 		var p *Permit
-		if p, a = s.try(ctx, i, lease, renew, intent); p != nil || a.err != nil {
+		if p, a = s.try(ctx, i, req); p != nil || a.err != nil {
 			return p, a
 		}
 		split = split || a.split
@@ -331,12 +318,12 @@ func (s *Semaphore) claim(ctx context.Context, free *[]int, lease time.Duration,
 	return nil, a
 }
 
-// try makes one acquisition round on slot i, as a new owner of its lock,
-// leaving a waiter's intent (when not empty) where it is refused.
-func (s *Semaphore) try(ctx context.Context, i int, lease time.Duration, renew bool, intent string) (*Permit, attempt) {
+// try makes one acquisition round of req on slot i, as a new owner of its
+// lock, leaving a waiter's intent (when not empty) where it is refused.
+func (s *Semaphore) try(ctx context.Context, i int, req request) (*Permit, attempt) {
 	m := newMutexAt(s.c, s.name, s.base+strconv.Itoa(i)+":", s.channel)
 	m.lockKeys.intent = s.keys[s.permits] // the slots share the semaphore's
-	a := m.try(ctx, lease, renew, intent, false, false)
+	a := m.try(ctx, req)
 	s.tried(i, m, a.ok)
 	if !a.ok {
 		return nil, a
@@ -468,16 +455,16 @@ func (s *Semaphore) scanSlots(ctx context.Context, intent string) *slotTally {
 	c := s.c
 	scan := s.scan
 	if intent != "" {
-		scan = script.SlotsCall(s.keys, intent, c.intentLease().Milliseconds())
+		scan = script.SlotsCall(s.keys, intent, c.opts.intentLease().Milliseconds())
 	}
-	t := newSlotTally(s, c.launch(scan, vote.Slots(s.permits), nil))
-	t.r.collect(ctx, t.certain)
-	t.certain(&t.r.ballot) // counts the nodes collect gave up on
-	if len(t.Nodes) < t.s.c.quorum && t.Open() {
+	t := newSlotTally(s, c.q.Launch(scan, vote.Slots(s.permits), nil))
+	t.r.Collect(ctx, t.certain)
+	t.certain(&t.r.Ballot) // counts the nodes collect gave up on
+	if len(t.Nodes) < t.s.c.nodes.quorum && t.Open() {
 		switch {
 		case ctx.Err() != nil:
 			t.err, t.ended = ctx.Err(), true
-		case c.ensureOpen() != nil:
+		case c.life.open() != nil:
 			t.err = ErrClosed
 		default:
 			t.err = t.noQuorum()
@@ -490,7 +477,7 @@ func (s *Semaphore) scanSlots(ctx context.Context, intent string) *slotTally {
 // took took, to the Observer as an attempt that tried no slot: busy (every
 // node counted is No), or what kept it from a quorum.
 func (s *Semaphore) scanDone(ctx context.Context, t *slotTally, took time.Duration) {
-	nodes := t.r.nodeResults()
+	nodes := t.r.Results()
 	failed := 0
 	for i, n := range nodes {
 		switch n.Answer {
@@ -500,7 +487,7 @@ func (s *Semaphore) scanDone(ctx context.Context, t *slotTally, took time.Durati
 			failed++
 		}
 	}
-	s.c.obs.AttemptDone(ctx, observe.Attempt{
+	s.c.rep.obs.AttemptDone(ctx, observe.Attempt{
 		Lock: s.name, Outcome: acquireOutcome(ctx, false, t.err), Took: took,
 		No: len(t.Nodes), Failed: failed, Nodes: nodes, Err: t.err,
 	})
@@ -508,15 +495,15 @@ func (s *Semaphore) scanDone(ctx context.Context, t *slotTally, took time.Durati
 
 // newSlotTally counts the answers of r, a scan of s's slots.
 func newSlotTally(s *Semaphore, r *round) *slotTally {
-	n := len(r.nodes)
-	return &slotTally{Tally: slots.New(n, s.c.quorum, s.permits), s: s, r: r, seen: make([]bool, n)}
+	n := len(r.Nodes)
+	return &slotTally{Tally: slots.New(n, s.c.nodes.quorum, s.permits), s: s, r: r, seen: make([]bool, n)}
 }
 
 // certain counts the answers that came since it last ran, and reports
 // whether the scan is decided: the tally is certain, or all answered.
 func (t *slotTally) certain(b *vote.Ballot) bool {
-	for i := range t.r.nodes {
-		if sl := t.r.nodes[i]; sl.got && !t.seen[i] {
+	for i := range t.r.Nodes {
+		if sl := t.r.Nodes[i]; sl.Got && !t.seen[i] {
 			t.seen[i] = true
 			t.count(i, sl)
 		}
@@ -526,31 +513,32 @@ func (t *slotTally) certain(b *vote.Ballot) bool {
 
 // count counts node i, which collect counted as sl.
 func (t *slotTally) count(i int, sl slot) {
-	c, p := t.s.c, t.s.c.peers[i]
-	if sl.vote != vote.Yes {
+	c, p := t.s.c, t.s.c.nodes.peers[i]
+	if sl.Vote != vote.Yes {
 		t.Exclude()
 		return
 	}
-	if qerr := c.quarantined(p, t.s.scan.Key()); qerr != nil {
+	if qerr := c.nodes.quarantined(p, t.s.scan.Key()); qerr != nil {
 		t.Exclude()
 		t.errs = appendError(t.errs, p.fail(qerr))
 		return
 	}
-	pttls, _ := script.ParseSlots(t.r.reply(i), t.s.permits) // a vote yes: it parsed
+	pttls, _ := script.ParseSlots(t.r.Reply(i), t.s.permits) // a vote yes: it parsed
 	t.Count(i, pttls)
 }
 
 // noQuorum is the ErrNoQuorum error of a scan that too few nodes answered
 // usefully.
 func (t *slotTally) noQuorum() error {
-	errs := t.r.nodeErrors()
+	errs := t.r.NodeErrors()
 	if t.errs != nil {
 		errs = appendError(errs, t.errs)
 	}
-	b := t.r.ballot
+	b := t.r.Ballot
 	return &quorumError{
-		op: "scan of semaphore " + lockname.Quote(t.s.name), yes: len(t.Nodes), unheard: b.N - b.Yes - b.No - b.Failed,
-		need: t.s.c.quorum, n: b.N, nodes: errs,
+		NoQuorum: ErrNoQuorum,
+		Op:       "scan of semaphore " + lockname.Quote(t.s.name), Yes: len(t.Nodes), Unheard: b.N - b.Yes - b.No - b.Failed,
+		Need: t.s.c.nodes.quorum, N: b.N, Nodes: errs,
 	}
 }
 
@@ -612,4 +600,30 @@ func (p *Permit) Until() time.Time {
 		return time.Time{}
 	}
 	return p.m.Until()
+}
+
+// semaphoreOp is the call of a Semaphore's acquisition that waits at most
+// maxWait.
+func semaphoreOp(maxWait time.Duration) observe.Op {
+	if maxWait >= 0 {
+		return observe.OpTryAcquire
+	}
+	return observe.OpAcquire
+}
+
+// acquireObserved is a Semaphore's acquire with events: OpStarted, then
+// AcquireDone. lease is as the caller gave it (0: the watchdog's).
+func (s *Semaphore) acquireObserved(ctx context.Context, maxWait, lease time.Duration) (*Permit, error) {
+	c := s.c
+	e := observe.OpStart{Op: semaphoreOp(maxWait), Lock: s.name, Lease: lease, Wait: maxWait}
+	ctx = c.rep.obs.OpStarted(ctx, e)
+	start := now()
+	var w watching
+	p, err := s.acquireWith(ctx, maxWait, lease, &w)
+	done := observe.Acquire{Op: e.Op, Lock: s.name, Outcome: acquireOutcome(ctx, p != nil, err), Took: since(start), Queued: !w.from.IsZero(), Err: err}
+	if done.Queued {
+		done.Waited = since(w.from)
+	}
+	c.rep.obs.AcquireDone(ctx, done)
+	return p, err
 }

@@ -118,32 +118,31 @@ func unitScan(t *testing.T, tt unitScanCase, lease time.Duration) {
 		permits = len(tt.answers[0].pttls)
 	}
 	s := c.NewSemaphore("unit", permits)
-	r := &round{c: c, ballot: vote.NewBallot(tt.nodes), nodes: make([]slot, tt.nodes), outcomes: make([]outcome, tt.nodes), classify: vote.Slots(permits)}
+	r := c.q.Unsent(tt.nodes, vote.Slots(permits))
 	tally := newSlotTally(s, r)
 	counted := 0
 	for _, a := range tt.answers {
-		if tally.certain(&r.ballot) {
+		if tally.certain(&r.Ballot) {
 			break
 		}
 		reply := make([]interface{}, len(a.pttls))
 		for j, v := range a.pttls {
 			reply[j] = v
 		}
-		r.outcomes[a.node] = outcome{reply, a.err}
 		if a.err != nil {
-			r.outcomes[a.node].reply = nil
+			reply = nil
 		}
-		r.record(a.node)
+		r.Answer(a.node, reply, a.err)
 		counted++
 	}
-	assert.True(t, tally.certain(&r.ballot), "not decided after every answer")
+	assert.True(t, tally.certain(&r.Ballot), "not decided after every answer")
 	assert.Equal(t, tt.decided, counted, "answers counted before the scan was decided")
 	if tt.noQuorum {
 		require.ErrorIs(t, tally.noQuorum(), ErrNoQuorum)
-		assert.Less(t, len(tally.Nodes), c.quorum)
+		assert.Less(t, len(tally.Nodes), c.nodes.quorum)
 		return
 	}
-	assert.GreaterOrEqual(t, len(tally.Nodes), c.quorum)
+	assert.GreaterOrEqual(t, len(tally.Nodes), c.nodes.quorum)
 	assert.ElementsMatch(t, tt.free, tally.Free)
 	if len(tt.free) == 0 {
 		assert.Equal(t, tt.soonest, tally.Soonest(lease))

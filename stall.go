@@ -33,7 +33,7 @@ type stall struct {
 
 // saw takes note of a, an attempt of the wait that did not take the lock,
 // and warns when the run it belongs to has lasted long enough.
-func (s *stall) saw(ctx context.Context, c *Client, a attempt) {
+func (s *stall) saw(ctx context.Context, c *waiting, a attempt) {
 	if a.ended {
 		return // it saw ctx end, nothing of the nodes
 	}
@@ -44,7 +44,7 @@ func (s *stall) saw(ctx context.Context, c *Client, a attempt) {
 	}
 	t := now()
 	if s.since.IsZero() {
-		s.since, s.failed = t.Add(-a.took), make([]observe.NodeResult, len(c.peers))
+		s.since, s.failed = t.Add(-a.took), make([]observe.NodeResult, len(c.nodes.peers))
 	}
 	nodes := s.note(c, a, failing)
 	if t.Sub(s.since) < c.opts.stall || !s.warned.IsZero() && t.Sub(s.warned) < stallRepeat {
@@ -65,10 +65,10 @@ func (s *stall) saw(ctx context.Context, c *Client, a attempt) {
 	}
 	c.opts.logger.Warn("redlock: waiting while attempts reach no quorum because nodes fail",
 		s.what, lockname.Log(s.name), "waited", e.Waited.Round(time.Millisecond), "stalled", e.Stalled.Round(time.Millisecond),
-		"failed", fmt.Sprintf("%d of %d nodes; %d needed", down, len(c.peers), c.quorum),
+		"failed", fmt.Sprintf("%d of %d nodes; %d needed", down, len(c.nodes.peers), c.nodes.quorum),
 		slog.Group("nodes", why...))
-	if c.obs != nil {
-		c.obs.WaitStalled(ctx, e)
+	if c.rep.obs != nil {
+		c.rep.obs.WaitStalled(ctx, e)
 	}
 }
 
@@ -78,13 +78,13 @@ func (s *stall) saw(ctx context.Context, c *Client, a attempt) {
 // many nodes failed) with why their connection is down, or else their
 // latest failure in the run, if any. A node that answered in a is
 // forgotten.
-func (s *stall) note(c *Client, a attempt, failing []observe.NodeResult) []observe.NodeResult {
+func (s *stall) note(c *waiting, a attempt, failing []observe.NodeResult) []observe.NodeResult {
 	seen := a.nodes
-	if len(seen) != len(c.peers) {
-		seen = make([]observe.NodeResult, len(c.peers)) // no round told: only failing is known
+	if len(seen) != len(c.nodes.peers) {
+		seen = make([]observe.NodeResult, len(c.nodes.peers)) // no round told: only failing is known
 	}
 	for _, f := range failing {
-		for i, p := range c.peers {
+		for i, p := range c.nodes.peers {
 			if p.name == f.Node {
 				seen[i] = f
 			}
@@ -96,12 +96,12 @@ func (s *stall) note(c *Client, a attempt, failing []observe.NodeResult) []obser
 		case observe.AnswerFailed, observe.AnswerQuarantined:
 			s.failed[i] = n
 		case observe.AnswerUnheard:
-			switch why := c.peers[i].t.Unreachable(); {
+			switch why := c.nodes.peers[i].n.Unreachable(); {
 			case why != nil:
-				out = append(out, observe.NodeResult{Node: c.peers[i].name, Answer: observe.AnswerFailed, Err: c.peers[i].fail(fmt.Errorf("not waited for; not connected: %w", why))})
+				out = append(out, observe.NodeResult{Node: c.nodes.peers[i].name, Answer: observe.AnswerFailed, Err: c.nodes.peers[i].fail(fmt.Errorf("not waited for; not connected: %w", why))})
 				continue
 			case s.failed[i].Answer == 0:
-				out = append(out, observe.NodeResult{Node: c.peers[i].name, Answer: observe.AnswerUnheard})
+				out = append(out, observe.NodeResult{Node: c.nodes.peers[i].name, Answer: observe.AnswerUnheard})
 				continue
 			}
 		case 0:
@@ -121,11 +121,11 @@ func (s *stall) note(c *Client, a attempt, failing []observe.NodeResult) []obser
 // node (the attempt gave up on nodes it did not wait for).
 func failingNodes(err error) []observe.NodeResult {
 	var qe *quorumError
-	if !errors.As(err, &qe) || qe.nodes == nil {
+	if !errors.As(err, &qe) || qe.Nodes == nil {
 		return nil
 	}
 	var out []observe.NodeResult
-	for _, e := range qe.nodes.Errors {
+	for _, e := range qe.Nodes.Errors {
 		var ne *NodeError
 		if !errors.As(e, &ne) {
 			continue

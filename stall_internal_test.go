@@ -35,10 +35,11 @@ func TestUnitStallWarnsOnceAMinute(t *testing.T) {
 
 	var log bytes.Buffer
 	obs := &stallEvents{}
-	c := &Client{opts: defaultOptions(), quorum: 2, obs: obs}
-	c.opts.logger = slog.New(slog.NewTextHandler(&log, nil))
+	opts := defaultOptions()
+	opts.logger = slog.New(slog.NewTextHandler(&log, nil))
+	c := &waiting{opts: &opts, nodes: &nodeSet{quorum: 2}, rep: &reporter{obs: obs}}
 	for _, name := range []string{"a", "b", "c"} {
-		c.peers = append(c.peers, &peer{Node: &Node{name: name}})
+		c.nodes.peers = append(c.nodes.peers, &peer{Node: &Node{name: name}})
 	}
 	down := func(names ...string) attempt {
 		var errs []*NodeError
@@ -49,7 +50,7 @@ func TestUnitStallWarnsOnceAMinute(t *testing.T) {
 		for _, e := range errs[1:] {
 			nodes = appendError(nodes, e)
 		}
-		return attempt{err: &quorumError{op: "lock", n: 3, need: 2, nodes: nodes}, took: 10 * time.Millisecond}
+		return attempt{err: &quorumError{NoQuorum: ErrNoQuorum, Op: "lock", N: 3, Need: 2, Nodes: nodes}, took: 10 * time.Millisecond}
 	}
 	busy := attempt{freeIn: time.Second}                    // another owner holds it: a quorum decided
 	canceled := attempt{err: context.Canceled, ended: true} // tells nothing of the nodes
@@ -103,14 +104,14 @@ func TestUnitStallWarnsOnceAMinute(t *testing.T) {
 func TestUnitStallNotWarnedForContention(t *testing.T) {
 	for _, err := range []error{
 		nil, // taken by another owner
-		&quorumError{op: "lock", n: 3, need: 2, unheard: 1}, // gave up on a straggler: no node failed
+		&quorumError{NoQuorum: ErrNoQuorum, Op: "lock", N: 3, Need: 2, Unheard: 1}, // gave up on a straggler: no node failed
 		errors.New("redlock: lock \"x\": acquired too late"),
 		context.DeadlineExceeded,
 	} {
 		assert.Empty(t, failingNodes(err), "%v", err)
 	}
 	quarantined := &NodeError{Node: "a", Err: ErrQuarantined}
-	nodes := failingNodes(joinRollback("x", &quorumError{op: "lock", n: 3, need: 2, nodes: appendError(nil, quarantined)}, errors.New("rollback")))
+	nodes := failingNodes(joinRollback("x", &quorumError{NoQuorum: ErrNoQuorum, Op: "lock", N: 3, Need: 2, Nodes: appendError(nil, quarantined)}, errors.New("rollback")))
 	require.Len(t, nodes, 1, "a quorum error under a rollback's")
 	assert.Equal(t, observe.AnswerQuarantined, nodes[0].Answer)
 }

@@ -57,9 +57,13 @@ func (rt *routeTable) Eval(_ context.Context, calls []Call, replies []Reply) {
 // is a minute. The peer is not started: it reads an identity when a call
 // is sent (identifyOver).
 func overTransport(rt *routeTable) (*Client, *peer) {
-	c := &Client{opts: defaultOptions(), ctx: context.Background()}
-	c.useLease(time.Minute)
-	return c, makePeer(c, NewTransportNode("m", rt), 0)
+	c := &Client{opts: defaultOptions(), life: newLifetime()}
+	c.rep = newReporter(nil, c.life)
+	c.nodes = &nodeSet{quorum: 1, opts: &c.opts, leases: &c.leases, rep: c.rep, life: c.life}
+	c.leases.made, c.leases.life, c.leases.opts = &c.nodes.made, c.life, &c.opts
+	c.leases.use(time.Minute)
+	p, _ := makePeer(c, NewTransportNode("m", rt), 0)
+	return c, p
 }
 
 // identifyOver sends a call of key through p: the layer reads the

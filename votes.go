@@ -48,8 +48,8 @@ type votes struct {
 // duplicated says why node p's answers do not count because a server
 // process it reaches votes through another node; nil when none does. It
 // costs one atomic load while no node duplicates another.
-func (c *Client) duplicated(p *peer) error {
-	if !c.votes.any.Load() {
+func (s *nodeSet) duplicated(p *peer) error {
+	if !s.votes.any.Load() {
 		return nil
 	}
 	d := p.dup.Load()
@@ -62,11 +62,11 @@ func (c *Client) duplicated(p *peer) error {
 // excluded says why node p's answers for key do not count now: its server
 // process votes through another node, or it is in restart quarantine; nil
 // when they count.
-func (c *Client) excluded(p *peer, key string) error {
-	if err := c.duplicated(p); err != nil {
+func (s *nodeSet) excluded(p *peer, key string) error {
+	if err := s.duplicated(p); err != nil {
 		return err
 	}
-	return c.quarantined(p, key)
+	return s.quarantined(p, key)
 }
 
 // duplicateError is a node's answers not counted because a server
@@ -85,8 +85,8 @@ func (e *duplicateError) Unwrap() error { return ErrDuplicateNode }
 // group that shares a server process votes). It reports each change:
 // a node found duplicating another at Error level, one that no longer does
 // at Info, and both through the Observer.
-func (c *Client) recheckVotes() {
-	if !c.made.Load() {
+func (s *nodeSet) recheckVotes() {
+	if !s.made.Load() {
 		return // newClient checks once every peer is made
 	}
 	type change struct {
@@ -94,9 +94,9 @@ func (c *Client) recheckVotes() {
 		was, now *duplicate
 	}
 	var changes []change
-	c.votes.mu.Lock()
-	ns := make([]*node.Peer, len(c.peers))
-	for i, p := range c.peers {
+	s.votes.mu.Lock()
+	ns := make([]nodeLayer, len(s.peers))
+	for i, p := range s.peers {
 		ns[i] = p.n
 	}
 	dups := node.Duplicates(ns)
@@ -105,12 +105,12 @@ func (c *Client) recheckVotes() {
 		// Raised before a node is marked, lowered after every mark is
 		// cleared: whoever sees a node marked (a lock call, Status) sees
 		// it not counted.
-		c.votes.any.Store(true)
+		s.votes.any.Store(true)
 	}
-	for i, p := range c.peers {
+	for i, p := range s.peers {
 		var d *duplicate
 		if nd := dups[i]; nd != nil {
-			d = &duplicate{of: c.peers[nd.Of], addr: nd.Addr, runID: nd.RunID}
+			d = &duplicate{of: s.peers[nd.Of], addr: nd.Addr, runID: nd.RunID}
 		}
 		was := p.dup.Load()
 		if (was == nil) != (d == nil) || was != nil && was.of != d.of {
@@ -118,37 +118,37 @@ func (c *Client) recheckVotes() {
 			changes = append(changes, change{p, was, d})
 		}
 	}
-	c.votes.any.Store(any)
-	c.votes.mu.Unlock()
+	s.votes.any.Store(any)
+	s.votes.mu.Unlock()
 	for _, ch := range changes {
-		c.reportVote(ch.p, ch.was, ch.now)
+		s.reportVote(ch.p, ch.was, ch.now)
 	}
 }
 
 // reportVote says that node p stopped or started voting: now is the node
 // it duplicates, nil when it votes again.
-func (c *Client) reportVote(p *peer, was, now *duplicate) {
+func (s *nodeSet) reportVote(p *peer, was, now *duplicate) {
 	if now != nil {
 		err := &duplicateError{d: now}
-		c.opts.logger.Error("redlock: node not counted: it reaches the same server process as another node; list each server once",
+		s.opts.logger.Error("redlock: node not counted: it reaches the same server process as another node; list each server once",
 			"node", p.name, "addr", p.addr, "duplicates", now.of.name, "run_id", now.runID)
-		c.nodeChanged(observe.NodeChange{Node: p.name, Addr: p.addr, State: observe.NodeDuplicate, Err: p.fail(err)})
+		s.rep.nodeChanged(observe.NodeChange{Node: p.name, Addr: p.addr, State: observe.NodeDuplicate, Err: p.fail(err)})
 		return
 	}
-	c.opts.logger.Info("redlock: node counted again: it no longer reaches the same server process as another node",
+	s.opts.logger.Info("redlock: node counted again: it no longer reaches the same server process as another node",
 		"node", p.name, "addr", p.addr, "duplicated", was.of.name)
-	c.nodeChanged(observe.NodeChange{Node: p.name, Addr: p.addr, State: observe.NodeBack})
+	s.rep.nodeChanged(observe.NodeChange{Node: p.name, Addr: p.addr, State: observe.NodeBack})
 }
 
 // duplicates returns an error wrapping ErrInvalid and ErrDuplicateNode
 // that names every pair of nodes reaching one server process, nil when
 // there is none.
-func (c *Client) duplicates() error {
-	if !c.votes.any.Load() {
+func (s *nodeSet) duplicates() error {
+	if !s.votes.any.Load() {
 		return nil
 	}
 	var pairs []string
-	for _, p := range c.peers {
+	for _, p := range s.peers {
 		if d := p.dup.Load(); d != nil {
 			pairs = append(pairs, fmt.Sprintf("node %s and node %s reach one server process (%s, run_id %s)", p.name, d.of.name, d.addr, d.runID))
 		}

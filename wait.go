@@ -47,39 +47,52 @@ type contender struct {
 	try        func(intent string) attempt // one attempt at the queue's head
 }
 
+// waiting is the waiting of a Client's acquisitions, Mutexes' and
+// Semaphores' alike: the waiters (internal/wait), the nodes' pub/sub
+// subscriptions, the waits' intents; each wait runs as a contender
+// through await.
+type waiting struct {
+	waiters *wait.Waiters
+	nodes   *nodeSet
+	intents *waitIntents
+	life    *lifetime
+	rep     *reporter
+	opts    *options
+}
+
 // await is the waiting part of an acquisition whose first attempt a failed
 // (or that made none: see contention), for at most maxWait (negative:
 // until ctx ends): subscribe to k's channels on every node, join this
 // Client's queue, and, when at its head, try as pacing says (waitTurns).
 // A waiter that leaves an intent takes it back as it leaves.
-func (c *Client) await(ctx context.Context, maxWait time.Duration, a attempt, k *contender) (bool, error) {
+func (w *waiting) await(ctx context.Context, maxWait time.Duration, a attempt, k *contender) (bool, error) {
 	var expired <-chan time.Time
 	if maxWait > 0 {
 		t := time.NewTimer(maxWait)
 		defer t.Stop()
 		expired = t.C
 	}
-	defer c.listen(ctx, k.channels)()
+	defer w.listen(ctx, k.channels)()
 	if k.queue != k.channels[0] {
-		c.waiters.Link(k.channels[0], k.queue)
-		defer c.waiters.Unlink(k.channels[0], k.queue)
+		w.waiters.Link(k.channels[0], k.queue)
+		defer w.waiters.Unlink(k.channels[0], k.queue)
 	}
 	var intent string
 	var li *liveIntent
 	switch {
 	case k.field != "":
 		intent = intentOf(now().Add(-a.took), k.field)
-		li = c.intents.add(intent, k.intentKeys)
+		li = w.intents.add(intent, k.intentKeys)
 	case k.fixed != "":
-		li = c.intents.add(k.fixed, k.intentKeys) // refreshed while it waits
-		defer c.intents.remove(li)
+		li = w.intents.add(k.fixed, k.intentKeys) // refreshed while it waits
+		defer w.intents.remove(li)
 	}
-	w := c.waiters.Enqueue(k.queue, k.owner, a.took)
+	wtr := w.waiters.Enqueue(k.queue, k.owner, a.took)
 	won := false
-	defer func() { c.waiters.Dequeue(k.queue, w, won && k.exclusive, k.lease) }()
-	won, err := c.waitTurns(ctx, k, w, expired, a, intent)
+	defer func() { w.waiters.Dequeue(k.queue, wtr, won && k.exclusive, k.lease) }()
+	won, err := w.waitTurns(ctx, k, wtr, expired, a, intent)
 	if intent != "" {
-		c.withdraw(ctx, li, won)
+		w.intents.withdraw(ctx, li, won)
 	}
 	return won, err
 }
@@ -87,19 +100,19 @@ func (c *Client) await(ctx context.Context, maxWait time.Duration, a attempt, k 
 // listen subscribes this Client to every channel of chs, before a
 // waiter's next attempt, and makes the queue of the first, where the
 // waiters queue, hear the others' too; stop undoes it.
-func (c *Client) listen(ctx context.Context, chs []string) (stop func()) {
+func (w *waiting) listen(ctx context.Context, chs []string) (stop func()) {
 	for _, ch := range chs {
-		c.subscribe(ctx, ch)
+		w.nodes.subscribe(ctx, ch)
 	}
 	for _, ch := range chs[1:] {
-		c.waiters.Link(ch, chs[0])
+		w.waiters.Link(ch, chs[0])
 	}
 	return func() {
 		for _, ch := range chs[1:] {
-			c.waiters.Unlink(ch, chs[0])
+			w.waiters.Unlink(ch, chs[0])
 		}
 		for _, ch := range chs {
-			c.unsubscribe(ch)
+			w.nodes.unsubscribe(ch)
 		}
 	}
 }
@@ -113,15 +126,15 @@ func (c *Client) listen(ctx context.Context, chs []string) (stop func()) {
 // Close, or the error of an attempt that waiting will not mend. A stall
 // watches the attempts (see stall); a, when it was made, was the call's
 // first.
-func (c *Client) waitTurns(ctx context.Context, k *contender, w *wait.Waiter, expired <-chan time.Time, a attempt, intent string) (bool, error) {
+func (w *waiting) waitTurns(ctx context.Context, k *contender, wtr *wait.Waiter, expired <-chan time.Time, a attempt, intent string) (bool, error) {
 	p := wait.NewPacing()
 	defer p.Stop()
 	st := stall{what: k.what, name: k.name, begin: now().Add(-a.took)}
-	st.saw(ctx, c, a)
+	st.saw(ctx, w, a)
 	for {
 		select {
-		case <-w.Woken():
-			if !p.Woken(c.waiters, k.queue) {
+		case <-wtr.Woken():
+			if !p.Woken(w.waiters, k.queue) {
 				continue
 			}
 		case <-p.C():
@@ -129,10 +142,10 @@ func (c *Client) waitTurns(ctx context.Context, k *contender, w *wait.Waiter, ex
 			return false, waitEnded(ctx, k.what, k.name, a)
 		case <-expired:
 			return false, a.err
-		case <-c.done:
+		case <-w.life.done:
 			return false, ErrClosed
 		}
-		c.waiters.Trying(k.queue) // news that came before this attempt is answered by it
+		w.waiters.Trying(k.queue) // news that came before this attempt is answered by it
 		next := k.try(intent)
 		switch {
 		case next.ok:
@@ -141,15 +154,15 @@ func (c *Client) waitTurns(ctx context.Context, k *contender, w *wait.Waiter, ex
 			return false, next.err // re-entrant: this owner held it meanwhile (same owner, another goroutine)
 		case errors.Is(next.err, ErrClosed):
 			return false, ErrClosed
-		case c.authRefused(next.err):
+		case w.nodes.authRefused(next.err):
 			return false, next.err // a configuration error: waiting will not mend it
 		}
 		if !next.ended || a.err == nil {
 			a = next // an attempt that only saw ctx end keeps the one before
 		}
-		st.saw(ctx, c, next)
-		p.Failed(c.waiters, a.paced(), next.paced())
-		c.waiters.Tried(k.queue, next.free, next.blocked)
+		st.saw(ctx, w, next)
+		p.Failed(w.waiters, a.paced(), next.paced())
+		w.waiters.Tried(k.queue, next.free, next.blocked)
 	}
 }
 

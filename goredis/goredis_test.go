@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -158,49 +157,6 @@ func TestTransportRouteCountsDialsAndInfoIdentifies(t *testing.T) {
 	info2, err := tr.Info(ctx, "k")
 	require.NoError(t, err)
 	assert.NotEqual(t, runID(info), runID(info2))
-}
-
-func TestTransportListen(t *testing.T) {
-	c := redlocktest.Start(t, 1)
-	tr := goredis.NewTransport(t, newClient(t, c.Addrs()[0]))
-	var mu sync.Mutex
-	var got []string
-	resets := make(chan struct{}, 4)
-	ps := tr.Listen(func(ch string, payload []byte) {
-		mu.Lock()
-		got = append(got, ch+"="+string(payload))
-		mu.Unlock()
-	}, func() { resets <- struct{}{} })
-	defer ps.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	require.NoError(t, ps.Subscribe(ctx, "a", "b"))
-	_, err := c.Do(0, "PUBLISH", "a", "1")
-	require.NoError(t, err)
-	received := func(want string) func() bool {
-		return func() bool {
-			mu.Lock()
-			defer mu.Unlock()
-			for _, g := range got {
-				if g == want {
-					return true
-				}
-			}
-			return false
-		}
-	}
-	assert.Eventually(t, received("a=1"), 5*time.Second, 10*time.Millisecond)
-	require.NoError(t, ps.Unsubscribe(ctx, "a"))
-
-	require.NoError(t, c.Restart(0))
-	select {
-	case <-resets:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no reset after the server restarted")
-	}
-	_, err = c.Do(0, "PUBLISH", "b", "2")
-	require.NoError(t, err)
-	assert.Eventually(t, received("b=2"), 5*time.Second, 10*time.Millisecond)
 }
 
 func runID(info string) string {

@@ -5,10 +5,19 @@ package valkey
 import (
 	"testing"
 
+	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/redlocktest/conformance"
 )
 
 // TestConformance runs redlock's conformance suite over valkey-go nodes.
 func TestConformance(t *testing.T) {
 	conformance.Run(t, nodes)
+}
+
+// TestPubSubConformance holds the pub/sub connection (pubsub.go) to the
+// contract every adapter's keeps.
+func TestPubSubConformance(t *testing.T) {
+	conformance.PubSub(t, func(t testing.TB, addr string) redlock.Transport {
+		return open(t.(*testing.T), addr)
+	})
 }

@@ -3,8 +3,8 @@ package model
 // Owner is one Mutex, in a Client of its own: its sequence counter, its
 // hold (hold.go), the operation its op lock serialises (an acquisition,
 // its fencing write-back, or a release), the watchdog's renewal of its
-// hold, and the acquisitions whose calls may still land (quorum.go,
-// stragglers).
+// hold, and the acquisitions whose calls may still land (internal/quorum,
+// Stragglers).
 type Owner struct {
 	Seq    int64
 	Gen    int32 // the last round's generation
@@ -86,7 +86,7 @@ const (
 )
 
 // Round is one fan-out to every node and the votes counted so far
-// (quorum.go, round and ballot).
+// (internal/quorum, Round and Ballot).
 type Round struct {
 	Kind    RoundKind
 	Gen     int32
@@ -112,7 +112,7 @@ type Round struct {
 }
 
 // Acquisition is what may still come of one acquisition's (or repair's)
-// calls once its round is decided (quorum.go, stragglers and nodeUndo).
+// calls once its round is decided (internal/quorum, Stragglers and nodeUndo).
 type Acquisition struct {
 	Used     bool
 	Inflight int8 // calls not answered yet

@@ -81,7 +81,7 @@ type Ghost struct {
 	IntentAt [MaxOwners]int64
 }
 
-// Vote is a node's answer in a round, as quorum.go counts it.
+// Vote is a node's answer in a round, as internal/quorum counts it.
 type Vote uint8
 
 // The votes.

@@ -28,13 +28,21 @@ type sharedClaim struct {
 	others []claim // the other nodes' claims on the same process
 }
 
+// Serving is what Duplicates reads of a node: its server processes by
+// address (*Peer's Processes).
+type Serving interface {
+	Processes() map[string]*Process
+}
+
+var _ Serving = (*Peer)(nil)
+
 // Duplicates groups the server processes of peers by run_id and returns,
 // per node, the node it duplicates, nil when it votes. Of the nodes that
 // share a server process, each ranks by the earliest time it read the
 // run_id of a process it shares (by the order of the nodes on a tie), and
 // a node duplicates the best-ranked node it shares a process with. The
 // ranks are a total order, so one node of every group of duplicates votes.
-func Duplicates(peers []*Peer) []*Duplicate {
+func Duplicates[P Serving](peers []P) []*Duplicate {
 	shared, rank := sharedClaims(peers)
 	dups := make([]*Duplicate, len(peers))
 	for i := range peers {
@@ -54,7 +62,7 @@ func Duplicates(peers []*Peer) []*Duplicate {
 // sharedClaims returns, for every node, its claims on server processes
 // that other nodes reach too, and the nodes' ranks (lower votes first):
 // by the earliest such claim, then by the order of the nodes.
-func sharedClaims(peers []*Peer) (map[int][]sharedClaim, func(int) int) {
+func sharedClaims[P Serving](peers []P) (map[int][]sharedClaim, func(int) int) {
 	byID := make(map[string][]claim)
 	for i, p := range peers {
 		for addr, proc := range p.Processes() {

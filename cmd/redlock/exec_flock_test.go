@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"regexp"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -156,7 +157,7 @@ func TestExecVerbose(t *testing.T) {
 	require.NoError(t, holder.Unlock(context.Background()))
 	code, _, stderr := p.wait(t)
 	require.Equal(t, 3, code, "stderr: %s", stderr)
-	waiting := `redlock exec: waiting for lock "job": HELD for writing by ` + field + ` on 3 of 3 nodes (quorum 2), hold count 1, quorum PTTL `
+	waiting := `redlock exec: waiting for lock "job": HELD for writing by ` + field + ` (` + ourLabel(t) + `) on 3 of 3 nodes (quorum 2), hold count 1, quorum PTTL `
 	require.Contains(t, stderr, waiting)
 	require.Regexp(t, `, until \d\d:\d\d:\d\d\.\d{3}\n`, stderr)
 	got := `redlock exec: got lock "job" after `
@@ -351,7 +352,7 @@ func TestExecVerboseOneFormat(t *testing.T) {
 		require.NotContains(t, l, "time=")
 		require.NotContains(t, l, "redlock exec: redlock:")
 	}
-	require.Regexp(t, `(?m)^redlock exec: waiting for lock "job": HELD for writing by \S+ on [23] of 3 nodes`, stderr)
+	require.Regexp(t, `(?m)^redlock exec: waiting for lock "job": HELD for writing by \S+ \(`+regexp.QuoteMeta(ourLabel(t))+`\) on [23] of 3 nodes`, stderr)
 	require.Regexp(t, `(?m)^redlock exec: got lock "job" after \S+, renewed by the watchdog every 500ms$`, stderr)
 	require.Regexp(t, `(?m)^redlock exec: renewal failed on a node level=WARN node=redis://\S+ holds=1 `, stderr)
 }

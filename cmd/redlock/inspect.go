@@ -145,14 +145,7 @@ func readNodes(urls []string, prefix, name string, slots int, timeout time.Durat
 // Client published (redlock.WithOwnerLabel; by default "HOST pid PID"),
 // as any node has it, or "(no label)".
 func printOwners(w io.Writer, states []redlock.NodeLocks) {
-	labels := map[string]string{}
-	for _, s := range states {
-		for _, o := range ownersOf(s) {
-			if _, ok := labels[o]; !ok || labels[o] == "" {
-				labels[o] = s.Labels[o]
-			}
-		}
-	}
+	labels := ownerLabels(states)
 	if len(labels) == 0 {
 		return
 	}
@@ -172,6 +165,20 @@ func printOwners(w io.Writer, states []redlock.NodeLocks) {
 		fmt.Fprintf(tw, "%s\t%s\n", o, who)
 	}
 	tw.Flush()
+}
+
+// ownerLabels maps every owner and waiter that states name to its label
+// (redlock.WithOwnerLabel), as any node has it ("" where none has one).
+func ownerLabels(states []redlock.NodeLocks) map[string]string {
+	labels := map[string]string{}
+	for _, s := range states {
+		for _, o := range ownersOf(s) {
+			if labels[o] == "" {
+				labels[o] = s.Labels[o]
+			}
+		}
+	}
+	return labels
 }
 
 // ownersOf lists the owners and waiters of s, each once.

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -18,6 +20,15 @@ import (
 // ownerField returns the holder field of the lock hash key on node i,
 // waiting for it: Lock returns once a majority said yes, and node i may be
 // one that answers just after.
+// ourLabel is the owner label of a Client of this test process at its
+// default (redlock.WithOwnerLabel): inspect and exec -v name such an owner
+// "OWNER (HOST pid PID)".
+func ourLabel(t *testing.T) string {
+	host, err := os.Hostname()
+	require.NoError(t, err)
+	return fmt.Sprintf("%s pid %d", host, os.Getpid())
+}
+
 func ownerField(t *testing.T, c *redlocktest.Cluster, i int, key string) string {
 	t.Helper()
 	var field string
@@ -60,7 +71,7 @@ func TestInspectHeldLock(t *testing.T) {
 	// One row per node: reachable, the holder, its count, a PTTL up to 30s.
 	row := regexp.MustCompile(`(?m)^redis://127\.0\.0\.1:\d+\s+yes\s+` + regexp.QuoteMeta(field) + `\s+2\s+(\d+(\.\d+)?)(s|ms)$`)
 	require.Len(t, row.FindAllString(out, -1), 5, out)
-	require.Regexp(t, `verdict: HELD by `+regexp.QuoteMeta(field)+` on 5 of 5 nodes \(quorum 3\), hold count 2, quorum PTTL \d`, out)
+	require.Regexp(t, `verdict: HELD by `+regexp.QuoteMeta(field+" ("+ourLabel(t)+")")+` on 5 of 5 nodes \(quorum 3\), hold count 2, quorum PTTL \d`, out)
 	// Then each node's health (Client.Status): latency, version, uptime, counted.
 	health := regexp.MustCompile(`(?m)^redis://127\.0\.0\.1:\d+\s+\d+(\.\d+)?(µs|ms)\s+\d+\.\d+\.\d+\s+\S+\s+yes$`)
 	require.Len(t, health.FindAllString(out, -1), 5, out)
@@ -132,7 +143,7 @@ func TestInspectUnreadableNode(t *testing.T) {
 	require.Regexp(t, `(?m)^`+dead+`\s+no\s+-\s+-\s+-$`, out)
 	require.Regexp(t, `(?m)^`+dead+`: dial tcp \S+: connect: connection refused$`, out, "the cause, not the node's name again")
 	require.Len(t, regexp.MustCompile(`(?m)^redis://\S+\s+yes\s+`+regexp.QuoteMeta(field)+`\s+1\s`).FindAllString(out, -1), 2, out)
-	require.Contains(t, out, "verdict: HELD by "+field+" on 2 of 3 nodes (quorum 2), hold count 1")
+	require.Contains(t, out, "verdict: HELD by "+field+" ("+ourLabel(t)+") on 2 of 3 nodes (quorum 2), hold count 1")
 }
 
 // TestInspectRejectedNodeTimeout: a -node-timeout that redlock.Dial rejects
@@ -247,9 +258,9 @@ func TestInspectEveryKind(t *testing.T) {
 		require.Contains(t, out, `semaphore "job" (keys redlock:{job}:sem:0:lock to redlock:{job}:sem:1:lock)`)
 		require.Len(t, regexp.MustCompile(`(?m)^redis://\S+\s+RWMutex writer\s+`+regexp.QuoteMeta(writer)+`\s+-\s+\d`).FindAllString(out, -1), 3, out)
 		require.Contains(t, out, "Mutex verdict: FREE: no owner holds it on a quorum (2 of 3 nodes); 3 nodes answered\n")
-		require.Contains(t, out, "RWMutex verdict: HELD for reading by 1 owner(s): "+reader+" on 3 of 3 nodes (quorum 2), hold count 1, quorum PTTL ")
-		require.Contains(t, out, "; a writer waits, keeping new readers out: "+writer+"'s intent on 3 of 3 nodes\n")
-		require.Contains(t, out, "Semaphore verdict: HELD: 1 permit(s) of 2 held on a quorum (slots 0 to 1 read): "+permit+" on 3 of 3 nodes (quorum 2), hold count 1")
+		require.Contains(t, out, "RWMutex verdict: HELD for reading by 1 owner(s): "+reader+" ("+ourLabel(t)+") on 3 of 3 nodes (quorum 2), hold count 1, quorum PTTL ")
+		require.Contains(t, out, "; a writer waits, keeping new readers out: "+writer+" ("+ourLabel(t)+")'s intent on 3 of 3 nodes\n")
+		require.Contains(t, out, "Semaphore verdict: HELD: 1 permit(s) of 2 held on a quorum (slots 0 to 1 read): "+permit+" ("+ourLabel(t)+") on 3 of 3 nodes (quorum 2), hold count 1")
 	}
 	code, out, _ := runCLI("inspect", "--nodes", nodes, "job")
 	require.Equal(t, exitOK, code)
@@ -306,7 +317,17 @@ func TestInspectSaysWhoHolds(t *testing.T) {
 	nodes := strings.Join(c.URLs(), ",")
 	require.Eventually(t, func() bool {
 		code, out, _ := runCLI("inspect", "--nodes", nodes, "--permits", "1", "who")
-		return code == exitOK && regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(owner)+`\s+billing job on web-3$`).MatchString(out)
-	}, 5*time.Second, 50*time.Millisecond, "inspect never named the owner by its label")
+		return code == exitOK && regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(owner)+`\s+billing job on web-3$`).MatchString(out) &&
+			strings.Contains(out, "Mutex verdict: HELD by "+owner+" (billing job on web-3) on 3 of 3 nodes")
+	}, 5*time.Second, 50*time.Millisecond, "inspect never named the owner by its label, in its table and its verdict")
 	require.NoError(t, m.Unlock(ctx))
+
+	// exec -v names the holder it waits for the same way.
+	w := dial(t, c, redlock.WithOwnerLabel("nightly export")).NewRWMutex("who")
+	require.NoError(t, w.Lock(ctx))
+	writer := ownerField(t, c, 0, "redlock:{who}:rw:lock")
+	code, _, stderr := runCLI("exec", "--nodes", nodes, "-v", "-w", "0.3", "who", "--", "true")
+	require.Equal(t, exitNotObtained, code, "stderr: %s", stderr)
+	require.Contains(t, stderr, "HELD for writing by "+writer+" (nightly export) on 3 of 3 nodes")
+	require.NoError(t, w.Unlock(ctx))
 }

@@ -30,6 +30,7 @@ type verdict struct {
 	n, quorum int
 	reachable int
 	holder    string        // verdictHeld: the owner on a quorum
+	who       string        // verdictHeld: the holder's label, "" for none (see ownerLabels)
 	nodes     int           // verdictHeld: on how many nodes it holds the lock
 	count     int64         // verdictHeld: its hold count on most of them
 	expires   time.Duration // verdictHeld: the quorum's PTTL: the (quorum)-th largest
@@ -150,7 +151,16 @@ func verdictLine(v verdict) string {
 // heldBy says who holds a lock whose verdict v is held, and how.
 func heldBy(v verdict) string {
 	return fmt.Sprintf("%s on %d of %d nodes (quorum %d), hold count %d, quorum PTTL %s",
-		v.holder, v.nodes, v.n, v.quorum, v.count, round(v.expires))
+		labelled(v.holder, v.who), v.nodes, v.n, v.quorum, v.count, round(v.expires))
+}
+
+// labelled says an owner with its label, "OWNER (LABEL)", or the owner
+// alone when it has none.
+func labelled(owner, label string) string {
+	if label == "" {
+		return owner
+	}
+	return owner + " (" + label + ")"
 }
 
 // kindVerdict is the verdict on one kind of lock of a name.
@@ -167,8 +177,10 @@ type kindVerdict struct {
 // judge returns the verdicts on each kind of lock of states, in the order
 // Mutex, RWMutex, Semaphore; permits is the semaphore's number (0:
 // unknown).
+// Holders and waiters are named with their labels (WithOwnerLabel).
 func judge(states []redlock.NodeLocks, permits int) []kindVerdict {
-	return []kindVerdict{mutexVerdict(states), rwVerdict(states), semVerdict(states, permits)}
+	labels := ownerLabels(states)
+	return []kindVerdict{mutexVerdict(states, labels), rwVerdict(states, labels), semVerdict(states, permits, labels)}
 }
 
 // column returns one NodeLock of every node's NodeLocks.
@@ -182,17 +194,19 @@ func column(states []redlock.NodeLocks, of func(redlock.NodeLocks) redlock.NodeL
 
 // mutexVerdict is the verdict on the Mutex of the name, with a MultiMutex
 // waiter's intent.
-func mutexVerdict(states []redlock.NodeLocks) kindVerdict {
+func mutexVerdict(states []redlock.NodeLocks, labels map[string]string) kindVerdict {
 	v := decide(column(states, func(s redlock.NodeLocks) redlock.NodeLock { return s.Mutex }))
+	v.who = labels[v.holder]
 	kv := kindVerdict{name: "Mutex", kind: v.kind, line: verdictLine(v), ends: v.expires}
-	kv.line += intentsSaid("a MultiMutex waiter waits", states, func(s redlock.NodeLocks) *redlock.Intent { return s.Intent })
+	kv.line += intentsSaid("a MultiMutex waiter waits", states, labels, func(s redlock.NodeLocks) *redlock.Intent { return s.Intent })
 	return kv
 }
 
 // rwVerdict is the verdict on the RWMutex of the name: its write hold, its
 // read holds (both, after a downgrade), and its waiters' intents.
-func rwVerdict(states []redlock.NodeLocks) kindVerdict {
+func rwVerdict(states []redlock.NodeLocks, labels map[string]string) kindVerdict {
 	w := decide(column(states, func(s redlock.NodeLocks) redlock.NodeLock { return s.Writer }))
+	w.who = labels[w.holder]
 	readers, r := decideShared(column(states, func(s redlock.NodeLocks) redlock.NodeLock { return s.Readers }))
 	kv := kindVerdict{name: "RWMutex", kind: w.kind}
 	var held []string
@@ -203,6 +217,7 @@ func rwVerdict(states []redlock.NodeLocks) kindVerdict {
 	if len(readers) > 0 {
 		said := make([]string, len(readers))
 		for i, rv := range readers {
+			rv.who = labels[rv.holder]
 			said[i] = heldBy(rv)
 			kv.ends = max(kv.ends, rv.expires)
 		}
@@ -217,15 +232,15 @@ func rwVerdict(states []redlock.NodeLocks) kindVerdict {
 		w.partial += r.partial
 		kv.kind, kv.line = verdictFree, verdictLine(w)
 	}
-	kv.line += intentsSaid("a writer waits, keeping new readers out", states, func(s redlock.NodeLocks) *redlock.Intent { return s.WriterIntent })
-	kv.line += intentsSaid("readers wait behind a write hold, before the next writer", states, func(s redlock.NodeLocks) *redlock.Intent { return s.ReadersIntent })
+	kv.line += intentsSaid("a writer waits, keeping new readers out", states, labels, func(s redlock.NodeLocks) *redlock.Intent { return s.WriterIntent })
+	kv.line += intentsSaid("readers wait behind a write hold, before the next writer", states, labels, func(s redlock.NodeLocks) *redlock.Intent { return s.ReadersIntent })
 	return kv
 }
 
 // semVerdict is the verdict on the Semaphore of the name: which of its
 // permits (of permits, 0: unknown) are held on a quorum, and its waiters'
 // intent.
-func semVerdict(states []redlock.NodeLocks, permits int) kindVerdict {
+func semVerdict(states []redlock.NodeLocks, permits int, labels map[string]string) kindVerdict {
 	kv := kindVerdict{name: "Semaphore"}
 	slots := len(states[0].Slots)
 	var held []string
@@ -233,6 +248,7 @@ func semVerdict(states []redlock.NodeLocks, permits int) kindVerdict {
 	var first verdict
 	for i := 0; i < slots; i++ {
 		v := decide(column(states, func(s redlock.NodeLocks) redlock.NodeLock { return s.Slots[i] }))
+		v.who = labels[v.holder]
 		first = v
 		switch v.kind {
 		case verdictHeld:
@@ -266,14 +282,14 @@ func semVerdict(states []redlock.NodeLocks, permits int) kindVerdict {
 	if permits == 0 || len(held) < permits {
 		kv.ends = 0 // a permit is free: a newcomer waits for none
 	}
-	kv.line += intentsSaid("a waiter waits, before newcomers", states, func(s redlock.NodeLocks) *redlock.Intent { return s.SemaphoreIntent })
+	kv.line += intentsSaid("a waiter waits, before newcomers", states, labels, func(s redlock.NodeLocks) *redlock.Intent { return s.SemaphoreIntent })
 	return kv
 }
 
 // intentsSaid says which intents of one kind (of, nil: none) the nodes
 // have, after what: "; a writer waits: X's intent on 3 of 3 nodes", or ""
 // when no node has one.
-func intentsSaid(what string, states []redlock.NodeLocks, of func(redlock.NodeLocks) *redlock.Intent) string {
+func intentsSaid(what string, states []redlock.NodeLocks, labels map[string]string, of func(redlock.NodeLocks) *redlock.Intent) string {
 	on := map[string]int{}
 	since := map[string]time.Time{}
 	for _, s := range states {
@@ -296,7 +312,7 @@ func intentsSaid(what string, states []redlock.NodeLocks, of func(redlock.NodeLo
 	for i, w := range waiters {
 		who := "the intent"
 		if w != "" {
-			who = w + "'s intent"
+			who = labelled(w, labels[w]) + "'s intent"
 		}
 		if t := since[w]; !t.IsZero() {
 			who += " (waiting since " + t.Format(clockTime) + ")"

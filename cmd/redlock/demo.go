@@ -24,6 +24,10 @@ import (
 const (
 	exitViolation  = 1 // two owners held the lock at once
 	exitDemoFailed = 3 // the demo could not run (nodes did not start, ...)
+
+	// demoSetup bounds the wait for one client's connections before the
+	// run starts.
+	demoSetup = 10 * time.Second
 )
 
 const demoDescription = `
@@ -142,7 +146,7 @@ func demo(ctx context.Context, cfg demoConfig, stdout, stderr io.Writer) int {
 	}
 	defer stopMetrics()
 	headline := d.headline(nodes.Kind()) + where
-	clients, err := d.dial(metrics)
+	clients, err := d.dial(ctx, metrics)
 	defer func() {
 		for _, c := range clients {
 			c.Close()
@@ -217,8 +221,9 @@ func demo(ctx context.Context, cfg demoConfig, stdout, stderr io.Writer) int {
 }
 
 // dial makes the demo's clients, each observed into metrics when it is
-// not nil (client="c1", "c2", ...).
-func (d *demoRun) dial(metrics *registry) ([]*redlock.Client, error) {
+// not nil (client="c1", "c2", ...), and returns once each has its
+// connections set up (at most demoSetup each).
+func (d *demoRun) dial(ctx context.Context, metrics *registry) ([]*redlock.Client, error) {
 	// The demo shows what happens on its own screen; the clients' logs
 	// (renewal failures while nodes are down) would break it up.
 	quiet := redlock.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -240,6 +245,17 @@ func (d *demoRun) dial(metrics *registry) ([]*redlock.Client, error) {
 			return clients, err
 		}
 		clients = append(clients, c)
+	}
+	// The clock starts once every client has its connections set up (Ping
+	// waits for them): on a busy machine the set-up (dial, SCRIPT LOAD)
+	// could otherwise take the whole of a short run.
+	for i, c := range clients {
+		pctx, cancel := context.WithTimeout(ctx, demoSetup)
+		err := c.Ping(pctx)
+		cancel()
+		if err != nil {
+			return clients, fmt.Errorf("client c%d: %w", i+1, err)
+		}
 	}
 	return clients, nil
 }

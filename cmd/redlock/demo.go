@@ -233,6 +233,12 @@ func (d *demoRun) dial(ctx context.Context, metrics *registry) ([]*redlock.Clien
 		// restart quarantine needs; the demo's delayed restart (after at
 		// least one lease) keeps a restarted node safe without it.
 		opts = append(opts, redlock.WithQuarantine(0))
+		// miniredis compiles the scripts in Go, in this process: 15
+		// set-ups at once (5 nodes, 3 clients) under the race detector on
+		// a machine at a load of 20 outlasted the default set-up timeout
+		// (2 s here): "loading the scripts: context deadline exceeded".
+		// One alone takes about 40 ms so.
+		opts = append(opts, redlock.WithSetupTimeout(demoSetup))
 	}
 	clients := make([]*redlock.Client, 0, d.cfg.clients)
 	for i := 0; i < d.cfg.clients; i++ {

@@ -32,9 +32,10 @@
 -- ARGV[9]  with ARGV[8]: '1' when the owner's client is subscribed (a
 --          waiter's attempt), '0' when not
 -- Returns  {1, counter} the owner holds every lock here now; counter is the
---          largest fencing counter after this acquisition (0 without
---          fencing); {1, counter, subscribers} when it created the key with
---          ARGV[8];
+--          largest fencing counter after this acquisition; 1 alone for
+--          {1, 0}, held without fencing (the uncontended reply: a client
+--          reads an integer without allocating); {1, counter, subscribers}
+--          when it created the key with ARGV[8];
 --          {0, pttl}    another owner holds a lock here, or another
 --          waiter's intent that goes first is on a lock this owner does not
 --          hold here: pttl is the longest PTTL of those (-1 when one has no
@@ -151,6 +152,9 @@ for i = 1, n do
   end
 end
 if ARGV[5] == '0' then
+  if not subs then
+    return 1
+  end
   return {1, 0, subs}
 end
 -- Each fencing counter grows by one here per new hold (its token's

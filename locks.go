@@ -49,12 +49,20 @@ func (c *Client) base(name string) string { return c.opts.prefix + "{" + name + 
 // base+"intent" and the channel, cut from one string: one allocation, not
 // five.
 func keysAt(base, channel string) lockKeys {
-	all := base + "lock" + base + "rollback" + base + "fence" + base + "intent" + channel
+	k, _ := keysAndTail(base, channel, nil)
+	return k
+}
+
+// keysAndTail is keysAt, with tail written after the channel in the
+// string the keys are cut from, and returned cut from it too.
+func keysAndTail(base, channel string, tail []byte) (lockKeys, string) {
+	all := base + "lock" + base + "rollback" + base + "fence" + base + "intent" + channel + string(tail) // string(tail) is not copied apart
 	a := len(base) + len("lock")
 	b := a + len(base) + len("rollback")
 	d := b + len(base) + len("fence")
 	e := d + len(base) + len("intent")
-	return lockKeys{key: all[:a], marks: all[a:b], fence: all[b:d], intent: all[d:e], channel: all[e:]}
+	f := e + len(channel)
+	return lockKeys{key: all[:a], marks: all[a:b], fence: all[b:d], intent: all[d:e], channel: all[e:f]}, all[f:]
 }
 
 // locks is how many locks m holds at once.
@@ -160,9 +168,21 @@ func (m *Mutex) wakeReleased(seq int64) {
 // made in one allocation.
 func (c *Client) newField() string {
 	var buf [64]byte
-	b := append(buf[:0], c.id...)
+	return string(c.appendField(buf[:0]))
+}
+
+// keysAndField returns keysAt(base, channel) and a new owner's hash field
+// (newField), cut from one string: one allocation, not two.
+func (c *Client) keysAndField(base, channel string) (lockKeys, string) {
+	var buf [64]byte
+	return keysAndTail(base, channel, c.appendField(buf[:0]))
+}
+
+// appendField appends a new owner's hash field to b.
+func (c *Client) appendField(b []byte) []byte {
+	b = append(b, c.id...)
 	b = append(b, ':')
-	return string(strconv.AppendUint(b, c.owners.Add(1), 10))
+	return strconv.AppendUint(b, c.owners.Add(1), 10)
 }
 
 // newOwnerOf makes an owner, called name in errors and logs, whose holds

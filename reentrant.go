@@ -68,13 +68,14 @@ func newMutex(c *Client, name string) *Mutex {
 // newMutexAt makes an owner of the lock whose keys are base+"lock",
 // base+"rollback" and base+"fence", and whose releases are published on
 // channel (empty: base+"unlock"); name is what errors and logs call it.
-// base and channel must carry the lock's hash tag. The four names are cut
-// from one string, one allocation, not four.
+// base and channel must carry the lock's hash tag. The names and the
+// owner's field are cut from one string, one allocation, not six.
 func newMutexAt(c *Client, name, base, channel string) *Mutex {
 	if channel == "" {
 		channel = base + "unlock"
 	}
-	return &Mutex{c: c, name: name, lockKeys: keysAt(base, channel), field: c.newField()}
+	keys, field := c.keysAndField(base, channel)
+	return &Mutex{c: c, name: name, lockKeys: keys, field: field}
 }
 
 // Name returns the lock's name; "" for a nil Mutex.

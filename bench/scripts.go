@@ -169,7 +169,8 @@ func scriptRun(conn redis.Conn, src redlockScripts, n int) ([]*scriptCost, error
 	}
 	const owner, channel, lease = "0123456789abcdef0123456789abcdef:1", "unlock:bench", 30000
 	key := func(kind string, i int) string { return fmt.Sprintf("s:%s:%d", kind, i) }
-	ok, one, held := "OK", int64(1), []interface{}{int64(1), int64(0)}
+	ok, one := "OK", int64(1)
+	held := one // acquire.lua's {1, 0}, in one integer
 	acquire := func(kind string, count, seq int) func(int) []interface{} {
 		return func(i int) []interface{} {
 			return []interface{}{"EVALSHA", sha["acquire"], 4, key(kind, i), key(kind+"-marks", i), key(kind+"-fence", i), key(kind+"-intent", i), owner, count, lease, seq, 0, "0", 1000}

@@ -43,9 +43,9 @@ func AcquireCall(l Locks, a Acquisition) Call {
 }
 
 // AcquireReply is acquire.lua's reply, and rw_read.lua's and
-// rw_write.lua's, which have its shape: {1, counter} or {1, counter,
-// subscribers} yes; {0, pttl}, {0, pttl, 1} (refused by waiters' intents
-// only) or {0, 0} no.
+// rw_write.lua's, which have its shape: {1, counter}, 1 (acquire.lua's
+// {1, 0}) or {1, counter, subscribers} yes; {0, pttl}, {0, pttl, 1}
+// (refused by waiters' intents only) or {0, 0} no.
 type AcquireReply struct {
 	Yes  bool  // the owner holds every lock on the node now
 	N    int64 // yes: the largest fencing counter (0 without fencing); no: the longest PTTL that refused it (-1: no expiry; -2: a re-entry whose hold is absent; 0: rolled back)
@@ -63,6 +63,13 @@ func ParseAcquire(reply interface{}) (AcquireReply, error) {
 }
 
 func parseAcquire(reply interface{}) (AcquireReply, error) {
+	switch reply.(type) {
+	case int64, []byte, string: // 1: {1, 0}, held without fencing
+		if _, err := oneOf(reply, 1); err != nil {
+			return AcquireReply{}, err
+		}
+		return AcquireReply{Yes: true, Subs: -1}, nil
+	}
 	vs, err := array(reply)
 	if err != nil {
 		return AcquireReply{}, err

@@ -32,9 +32,10 @@
 -- ARGV[9]  with ARGV[8]: '1' when the owner's client is subscribed (a
 --          waiter's attempt), '0' when not
 -- Returns  {1, counter} the owner holds every lock here now; counter is the
---          largest fencing counter after this acquisition (0 without
---          fencing); {1, counter, subscribers} when it created the key with
---          ARGV[8];
+--          largest fencing counter after this acquisition; 1 alone for
+--          {1, 0}, held without fencing (the uncontended reply: a client
+--          reads an integer without allocating); {1, counter, subscribers}
+--          when it created the key with ARGV[8];
 --          {0, pttl}    another owner holds a lock here, or another
 --          waiter's intent that goes first is on a lock this owner does not
 --          hold here: pttl is the longest PTTL of those (-1 when one has no
@@ -76,32 +77,39 @@ local intents = {} -- per lock the owner does not hold here: its intent, false f
 local wait         -- the longest PTTL of what refuses this attempt (-1: no expiry)
 local taken        -- another owner holds a lock here (not only intents refuse)
 for i = 1, n do
-  -- Every attempt looks for a mark: one written after the attempt was sent
-  -- (its rollback, or a release that overtook it) is the one that matters.
-  local mark = redis.call('hget', KEYS[4 * i - 2], ARGV[1])
-  if mark and tonumber(mark) >= tonumber(ARGV[4]) then
-    return {0, 0}
-  end
   local lock = KEYS[4 * i - 3]
-  local pttl = redis.call('pttl', lock)
-  pttls[i] = pttl
-  seqs[i] = pttl ~= -2 and redis.call('hget', lock, seqf)
-  if reentry and not seqs[i] then
-    return {0, pttl} -- the hold it re-enters is gone here: never re-created
-  end
-  if not seqs[i] then
-    if pttl ~= -2 then
-      taken = true
-      if not wait or (wait >= 0 and (pttl < 0 or pttl > wait)) then
-        wait = pttl
-      end
+  -- A new acquisition of a lock that nobody holds, wants or marked here
+  -- needs none of the reads below: one EXISTS of its three keys finds
+  -- none, and the lock is free (a re-entry, which finds its hold, reads).
+  if not reentry and redis.call('exists', KEYS[4 * i - 2], lock, KEYS[4 * i]) == 0 then
+    pttls[i], seqs[i], intents[i] = -2, false, false
+  else
+    -- Every attempt looks for a mark: one written after the attempt was sent
+    -- (its rollback, or a release that overtook it) is the one that matters.
+    local mark = redis.call('hget', KEYS[4 * i - 2], ARGV[1])
+    if mark and tonumber(mark) >= tonumber(ARGV[4]) then
+      return {0, 0}
     end
-    local v = redis.call('get', KEYS[4 * i])
-    intents[i] = v
-    if v and (not first or first(v)) then
-      local p = redis.call('pttl', KEYS[4 * i])
-      if not wait or (wait >= 0 and (p < 0 or p > wait)) then
-        wait = p
+    local pttl = redis.call('pttl', lock)
+    pttls[i] = pttl
+    seqs[i] = pttl ~= -2 and redis.call('hget', lock, seqf)
+    if reentry and not seqs[i] then
+      return {0, pttl} -- the hold it re-enters is gone here: never re-created
+    end
+    if not seqs[i] then
+      if pttl ~= -2 then
+        taken = true
+        if not wait or (wait >= 0 and (pttl < 0 or pttl > wait)) then
+          wait = pttl
+        end
+      end
+      local v = redis.call('get', KEYS[4 * i])
+      intents[i] = v
+      if v and (not first or first(v)) then
+        local p = redis.call('pttl', KEYS[4 * i])
+        if not wait or (wait >= 0 and (p < 0 or p > wait)) then
+          wait = p
+        end
       end
     end
   end
@@ -144,6 +152,9 @@ for i = 1, n do
   end
 end
 if ARGV[5] == '0' then
+  if not subs then
+    return 1
+  end
   return {1, 0, subs}
 end
 -- Each fencing counter grows by one here per new hold (its token's

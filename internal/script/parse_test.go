@@ -45,6 +45,8 @@ func TestParseAcquire(t *testing.T) {
 		want  AcquireReply
 	}{
 		{"held", i64s(1, 0), AcquireReply{Yes: true, N: 0, Subs: -1}},
+		{"held, in one integer", int64(1), AcquireReply{Yes: true, N: 0, Subs: -1}},
+		{"held, in one bulk string", []byte("1"), AcquireReply{Yes: true, N: 0, Subs: -1}},
 		{"held, fenced", i64s(1, 42), AcquireReply{Yes: true, N: 42, Subs: -1}},
 		{"held, told", i64s(1, 0, 3), AcquireReply{Yes: true, N: 0, Subs: 3}},
 		{"taken", i64s(0, 1500), AcquireReply{N: 1500, Subs: -1}},
@@ -60,7 +62,7 @@ func TestParseAcquire(t *testing.T) {
 		})
 	}
 	bad := append([]interface{}{
-		int64(1), i64s(), i64s(1), i64s(1, 0, 0, 0), i64s(2, 0),
+		int64(0), int64(2), "-1", i64s(), i64s(1), i64s(1, 0, 0, 0), i64s(2, 0),
 		[]interface{}{int64(1), nil}, []interface{}{int64(1), int64(0), []byte("x")},
 		[]interface{}{[]byte("x"), int64(0)}, []interface{}{errReply("ERR"), int64(0)},
 	}, malformed...)
@@ -238,6 +240,7 @@ func TestParseAllocatesNothing(t *testing.T) {
 	var acquire, slots, answers, one interface{} = i64s(1, 5, 2), i64s(-2, 100), i64s(1, 0), int64(1) // replies come boxed
 	n := testing.AllocsPerRun(100, func() {
 		_, _ = ParseAcquire(acquire)
+		_, _ = ParseAcquire(one)
 		_, _ = ParseRelease(one)
 		_, _ = ParseSlots(slots, 2)
 		_, _ = ParseAnswers(answers, 2)

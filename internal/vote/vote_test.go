@@ -31,7 +31,8 @@ func TestUnitClassifyAcquire(t *testing.T) {
 		{"bulk strings", []interface{}{[]byte("1"), []byte("0")}, Yes},
 		{"not a number", []interface{}{[]byte("x"), int64(0)}, Failed},
 		{"string", "OK", Failed},
-		{"integer", int64(1), Failed},
+		{"ok, in one integer", int64(1), Yes},
+		{"integer not 1", int64(0), Failed},
 		{"error reply", redis.Error("ERR boom"), Failed},
 	}
 	for _, tt := range tests {

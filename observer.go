@@ -206,7 +206,7 @@ func (c *Client) holdEnded(h *hold, why endReason, renew bool, began time.Durati
 	switch why {
 	case endReleased:
 		e.Reason = observe.EndReleased
-	case endDenied:
+	case endDenied, endDeniedInner:
 		e.Reason = observe.EndDenied
 	case endTaken:
 		e.Reason = observe.EndTaken

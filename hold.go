@@ -65,7 +65,8 @@ type endReason uint8
 
 const (
 	endReleased    endReason = iota // the last Unlock, or Close, released it
-	endDenied                       // an Unlock found it was not ours on a majority
+	endDenied                       // the last Unlock found it was not ours on a majority
+	endDeniedInner                  // an inner Unlock found it was not ours on a majority: the next Unlock deletes what is left
 	endExpired                      // its validity ran out without renewal on a quorum
 	endTaken                        // renewal found it gone or another owner's on a majority
 	endUnconfirmed                  // the last Unlock's release reached no quorum: given up, released in the background
@@ -235,6 +236,8 @@ func (h *hold) endLocked(why endReason) bool {
 	case endExpired, endTaken:
 		h.state = owed
 		h.unacked = why == endTaken || h.renew // a fixed lease that runs out is no loss
+	case endDeniedInner:
+		h.state = owed // the inner Unlock's ErrNotHeld told the owner
 	case endUnconfirmed:
 		h.state = unsure
 	default:
@@ -327,7 +330,9 @@ const (
 //   - Confirmed, the last release ends the hold (released) and an inner
 //     one lowers the count.
 //   - Denied, the hold was not ours on a majority: lost without us
-//     noticing; it ends.
+//     noticing; it ends. After an inner release, what is left of it
+//     (names of a MultiMutex that a force of another name left, a
+//     minority's keys) is owed a delete: the owner's next Unlock sends it.
 //   - Unknown, the last hold ends all the same (giveUp): handOver reports
 //     that the Client must finish its release, whose keys were last given
 //     lease. An inner hold is kept as it was.
@@ -344,6 +349,9 @@ func (h *hold) released(state holdState, target int, seq int64, said releaseOutc
 	case said == releaseConfirmed:
 		h.lower(target, seq)
 		return observe.UnlockLowered, 0, false
+	case said == releaseDenied && target > 0:
+		h.end(endDeniedInner)
+		return observe.UnlockNotHeld, 0, false
 	case said == releaseDenied:
 		h.end(endDenied)
 		return observe.UnlockNotHeld, 0, false

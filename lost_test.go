@@ -354,3 +354,71 @@ func forcedHold(ctx context.Context, m *redlock.Mutex, owner string) (forcedSpan
 	}
 	return s, true
 }
+
+// TestMultiMutexUnlockNoticesAForcedName: a MultiMutex holds {a, b} on
+// three nodes; another Client forces name a alone (a Mutex of that name),
+// which leaves b. The hold is gone: a node keeps it only where it keeps
+// every name. The MultiMutex's Unlock, the last or an inner one, finds it
+// gone on a majority and says so (ErrNotHeld), and Lost closes; the last
+// Unlock deletes what is left of the hold (b), so the owner can lock
+// again at once. (Before, release.lua counted a node where the owner held
+// some of its names as held, and the Unlock returned nil after the gap.)
+func TestMultiMutexUnlockNoticesAForcedName(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	ctx := context.Background()
+	c := dial(t, cl) // the default lease, 30s: no renewal during a subtest
+	forcer := dial(t, cl)
+	for _, depth := range []int{1, 2} {
+		t.Run(fmt.Sprintf("depth %d", depth), func(t *testing.T) {
+			a, b := fmt.Sprintf("mforced%d-a", depth), fmt.Sprintf("mforced%d-b", depth)
+			m := c.NewMultiMutex(a, b)
+			for range depth {
+				require.NoError(t, m.Lock(ctx))
+			}
+			eventuallyOnEvery(t, cl, keyOf(a), keyOf(b))
+			forced, err := forcer.NewMutex(a).ForceUnlock(ctx)
+			require.NoError(t, err)
+			require.True(t, forced)
+			require.False(t, closed(m.Lost()), "nothing told the owner yet")
+
+			require.ErrorIs(t, m.Unlock(ctx), redlock.ErrNotHeld, "the Unlock did not notice that name %s was forced", a)
+			assert.True(t, closed(m.Lost()), "the Unlock found the hold gone but Lost stayed open")
+			n, err := m.HoldCount(ctx)
+			require.NoError(t, err)
+			assert.Zero(t, n)
+			for range depth - 1 {
+				require.ErrorIs(t, m.Unlock(ctx), redlock.ErrNotHeld)
+			}
+			for i := 0; i < cl.N(); i++ {
+				assert.Empty(t, holders(t, cl, i, a), "node %d", i)
+				assert.Empty(t, holders(t, cl, i, b), "node %d keeps name %s after the last Unlock", i, b)
+			}
+			require.ErrorIs(t, m.Unlock(ctx), redlock.ErrNotHeld)
+			require.NoError(t, m.Lock(ctx))
+			require.NoError(t, m.Unlock(ctx))
+		})
+	}
+}
+
+// TestMultiMutexUnlockWithANameGoneFromOneNode: name a of a MultiMutex's
+// {a, b} vanishes from one node of three (a DEL by hand): the hold is
+// still on a majority, and the Unlock, inner then last, returns nil and
+// leaves nothing of it anywhere.
+func TestMultiMutexUnlockWithANameGoneFromOneNode(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	ctx := context.Background()
+	m := dial(t, cl).NewMultiMutex("mgone-a", "mgone-b")
+	require.NoError(t, m.Lock(ctx))
+	require.NoError(t, m.Lock(ctx))
+	eventuallyOnEvery(t, cl, keyOf("mgone-a"), keyOf("mgone-b"))
+	_, err := cl.Do(0, "DEL", keyOf("mgone-a"))
+	require.NoError(t, err)
+
+	require.NoError(t, m.Unlock(ctx))
+	require.False(t, closed(m.Lost()))
+	require.NoError(t, m.Unlock(ctx))
+	for i := 0; i < cl.N(); i++ {
+		assert.Empty(t, holders(t, cl, i, "mgone-a"), "node %d", i)
+		assert.Empty(t, holders(t, cl, i, "mgone-b"), "node %d", i)
+	}
+}

@@ -299,7 +299,7 @@ func (r *diffRWRun) withdraw(now int64) diffRWCall {
 
 func (r *diffRWRun) releaseRead(now int64) diffRWCall {
 	l, o, count, seq, mark, ttl := r.lw(), r.owner(), r.rng.Int64N(3), r.seq(), r.rng.IntN(2) == 0, r.ttl()
-	got := l.m.ReleaseRead(now, o, count, seq, mark, ttl)
+	got := l.m.ReleaseRead(now, o, count, seq, mark, ttl, false)
 	args := sha(&script.ReleaseShared, 4, l.readers, l.marks, l.own[o], l.marks, diffOwners[o], count, seq, b2i(mark), ttl, "redlock:{diff}:rw:unlock", "")
 	return diffRWCall{args: args, want: []int64{got}, tol: []bool{false}}
 }

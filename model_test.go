@@ -34,12 +34,12 @@ import (
 // owner, count and sequence in a small range, so that calls collide),
 // applies the call to the model and returns what the server must answer.
 // The scripts that a MultiMutex and a Semaphore add to a Mutex's have makers
-// too: acquire.lua over several locks, a semaphore slot's acquire.lua with
-// the semaphore's shared intent, slots.lua and withdraw.lua. So does a call
-// of script.Batch, which a connection sends for the calls queued on it
-// together: random calls of the scripts it runs, applied to the model in
-// order (a batch is its parts in sequence, atomically), each part's reply
-// compared with the model's.
+// too: acquire.lua and release.lua over several locks, a semaphore slot's
+// acquire.lua with the semaphore's shared intent, slots.lua and
+// withdraw.lua. So does a call of script.Batch, which a connection sends
+// for the calls queued on it together: random calls of the scripts it
+// runs, applied to the model in order (a batch is its parts in sequence,
+// atomically), each part's reply compared with the model's.
 // model_rw_test.go does the same for the read-write lock's scripts.
 
 // diffCallsPerScript is how many calls each script gets; REDLOCK_MODEL_CALLS
@@ -172,7 +172,7 @@ func (r *diffRun) enough(n int) bool {
 	return true
 }
 
-var diffScripts = []string{"acquire", "rollback", "release", "force", "inspect", "view", "renew", "repair", "fence", "ping", "withdraw", "refresh", "multi", "slot", "slots", "batch"}
+var diffScripts = []string{"acquire", "rollback", "release", "force", "inspect", "view", "renew", "repair", "fence", "ping", "withdraw", "refresh", "multi", "release-multi", "slot", "slots", "batch"}
 
 // batch sends k random calls, each followed by a dump, in one pipeline,
 // and checks them.
@@ -272,22 +272,23 @@ func sha(s *script.Script, keys int, keysAndArgs ...interface{}) []interface{} {
 }
 
 var diffMakers = map[string]func(r *diffRun, now int64) diffCall{
-	"acquire":  (*diffRun).acquire,
-	"rollback": (*diffRun).rollback,
-	"release":  (*diffRun).release,
-	"force":    (*diffRun).force,
-	"inspect":  (*diffRun).inspect,
-	"view":     (*diffRun).view,
-	"renew":    (*diffRun).renew,
-	"repair":   (*diffRun).repair,
-	"fence":    (*diffRun).fence,
-	"ping":     (*diffRun).ping,
-	"withdraw": (*diffRun).withdraw,
-	"refresh":  (*diffRun).refresh,
-	"multi":    (*diffRun).acquireMulti,
-	"slot":     (*diffRun).acquireSlot,
-	"slots":    (*diffRun).slots,
-	"batch":    (*diffRun).batchOf,
+	"acquire":       (*diffRun).acquire,
+	"rollback":      (*diffRun).rollback,
+	"release":       (*diffRun).release,
+	"force":         (*diffRun).force,
+	"inspect":       (*diffRun).inspect,
+	"view":          (*diffRun).view,
+	"renew":         (*diffRun).renew,
+	"repair":        (*diffRun).repair,
+	"fence":         (*diffRun).fence,
+	"ping":          (*diffRun).ping,
+	"withdraw":      (*diffRun).withdraw,
+	"refresh":       (*diffRun).refresh,
+	"multi":         (*diffRun).acquireMulti,
+	"release-multi": (*diffRun).releaseMulti,
+	"slot":          (*diffRun).acquireSlot,
+	"slots":         (*diffRun).slots,
+	"batch":         (*diffRun).batchOf,
 }
 
 // diffBatched are the makers of the calls that a call of script.Batch
@@ -300,6 +301,7 @@ var diffBatched = []struct {
 	{"rollback", (*diffRun).rollback},
 	{"release", (*diffRun).release},
 	{"multi", (*diffRun).acquireMulti},
+	{"release-multi", (*diffRun).releaseMulti},
 	{"slot", (*diffRun).acquireSlot},
 }
 
@@ -744,6 +746,27 @@ func (r *diffRun) acquireMulti(now int64) diffCall {
 	args := sha(&script.Acquire, len(keys), keys...)
 	args = append(args, diffOwners[a.Owner], a.Count, a.Lease, a.Seq, a.FenceTTL, intent, a.IntentLease)
 	return acquireCall(args, model.AcquireAll(now, stores, a))
+}
+
+// releaseMulti is release.lua over two or three of the main locks, in a
+// random order, as a MultiMutex's release: held only where the owner
+// holds every lock.
+func (r *diffRun) releaseMulti(now int64) diffCall {
+	o, count, seq, mark, ttl := r.owner(), r.rng.Int64N(3), r.seq(), r.rng.IntN(2) == 0, r.ttl()
+	perm := r.rng.Perm(len(r.main))[:2+r.rng.IntN(len(r.main)-1)]
+	stores := make([]*model.Store, len(perm))
+	keys := make([]interface{}, 0, 2*len(perm))
+	channels := make([]interface{}, len(perm))
+	for i, k := range perm {
+		l := r.main[k]
+		stores[i] = &l.m
+		keys = append(keys, l.key, l.marks)
+		channels[i] = fmt.Sprintf("redlock:{diff%d}:unlock", k)
+	}
+	got := model.ReleaseAll(now, stores, o, count, seq, mark, ttl, false)
+	args := sha(&script.Release, len(keys), keys...)
+	args = append(append(args, diffOwners[o], count, seq, b2i(mark), ttl), channels...)
+	return diffCall{args: args, want: []int64{got}, tol: []bool{false}}
 }
 
 // acquireSlot is acquire.lua on a main lock as a semaphore's slot: its

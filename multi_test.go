@@ -192,7 +192,10 @@ func TestMultiMutexForceUnlock(t *testing.T) {
 	assert.True(t, forced)
 	eventuallyFree(t, cl, "kb")
 	eventuallyCounts(t, cl, "ka", repeat("1", 3)) // not one of the forced names
-	require.NoError(t, m.Unlock(ctx))             // what is left of it
+	// The hold of {ka, kb} is gone (kb forced): the Unlock says so, and
+	// deletes what is left of it.
+	require.ErrorIs(t, m.Unlock(ctx), redlock.ErrNotHeld)
+	assert.True(t, closed(m.Lost()))
 	eventuallyFree(t, cl, "ka")
 }
 

@@ -124,7 +124,7 @@ func (rep *reporter) holdEnded(name string, why endReason, renew bool, held time
 	switch why {
 	case endReleased:
 		e.Reason = observe.EndReleased
-	case endDenied:
+	case endDenied, endDeniedInner:
 		e.Reason = observe.EndDenied
 	case endTaken:
 		e.Reason = observe.EndTaken

@@ -76,6 +76,16 @@ type Mechanisms struct {
 	// more, and nobody refreshes it; a waiter that died kept free names
 	// refused for as long as the holder's lease.
 	IntentLease bool
+	// ReleaseAll makes release.lua answer that the owner holds its hold
+	// on a node only where it holds every one of its locks (issue 33: a
+	// MultiMutex's name forced away, a reader's key gone); the locks it
+	// holds there are updated or deleted all the same. And an inner
+	// Unlock that a majority denies leaves a delete owed, which the
+	// owner's next Unlock sends (hold.go, released). Off, it is the code
+	// before: a node where the owner held any of its locks answered held,
+	// and a MultiMutex's Unlock after one of its names was forced on a
+	// majority returned nil.
+	ReleaseAll bool
 }
 
 // Faults bound what the adversary may do in one run.
@@ -143,7 +153,7 @@ type Config struct {
 
 // All is every mechanism on: the library as it is.
 var All = Mechanisms{Quarantine: true, Drift: true, Marks: true, QuarantineDrift: true, KeepEnded: true, ReentryNeedsHold: true, SharedKeys: true, RepairSides: true, Intents: true,
-	ReentryLost: true, RepairQuorum: true, IntentLease: true}
+	ReentryLost: true, RepairQuorum: true, IntentLease: true, ReleaseAll: true}
 
 // Small is the exhaustive configuration: 3 nodes, 2 owners (one with a
 // slow clock, one with a fast one), re-entry depth 2.

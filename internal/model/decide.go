@@ -201,6 +201,8 @@ func (s *State) decideRelease(c *Config, o int) {
 	case r.won(c) && r.Count == 0:
 		s.succeeded(o, &r, "last Unlock")
 		s.end(h, Over)
+	case r.denied(c) && r.Count > 0 && c.Mech.ReleaseAll:
+		s.end(h, Owed) // an inner Unlock denied: the next Unlock deletes what is left
 	case r.denied(c):
 		s.end(h, Over)
 	case r.won(c):

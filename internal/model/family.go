@@ -211,22 +211,7 @@ func (s *State) runFamily(c *Config, m *Msg, nd *NodeState, sts []*Store, semInt
 		if m.Count == 0 {
 			nd.Closed[o] = max(nd.Closed[o], m.Seq)
 		}
-		held, other := false, false
-		for _, st := range sts {
-			switch st.Release(now, o, m.Count, m.Seq, m.Mark, c.Lease) {
-			case 1:
-				held = true
-			case -1:
-				other = true
-			}
-		}
-		switch {
-		case held:
-			return AcquireReply{N: 1}
-		case other:
-			return AcquireReply{N: -1}
-		}
-		return AcquireReply{}
+		return AcquireReply{N: ReleaseAll(now, sts, o, m.Count, m.Seq, m.Mark, c.Lease, !c.Mech.ReleaseAll)}
 	case KFence:
 		top := int64(0)
 		for _, st := range sts {

@@ -125,7 +125,7 @@ func (s *State) landRW(c *Config, i int) AcquireReply {
 			nd.Closed[o] = max(nd.Closed[o], m.Seq)
 		}
 		if reader {
-			n = st.ReleaseRead(now, o, m.Count, m.Seq, m.Mark, c.Lease)
+			n = st.ReleaseRead(now, o, m.Count, m.Seq, m.Mark, c.Lease, !c.Mech.ReleaseAll)
 		} else {
 			n = st.ReleaseWrite(now, o, m.Count, m.Seq, m.Mark, c.Lease)
 		}

@@ -178,39 +178,31 @@ func (s *RWStore) Withdraw(now int64, owner int) int64 {
 }
 
 // ReleaseRead is release.lua with drop_shared.lua for a reader: its two
-// keys, the readers' hash and its own, each with the shared marks. 1 held
-// here, 0 absent, -1 another owner's key and none of ours.
-func (s *RWStore) ReleaseRead(now int64, owner int, count, seq int64, mark bool, markTTL int64) int64 {
+// keys, the readers' hash and its own, each with the shared marks. 1 both
+// held here, -1 not, and a key without the reader's field, 0 otherwise
+// (see ReleaseAll; some is the script before issue 33's fix).
+func (s *RWStore) ReleaseRead(now int64, owner int, count, seq int64, mark bool, markTTL int64, some bool) int64 {
 	s.expire(now)
-	held, other := false, false
 	release := func(h *Store) int64 {
 		if mark && count == 0 {
 			s.W.mark(now, owner, seq, markTTL)
 		}
 		f := h.Owners[owner]
 		switch {
+		case !f.HasSeq && h.Lock.Exists:
+			return -1
 		case !f.HasSeq:
-			other = other || h.Lock.Exists
+			return 0
 		case f.Seq > seq:
-			held = true
 		case count > 0:
 			h.hset(owner, count, seq)
-			held = true
 		default:
 			h.dropShared(owner)
-			held = true
 		}
-		return 0
-	}
-	release(&s.R)
-	s.withOwn(owner, release)
-	switch {
-	case held:
 		return 1
-	case other:
-		return -1
 	}
-	return 0
+	readers := release(&s.R)
+	return releaseOf(some, readers, s.withOwn(owner, release))
 }
 
 // RollbackRead is rollback.lua with drop_shared.lua for a reader: 1 when

@@ -108,6 +108,38 @@ func (s *Store) Release(now int64, owner int, count, seq int64, mark bool, markT
 	return 1
 }
 
+// ReleaseAll is release.lua over the locks sts of one hold (a MultiMutex's
+// names; one lock is Store.Release): each lock is released as Release
+// does, and the reply is 1 where the owner held every lock (a later write
+// of its own counts), -1 where it did not and another owner holds a lock
+// it does not, 0 otherwise. With some, it is the script before issue 33's
+// fix (Mechanisms.ReleaseAll off): 1 where the owner held any lock.
+func ReleaseAll(now int64, sts []*Store, owner int, count, seq int64, mark bool, markTTL int64, some bool) int64 {
+	answers := make([]int64, len(sts))
+	for i, st := range sts {
+		answers[i] = st.Release(now, owner, count, seq, mark, markTTL)
+	}
+	return releaseOf(some, answers...)
+}
+
+// releaseOf is release.lua's reply from what it found on each lock (1
+// held, 0 absent, -1 another owner's): see ReleaseAll.
+func releaseOf(some bool, answers ...int64) int64 {
+	all, any, other := true, false, false
+	for _, a := range answers {
+		all = all && a == 1
+		any = any || a == 1
+		other = other || a == -1
+	}
+	switch {
+	case all, some && any:
+		return 1
+	case other:
+		return -1
+	}
+	return 0
+}
+
 // Force is force.lua: delete the holds of the owners named (owner: the
 // latest sequence of its writes the caller saw) whose sequence here is no
 // later, marking each at its sequence here; the lock goes once no owner

@@ -420,11 +420,14 @@ func VanishLarge() Config {
 }
 
 // VanishMultiSmall is one MultiMutex of names a and b on 3 nodes, a
-// nominal clock, re-entry depth 2, fixed leases, no fencing, and one
-// ForceUnlock (of one name, or the other).
+// nominal clock, re-entry depth 2, fixed leases, no fencing, rounds that
+// wait for every answer, and one ForceUnlock (of one name, or the other:
+// a Mutex of that name forcing it) of a quiet owner (VanishQuiet): what a
+// MultiMutex's Unlock after a force of one of its names needs.
 func VanishMultiSmall() Config {
 	c := MultiSmall()
 	c.Owners, c.Rates, c.Fencing, c.Watchdog = 1, []Rate{Nominal}, false, false
+	c.NoTimeouts, c.VanishQuiet = true, true
 	c.Faults = Faults{Forces: 1}
 	return c
 }

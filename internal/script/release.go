@@ -18,14 +18,18 @@ func ReleaseCall(l Locks, shared bool, field string, target int, seq int64, mark
 	return s.Made(l.appendChannels(sha))
 }
 
-// Released is release.lua's reply: what the owner held on the node.
+// Released is release.lua's reply: whether the owner held its hold on
+// the node.
 type Released int64
 
-// Release's replies.
+// Release's replies. A node where the owner holds some of its locks but
+// not all (a MultiMutex's name forced away) does not hold the hold: it
+// answers ReleasedOther or ReleasedNone, and the locks the owner holds
+// there are updated or deleted all the same.
 const (
-	ReleasedOther Released = -1 // another owner holds a lock, and the owner none
-	ReleasedNone  Released = 0  // every key was absent
-	ReleasedHeld  Released = 1  // the owner held some lock (now updated or deleted)
+	ReleasedOther Released = -1 // the hold is gone here, and another owner holds a lock that the owner does not
+	ReleasedNone  Released = 0  // the hold is gone here, and no other owner holds a lock that the owner does not
+	ReleasedHeld  Released = 1  // the owner held every lock (now updated or deleted)
 )
 
 // ParseRelease reads release.lua's reply.

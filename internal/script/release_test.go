@@ -87,3 +87,105 @@ func TestScriptReleasePublishesWhenTheKeyGoes(t *testing.T) {
 	assert.Equal(t, ReleasedHeld, release(readers, true, "a", 0, 4))
 	assert.Equal(t, []string{"a/4"}, published(t, psc), "the last reader left")
 }
+
+// TestScriptReleaseCountsAHoldOfEveryLock: release.lua over a
+// MultiMutex's locks {a, b} answers held only on a node where the owner
+// holds both: with a gone (forced away, evicted) it answers none, or
+// other where another owner took a; either way it updates or deletes b,
+// and publishes on b's channel when b goes. A later write of the owner on
+// a lock counts as held there (a late release), and is left alone.
+func TestScriptReleaseCountsAHoldOfEveryLock(t *testing.T) {
+	cl := redlocktest.Start(t, 1)
+	conn, err := redis.Dial("tcp", cl.Addrs()[0])
+	require.NoError(t, err)
+	defer conn.Close()
+	sub, err := redis.Dial("tcp", cl.Addrs()[0])
+	require.NoError(t, err)
+	psc := &redis.PubSubConn{Conn: sub}
+	defer psc.Close()
+	require.NoError(t, psc.Subscribe("{m}:a:unlock", "{m}:b:unlock"))
+	for range 2 {
+		_, ok := psc.ReceiveWithTimeout(5 * time.Second).(redis.Subscription)
+		require.True(t, ok)
+	}
+	const lease = int64(60000)
+	names := []string{"a", "b"}
+	multi := Locks{N: 2, Keys: func(i int) Keys {
+		n := "{m}:" + names[i]
+		return Keys{Key: n + ":lock", Marks: "{m}:rollback", Fence: n + ":fence", Intent: n + ":intent", Channel: n + ":unlock"}
+	}}
+	lock := func(field string, count int, seq int64) {
+		t.Helper()
+		a, err := ParseAcquire(eval(t, conn, AcquireCall(multi, Acquisition{Field: field, Count: count, LeaseMs: lease, Seq: seq})))
+		require.NoError(t, err)
+		require.True(t, a.Yes)
+	}
+	release := func(target int, seq int64) Released {
+		t.Helper()
+		r, err := ParseRelease(eval(t, conn, ReleaseCall(multi, false, "o", target, seq, true, lease)))
+		require.NoError(t, err)
+		return r
+	}
+	count := func(name string) string {
+		t.Helper()
+		v, err := redis.String(conn.Do("HGET", "{m}:"+name+":lock", "o"))
+		if err == redis.ErrNil {
+			return ""
+		}
+		require.NoError(t, err)
+		return v
+	}
+	del := func(name string) {
+		t.Helper()
+		_, err := conn.Do("DEL", "{m}:"+name+":lock")
+		require.NoError(t, err)
+	}
+
+	// Both held: an inner release, then the last.
+	lock("o", 1, 1)
+	lock("o", 2, 2)
+	assert.Equal(t, ReleasedHeld, release(1, 3))
+	assert.Equal(t, "1", count("a"))
+	assert.Equal(t, ReleasedHeld, release(0, 4))
+	assert.ElementsMatch(t, []string{"o/4", "o/4"}, published(t, psc))
+	assert.Equal(t, ReleasedNone, release(0, 4), "a retried release")
+
+	// a gone: the inner release writes b's count and answers none; so
+	// does the last, which deletes b and publishes on b's channel.
+	lock("o", 1, 5)
+	lock("o", 2, 6)
+	del("a")
+	assert.Equal(t, ReleasedNone, release(1, 7))
+	assert.Equal(t, "", count("a"), "a release never re-creates a lock")
+	assert.Equal(t, "1", count("b"))
+	assert.Equal(t, ReleasedNone, release(0, 8))
+	assert.Equal(t, "", count("b"))
+	assert.Equal(t, []string{"o/8"}, published(t, psc))
+
+	// a taken by another owner: other; b deleted all the same.
+	lock("o", 1, 9)
+	del("a")
+	a, err := ParseAcquire(eval(t, conn, AcquireCall(Locks{N: 1, Keys: func(int) Keys { return multi.Keys(0) }}, Acquisition{Field: "x", Count: 1, LeaseMs: lease, Seq: 1})))
+	require.NoError(t, err)
+	require.True(t, a.Yes)
+	assert.Equal(t, ReleasedOther, release(0, 10))
+	assert.Equal(t, "", count("b"))
+	assert.Equal(t, "1", func() string {
+		v, err := redis.String(conn.Do("HGET", "{m}:a:lock", "x"))
+		require.NoError(t, err)
+		return v
+	}(), "another owner's lock is left alone")
+	del("a")
+	published(t, psc)
+
+	// A late release: the owner locked again since (sequence 12 on both):
+	// held, and nothing changes. With a gone, not held.
+	lock("o", 1, 12)
+	assert.Equal(t, ReleasedHeld, release(0, 11))
+	assert.Equal(t, "1", count("a"))
+	assert.Equal(t, "1", count("b"))
+	del("a")
+	assert.Equal(t, ReleasedNone, release(0, 11))
+	assert.Equal(t, "1", count("b"), "a late release leaves the newer hold alone")
+	assert.Empty(t, published(t, psc))
+}

@@ -7,13 +7,14 @@
 // recovery time apart: no hold lost); and of MultiMutexes (MultiSmall,
 // MultiWaits, MultiLarge, MultiServed) and a semaphore (SemSmall,
 // SemWaits, SemLarge); and of vanishing holds and owners (Vanish: a
-// Mutex forced and evicted; VanishLarge; MultiCrash, SemCrash, RWCrash:
-// a waiter that crashes, and the large configurations with one). It
+// Mutex forced and evicted; VanishMultiSmall: a MultiMutex with one name
+// forced; VanishLarge; MultiCrash, SemCrash, RWCrash: a waiter that
+// crashes, and the large configurations with one). It
 // prints the states explored, the
 // depth reached and the time taken, and, for a violation, its trace; it
 // exits 1 on a violation. make modelcheck runs it.
 //
-//	go run ./internal/model/cmd/modelcheck [-steps 12] [-walks 2000] [-rw-steps 8] [-rw-walks 20000] [-served-walks 20000] [-multi-steps 7] [-multi-waits-steps 10] [-multi-walks 20000] [-sem-steps 7] [-sem-waits-steps 10] [-sem-walks 20000] [-vanish-steps 12] [-vanish-walks 20000] [-vanish-anytime] [-crash-steps 10] [-crash-walks 20000] [-seed N] [-off quarantine,drift,marks,...]
+//	go run ./internal/model/cmd/modelcheck [-steps 12] [-walks 2000] [-rw-steps 8] [-rw-walks 20000] [-served-walks 20000] [-multi-steps 7] [-multi-waits-steps 10] [-multi-walks 20000] [-sem-steps 7] [-sem-waits-steps 10] [-sem-walks 20000] [-vanish-steps 12] [-vanish-multi-steps 13] [-vanish-walks 20000] [-vanish-anytime] [-crash-steps 10] [-crash-walks 20000] [-seed N] [-off quarantine,drift,marks,...]
 package main
 
 import (
@@ -44,6 +45,7 @@ func main() {
 	semWaits := flag.Int("sem-waits-steps", 0, "steps of the exhaustive search of SemWaits (1 permit, 2 holders, cut down to their waits; 0: none)")
 	semWalks := flag.Int("sem-walks", 0, "random walks through SemLarge (2 permits, 3 holders; 0: none)")
 	vanishSteps := flag.Int("vanish-steps", 0, "steps of the exhaustive search of Vanish (a Mutex forced and evicted; 0: none)")
+	vanishMulti := flag.Int("vanish-multi-steps", 0, "steps of the exhaustive search of VanishMultiSmall (a MultiMutex of {a,b}, one name forced; 0: none)")
 	vanishWalks := flag.Int("vanish-walks", 0, "random walks through VanishLarge (Large with forces and evictions; 0: none)")
 	anytime := flag.Bool("vanish-anytime", false, "forces and evictions also while their owner has calls in flight (a known limit)")
 	crashSteps := flag.Int("crash-steps", 0, "steps of the exhaustive searches of MultiCrash, SemCrash and RWCrash (a waiter crashes; 0: none)")
@@ -95,6 +97,7 @@ func main() {
 		{"exhaustive, semaphore waits (3 nodes, 1 permit, 2 holders, no fault)", model.SemWaits(), *semWaits, false, 0},
 		{"random walks, semaphore large (5 nodes, 2 permits, 3 holders)", model.SemLarge(), *semWalks, true, *walkSteps},
 		{"exhaustive, vanish (3 nodes, a Mutex forced and evicted, depth 2)", model.Vanish(), *vanishSteps, false, 0},
+		{"exhaustive, vanish MultiMutex (3 nodes, {a,b}, one name forced, depth 2)", model.VanishMultiSmall(), *vanishMulti, false, 0},
 		{"random walks, vanish large (5 nodes, 3 owners, 2 forces, 2 evictions)", model.VanishLarge(), *vanishWalks, true, *walkSteps},
 		{"exhaustive, MultiMutex waiter crashes (1 node, {a,b} and {b,c})", model.MultiCrash(), *crashSteps, false, 0},
 		{"exhaustive, semaphore waiter crashes (1 node, 1 permit, 2 holders)", model.SemCrash(), *crashSteps, false, 0},
@@ -159,6 +162,7 @@ var mechs = map[string]func(*model.Mechanisms){
 	"reentry-lost":     func(m *model.Mechanisms) { m.ReentryLost = false },
 	"repair-quorum":    func(m *model.Mechanisms) { m.RepairQuorum = false },
 	"intent-lease":     func(m *model.Mechanisms) { m.IntentLease = false },
+	"release-all":      func(m *model.Mechanisms) { m.ReleaseAll = false },
 }
 
 func mechNames() []string {

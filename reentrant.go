@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redlock-go/redlock/internal/intent"
 	"github.com/redlock-go/redlock/internal/lockname"
 	"github.com/redlock-go/redlock/internal/quorum"
 	"github.com/redlock-go/redlock/internal/script"
@@ -476,7 +477,7 @@ func (m *Mutex) await(ctx context.Context, maxWait time.Duration, req request, a
 	case m.leavesIntent():
 		k.field, k.intentKeys = m.field, m.intentKeys()
 	case m.side != nil && m.side.intent != "":
-		k.fixed, k.intentKeys = m.field, intentKeys{keys: []string{m.side.intent}}
+		k.fixed, k.intentKeys = m.field, intent.Keys{Keys: []string{m.side.intent}}
 	}
 	k.try = func(intent string) attempt {
 		start := now()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/go-multierror"
 
+	"github.com/redlock-go/redlock/internal/intent"
 	"github.com/redlock-go/redlock/internal/lockname"
 	"github.com/redlock-go/redlock/internal/script"
 	"github.com/redlock-go/redlock/internal/slots"
@@ -237,7 +238,7 @@ func (s *Semaphore) acquireWith(ctx context.Context, maxWait, lease time.Duratio
 func (s *Semaphore) await(ctx context.Context, maxWait time.Duration, req request, a attempt) (*Permit, error) {
 	var permit *Permit
 	k := contender{what: "semaphore", name: s.name, channels: []string{s.channel}, queue: s.channel, field: s.c.newField()}
-	k.intentKeys = intentKeys{keys: s.keys[s.permits:], channels: k.channels}
+	k.intentKeys = intent.Keys{Keys: s.keys[s.permits:], Channels: k.channels}
 	k.try = func(intent string) attempt {
 		var next attempt
 		waiter := req

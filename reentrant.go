@@ -317,7 +317,7 @@ func (m *Mutex) try(ctx context.Context, req request) attempt {
 
 // publishLease records lease as used by this Client and makes sure the
 // longest lease in use is published on a quorum (leases.go), and this
-// Client's label when it is due (label.go); when the publication reaches
+// Client's label when it is due (internal/label); when the publication reaches
 // no quorum, it reports false with the attempt that failed for it.
 func (m *Mutex) publishLease(ctx context.Context, lease time.Duration) (attempt, bool) {
 	c := m.c
@@ -331,7 +331,7 @@ func (m *Mutex) publishLease(ctx context.Context, lease time.Duration) (attempt,
 		}
 		return a, false
 	}
-	c.labels.keep()
+	c.labels.Keep()
 	return attempt{}, true
 }
 

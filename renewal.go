@@ -295,7 +295,7 @@ type renewal struct {
 // chunk was sent, less the drift allowance.
 func (wd *watchdog) renew(ctx context.Context, hs []*hold) {
 	c := wd.c
-	c.labels.keep()
+	c.labels.Keep()
 	start := now()
 	cl := wd.renewCall(hs)
 	res := c.q.Broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return []call{cl} })

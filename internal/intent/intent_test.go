@@ -25,6 +25,7 @@ import (
 type recorder struct {
 	mu    sync.Mutex
 	calls []script.Call
+	batch [][]script.Call // every batch sent, in order
 }
 
 func (r *recorder) Send(c *script.Call, _ time.Time, to node.Receiver, i int) {
@@ -34,6 +35,7 @@ func (r *recorder) Send(c *script.Call, _ time.Time, to node.Receiver, i int) {
 func (r *recorder) SendBatch(calls []script.Call, _ time.Time, to node.Receiver) {
 	r.mu.Lock()
 	r.calls = append(r.calls, calls...)
+	r.batch = append(r.batch, calls)
 	r.mu.Unlock()
 	for j := range calls {
 		to.Receive(j, int64(1), nil)
@@ -110,11 +112,23 @@ func TestUnitKeeperRefreshesWhileTheWaitLasts(t *testing.T) {
 	for _, args := range got {
 		assert.Equal(t, []interface{}{"{a}:intent", "{b}:intent", "5/c:1", int64(30)}, args[len(args)-4:])
 	}
+	// Every refresh is one batch built from the intents under way: one
+	// with an intent added after the removal has none of the removed.
 	k.Remove(li)
-	time.Sleep(50 * time.Millisecond) // a refresh under way may still go
-	rec.sent(&script.Refresh)
-	time.Sleep(50 * time.Millisecond)
-	assert.Empty(t, rec.sent(&script.Refresh), "no refresh once the wait is over")
+	k.Add("6/c:2", Keys{Keys: []string{"{c}:intent"}})
+	require.Eventually(t, func() bool {
+		for _, batch := range rec.batches() {
+			values := map[interface{}]bool{}
+			for _, c := range batch {
+				values[c.Args[len(c.Args)-2]] = true
+			}
+			if values["6/c:2"] {
+				assert.False(t, values["5/c:1"], "no refresh once the wait is over")
+				return true
+			}
+		}
+		return false
+	}, 5*time.Second, time.Millisecond)
 }
 
 // TestUnitKeeperWithdraws: a waiter that gave up tells the channels; one
@@ -136,6 +150,13 @@ func TestUnitKeeperWithdraws(t *testing.T) {
 	assert.Empty(t, rec.sent(&script.Withdraw), "after Close a wait leaves its intent to WithdrawAll")
 	k.WithdrawAll(context.Background())
 	assert.Equal(t, [][]interface{}{{"{a}:intent", "7/c:3", "{a}:unlock"}}, tail(rec.sent(&script.Withdraw), 3))
+}
+
+// batches returns the batches sent so far.
+func (r *recorder) batches() [][]script.Call {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([][]script.Call(nil), r.batch...)
 }
 
 // calls0 returns the calls recorded so far, without forgetting them.

@@ -155,7 +155,7 @@ func (c *Client) InspectAll(ctx context.Context, name string, permits int) ([]No
 		out[i] = surveyOf(c.nodes.peers[i], keys, res)
 		owners = append(owners, out[i].owners()...)
 	}
-	for i, labels := range c.labels.owners(ctx, owners) {
+	for i, labels := range c.labels.Owners(ctx, owners) {
 		out[i].Labels = labels
 	}
 	return out, nil

@@ -53,6 +53,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redlock-go/redlock/internal/intent"
+	"github.com/redlock-go/redlock/internal/label"
 	"github.com/redlock-go/redlock/internal/node"
 	"github.com/redlock-go/redlock/internal/quorum"
 	"github.com/redlock-go/redlock/internal/vote"
@@ -74,9 +76,9 @@ type Client struct {
 	rep    *reporter      // the Observer's wiring (observer.go)
 	owners atomic.Uint64  // last owner id handed out
 
-	leases  leaseShare  // the longest lease in use, published and learned (leases.go)
-	intents waitIntents // the intents of the waits under way, for Close (intent.go)
-	labels  labelShare  // this Client's label, published for operators (label.go)
+	leases  leaseShare     // the longest lease in use, published and learned (leases.go)
+	intents *intent.Keeper // the intents of the waits under way, for Close (internal/intent)
+	labels  *label.Share   // this Client's label, published for operators (internal/label)
 
 	holds   holdRegistry  // the owners that hold a lock, for Close (hold.go)
 	waiters *wait.Waiters // the waits for each lock, and what they heard (internal/wait)
@@ -169,8 +171,6 @@ func newClient(nodes []*Node, o options) (*Client, error) {
 	c.waiters = wait.New(c.id, len(nodes), o.nodeTimeout)
 	c.leases.used.Store(int64(o.lease))
 	c.leases.base = now()
-	c.labels.base = c.leases.base
-	c.labels.id = c.id
 	c.nodes.peers = make([]*peer, len(nodes))
 	ts := make([]quorum.Transport, len(nodes))
 	for i, n := range nodes {
@@ -178,8 +178,9 @@ func newClient(nodes []*Node, o options) (*Client, error) {
 	}
 	c.q = quorum.New(quorum.Config{Timeout: o.nodeTimeout, Errors: &nodeErrors, NoQuorum: ErrNoQuorum, Now: func() time.Time { return now() }, Logger: o.logger}, c.nodes, ts)
 	c.leases.q, c.leases.life, c.leases.opts, c.leases.made = c.q, c.life, &c.opts, &c.nodes.made
-	c.labels.q, c.labels.life, c.labels.opts = c.q, c.life, &c.opts
-	c.waits = &waiting{waiters: c.waiters, nodes: c.nodes, intents: &c.intents, life: c.life, rep: c.rep, opts: &c.opts}
+	c.labels = label.New(label.Config{Quorum: c.q, Prefix: o.prefix, ID: c.id, Label: o.label, Timeout: o.nodeTimeout, Ctx: c.life.ctx, GoRun: c.life.goRun, Now: func() time.Time { return now() }})
+	c.intents = intent.New(intent.Config{Quorum: c.q, Timeout: o.nodeTimeout, Lease: c.opts.intentLease(), Ctx: c.life.ctx, GoRun: c.life.goRun, Open: c.life.open})
+	c.waits = &waiting{waiters: c.waiters, nodes: c.nodes, intents: c.intents, life: c.life, rep: c.rep, opts: &c.opts}
 	for _, p := range c.nodes.peers {
 		p.n.Start()
 	}
@@ -187,7 +188,6 @@ func newClient(nodes []*Node, o options) (*Client, error) {
 	c.nodes.recheckVotes()
 	c.wd = newWatchdog(c)
 	c.rel = newReleaser(c)
-	c.intents.c = c
 	warnFewNodes(o, len(nodes))
 	return c, nil
 }
@@ -225,7 +225,7 @@ func (c *Client) Close() error {
 		c.life.close()
 		ctx, cancel := context.WithTimeout(context.Background(), c.opts.closeTimeout())
 		errs := c.rel.releaseAll(ctx, c.holds.list())
-		c.intents.withdrawAll(ctx)
+		c.intents.WithdrawAll(ctx)
 		cancel()
 
 		c.life.cancel()

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redlock-go/redlock/internal/intent"
 	"github.com/redlock-go/redlock/internal/lockname"
 	"github.com/redlock-go/redlock/internal/quorum"
 	"github.com/redlock-go/redlock/internal/script"
@@ -317,7 +318,7 @@ func (m *Mutex) try(ctx context.Context, req request) attempt {
 
 // publishLease records lease as used by this Client and makes sure the
 // longest lease in use is published on a quorum (leases.go), and this
-// Client's label when it is due (label.go); when the publication reaches
+// Client's label when it is due (internal/label); when the publication reaches
 // no quorum, it reports false with the attempt that failed for it.
 func (m *Mutex) publishLease(ctx context.Context, lease time.Duration) (attempt, bool) {
 	c := m.c
@@ -331,7 +332,7 @@ func (m *Mutex) publishLease(ctx context.Context, lease time.Duration) (attempt,
 		}
 		return a, false
 	}
-	c.labels.keep()
+	c.labels.Keep()
 	return attempt{}, true
 }
 
@@ -477,7 +478,7 @@ func (m *Mutex) await(ctx context.Context, maxWait time.Duration, req request, a
 	case m.leavesIntent():
 		k.field, k.intentKeys = m.field, m.intentKeys()
 	case m.side != nil && m.side.intent != "":
-		k.fixed, k.intentKeys = m.field, intentKeys{keys: []string{m.side.intent}}
+		k.fixed, k.intentKeys = m.field, intent.Keys{Keys: []string{m.side.intent}}
 	}
 	k.try = func(intent string) attempt {
 		start := now()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -12,85 +11,29 @@ import (
 	"github.com/redlock-go/redlock/internal/quorum"
 	"github.com/redlock-go/redlock/observe"
 
-	"github.com/redlock-go/redlock/internal/fifo"
+	"github.com/redlock-go/redlock/internal/renew"
 	"github.com/redlock-go/redlock/internal/script"
 	"github.com/redlock-go/redlock/internal/vote"
 )
 
-// renewBatch is how many holds one renew.lua call extends: enough that a
-// call costs far more in the script than in the round trip, few enough
-// that no single call blocks a node for long (250 holds take about 0.5 ms
-// of server time), so that other calls on the same connection, an Unlock's,
-// do not queue long behind renewals. (With 1,000 holds per call and 16
-// calls in flight, Unlock's p99 with 50,000 holds under a 3s lease was
-// 55ms in the bench's scale scenario; with 250 and 8, 12ms.)
-const renewBatch = 250
+// renewBatch is how many holds one renew.lua call extends (renew.Batch);
+// a release call of Close's carries as many.
+const renewBatch = renew.Batch
 
-// chunksInFlight bounds the renewal calls sent and not yet answered. It
-// keeps a node's backlog of renewals far below a node timeout (a request
-// still waiting for its reply that long would make its connection count as
-// stalled); when the bound is reached the queue waits, and falls behind,
-// which the watchdog reports.
-const chunksInFlight = 8
-
-// calmInFlight is the bound while renewals keep up (see inFlightLimit):
-// every call queued on a connection ahead of an Unlock's delays it, so
-// fewer renewal calls in flight keep Unlock's latency flat as holds grow.
-// (In the bench's scale scenario, 50,000 holds under a 3s lease, Unlock's
-// p99 was a median 12.4ms over four runs with 8 in flight, 6.8ms over five
-// with 2, against 4.7ms with 1,000 holds.)
-const calmInFlight = 2
-
-// inFlightLimit is how many renewal calls may be in flight when the holds
-// being sent waited lag past their due time: calmInFlight while renewals
-// keep up, chunksInFlight once they fall behind by more than a sixteenth
-// of a period (a node far away, or more holds than two calls at a time
-// can renew).
-func inFlightLimit(lag, period time.Duration) int {
-	if lag > period/16 {
-		return chunksInFlight
-	}
-	return calmInFlight
-}
-
-// The watchdog renews every hold taken with the watchdog lease, each on its
-// own schedule: a lease/3 period after it was taken, then every period, so
-// the holds of a busy client are spread over the period the way their
-// acquisitions were. Holds wait in one queue ordered by when they are due
-// (a hold is pushed at its acquisition, and pushed back when its renewal is
-// sent, a period later each time: pushes come in time order, so the queue
-// is a FIFO ring and both ends cost O(1)). The loop takes what is due,
-// together with what falls due within a short margin, in chunks of up to
-// renewBatch holds and sends each chunk to every node as one script call
-// without waiting for the chunks before it. Registering a hold and
-// dropping it are O(1) and never wait for a renewal: a dropped hold's entry
-// stays in the queue until its turn, where it is skipped (or until the
-// queue is compacted, when dropped entries outnumber live ones).
+// watchdog renews every hold taken with the watchdog lease: one loop per
+// Client sends the holds of internal/renew's Queue as they fall due, in
+// chunks, one call per node each, and counts each chunk's answers.
 type watchdog struct {
 	c      *Client
 	period time.Duration // lease/3: how often a hold is renewed
-	early  time.Duration // how far ahead of its due time a hold may go, to share a call
 	base   time.Time     // the queue's times are durations since base
 	loop   node.Worker
 	wake   chan struct{} // capacity 1: a hold was pushed to an empty queue
-	slots  chan struct{} // one per chunk in flight, up to chunksInFlight
+	slots  chan struct{} // one per chunk in flight, up to renew.InFlight
 	freed  chan struct{} // capacity 1: a chunk in flight was answered
 
-	mu    sync.Mutex // protects the fields below
-	queue fifo.Ring[renewEntry]
-	live  int // holds registered (queue entries not dropped)
-
-	stats    watchdogCounters
-	warnedAt atomic.Int64 // when the loop last warned of its lag, since base; 0: never
-	nodeWarn []atomic.Int64
-}
-
-// watchdogCounters are the watchdog's running totals (see WatchdogStats).
-type watchdogCounters struct {
-	sent    atomic.Int64 // hold renewals sent
-	renewed atomic.Int64 // of which renewed on a quorum
-	late    atomic.Int64 // sent later than half a period after they were due
-	maxLag  atomic.Int64 // the longest a renewal waited past its due time
+	q        *renew.Queue[*hold]
+	nodeWarn []atomic.Int64 // per node: when a failed renewal was last said, since base; 0: never
 }
 
 func newWatchdog(c *Client) *watchdog {
@@ -98,11 +41,11 @@ func newWatchdog(c *Client) *watchdog {
 	return &watchdog{
 		c:        c,
 		period:   period,
-		early:    period / 16,
 		base:     now(),
 		wake:     make(chan struct{}, 1),
-		slots:    make(chan struct{}, chunksInFlight),
+		slots:    make(chan struct{}, renew.InFlight),
 		freed:    make(chan struct{}, 1),
+		q:        renew.New(period, (*hold).enlisted),
 		nodeWarn: make([]atomic.Int64, len(c.nodes.peers)),
 	}
 }
@@ -122,36 +65,21 @@ func (wd *watchdog) add(h *hold) {
 	wd.start()
 }
 
-// enqueue puts h in the queue, due a period after at (now, on the queue's
-// clock), unless it is there already, and reports whether the queue was
-// empty.
+// enqueue registers h and puts it in the queue, due a period after at
+// (now, on the queue's clock), unless it is there already, and reports
+// whether the queue was empty.
 func (wd *watchdog) enqueue(h *hold, at time.Duration) (wasEmpty bool) {
 	gen, ok := h.enlist()
-	if !ok {
-		return false
-	}
-	wd.mu.Lock()
-	defer wd.mu.Unlock()
-	wasEmpty = wd.queue.Len() == 0
-	// at was read before the lock: never push before the last entry.
-	if wd.queue.Len() > 0 {
-		at = max(at, wd.queue.Last().due-wd.period)
-	}
-	wd.queue.Push(renewEntry{h: h, gen: gen, due: at + wd.period})
-	wd.live++
-	return wasEmpty
+	return ok && wd.q.Push(h, gen, at)
 }
 
 // drop stops renewing h at once. A renewal of h already sent may still
 // answer: its answer is ignored, and a repair in flight is known to a
 // release through the hold's stragglers (see repair).
 func (wd *watchdog) drop(h *hold) {
-	if !h.delist() {
-		return
+	if h.delist() {
+		wd.q.Drop()
 	}
-	wd.mu.Lock()
-	wd.live--
-	wd.mu.Unlock()
 }
 
 // start starts the loop if it is not running.
@@ -193,14 +121,14 @@ func (wd *watchdog) run() {
 func (wd *watchdog) dispatch(ctx context.Context) (next time.Duration, ok bool) {
 	for {
 		at := wd.clock()
-		hs, lag, next, ok := wd.take(at, renewBatch)
+		hs, lag, next, ok := wd.q.Take(at, renewBatch)
 		if len(hs) == 0 {
 			return next, ok
 		}
 		wd.noteLag(at, lag, len(hs))
 		// Only this loop adds to slots, so its length can only fall
 		// while the loop waits.
-		for limit := inFlightLimit(lag, wd.period); len(wd.slots) >= limit; {
+		for limit := renew.InFlightLimit(lag, wd.period); len(wd.slots) >= limit; {
 			select {
 			case <-wd.freed:
 			case <-ctx.Done():
@@ -225,61 +153,13 @@ func (wd *watchdog) dispatch(ctx context.Context) (next time.Duration, ok bool) 
 	}
 }
 
-// take removes from the queue up to most holds that are due at time at (or
-// due within the early margin), pushes each back a period after at, and
-// returns them with the longest any of them waited past its due time, and
-// when the next one is due.
-func (wd *watchdog) take(at time.Duration, most int) (hs []*hold, lag, next time.Duration, ok bool) {
-	wd.mu.Lock()
-	defer wd.mu.Unlock()
-	if l := wd.queue.Len(); l > 0 {
-		at = max(at, wd.queue.Last().due-wd.period) // never push before the last entry
-	}
-	if wd.queue.Len()-wd.live > max(wd.live, 1024) {
-		wd.queue.Compact(func(e renewEntry) bool { return e.h.enlisted(e.gen) })
-	}
-	for wd.queue.Len() > 0 {
-		e := wd.queue.Peek()
-		if e.due > at+wd.early || len(hs) == most {
-			return hs, lag, e.due, true
-		}
-		wd.queue.Pop()
-		if !e.h.enlisted(e.gen) {
-			continue
-		}
-		lag = max(lag, at-e.due)
-		hs = append(hs, e.h)
-		e.due = at + wd.period
-		wd.queue.Push(e)
-	}
-	return hs, lag, 0, false
-}
-
 // noteLag counts renewals sent late, and warns, at most once a period, when
-// renewals fall behind by more than half a period: a hold is lost when its
-// renewal falls about two periods behind (its validity is the lease less
-// the drift allowance), so the warning comes well before any loss.
+// renewals fall behind by more than half a period (see renew.Queue.Note).
 func (wd *watchdog) noteLag(at, lag time.Duration, holds int) {
-	wd.stats.sent.Add(int64(holds))
-	for {
-		m := wd.stats.maxLag.Load()
-		if int64(lag) <= m || wd.stats.maxLag.CompareAndSwap(m, int64(lag)) {
-			break
-		}
+	if wd.q.Note(at, lag, holds) {
+		wd.c.opts.logger.Warn("redlock: renewal is falling behind: holds are renewed late and will be lost if it goes on",
+			"late", lag, "period", wd.period, "lost after about", wd.c.opts.lease-wd.c.drift-wd.period, "holds", wd.q.Live())
 	}
-	if lag <= wd.period/2 {
-		return
-	}
-	wd.stats.late.Add(int64(holds))
-	last := wd.warnedAt.Load()
-	if last != 0 && at-time.Duration(last) < wd.period || !wd.warnedAt.CompareAndSwap(last, int64(at)) {
-		return
-	}
-	wd.mu.Lock()
-	live := wd.live
-	wd.mu.Unlock()
-	wd.c.opts.logger.Warn("redlock: renewal is falling behind: holds are renewed late and will be lost if it goes on",
-		"late", lag, "period", wd.period, "lost after about", wd.c.opts.lease-wd.c.drift-wd.period, "holds", live)
 }
 
 // renewal is the outcome of one chunk's renewal on every node, by hold
@@ -295,7 +175,7 @@ type renewal struct {
 // chunk was sent, less the drift allowance.
 func (wd *watchdog) renew(ctx context.Context, hs []*hold) {
 	c := wd.c
-	c.labels.keep()
+	c.labels.Keep()
 	start := now()
 	cl := wd.renewCall(hs)
 	res := c.q.Broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return []call{cl} })
@@ -320,7 +200,7 @@ func (wd *watchdog) renew(ctx context.Context, hs []*hold) {
 			taken++
 		}
 	}
-	wd.stats.renewed.Add(int64(renewed))
+	wd.q.Stats.Renewed.Add(int64(renewed))
 	if c.rep.obs != nil {
 		wd.renewalDone(r, res, renewed, taken, start)
 	}
@@ -566,24 +446,14 @@ type WatchdogStats struct {
 
 // totals is what WatchdogStats returns.
 func (wd *watchdog) totals() WatchdogStats {
-	wd.mu.Lock()
-	live := wd.live
-	wd.mu.Unlock()
+	st := &wd.q.Stats
 	return WatchdogStats{
-		Holds:   live,
-		Sent:    wd.stats.sent.Load(),
-		Renewed: wd.stats.renewed.Load(),
-		Late:    wd.stats.late.Load(),
-		MaxLag:  time.Duration(wd.stats.maxLag.Load()),
+		Holds:   wd.q.Live(),
+		Sent:    st.Sent.Load(),
+		Renewed: st.Renewed.Load(),
+		Late:    st.Late.Load(),
+		MaxLag:  time.Duration(st.MaxLag.Load()),
 	}
-}
-
-// renewEntry is a hold's place in the renewal queue: the registration it
-// belongs to (gen), and when it is due, since the watchdog's base.
-type renewEntry struct {
-	h   *hold
-	gen uint32
-	due time.Duration
 }
 
 // renewalDone reports a renewal round of the watchdog, which started at

@@ -58,7 +58,7 @@ func TestUnitRenewalQueueChunksInDueOrder(t *testing.T) {
 	for i, h := range hs {
 		wd.enqueue(h, time.Duration(i)*time.Microsecond) // 1µs apart
 	}
-	got, _, next, ok := wd.take(wd.period-wd.early-time.Millisecond, renewBatch)
+	got, _, next, ok := wd.q.Take(wd.period-wd.q.Early()-time.Millisecond, renewBatch)
 	assert.Empty(t, got, "nothing is due before a period less the early margin")
 	assert.True(t, ok)
 	assert.Equal(t, wd.period, next)
@@ -67,7 +67,7 @@ func TestUnitRenewalQueueChunksInDueOrder(t *testing.T) {
 	at := wd.period + 10*time.Millisecond
 	var taken []*hold
 	for k, want := range []int{renewBatch, renewBatch, renewBatch / 2, 0} {
-		got, lag, _, _ := wd.take(at, renewBatch)
+		got, lag, _, _ := wd.q.Take(at, renewBatch)
 		require.Len(t, got, want)
 		if want > 0 { // the chunk's first hold waited longest: renewBatch µs less per chunk
 			assert.Equal(t, 10*time.Millisecond-time.Duration(k*renewBatch)*time.Microsecond, lag, "the longest wait past a due time")
@@ -77,10 +77,10 @@ func TestUnitRenewalQueueChunksInDueOrder(t *testing.T) {
 	assert.Equal(t, names(hs), names(taken))
 
 	// Each is due again a period after it was taken, in the same order.
-	_, _, next, _ = wd.take(at, renewBatch)
+	_, _, next, _ = wd.q.Take(at, renewBatch)
 	assert.Equal(t, at+wd.period, next)
 	taken = taken[:0]
-	for got, _, _, _ := wd.take(at+wd.period, renewBatch); len(got) > 0; got, _, _, _ = wd.take(at+wd.period, renewBatch) {
+	for got, _, _, _ := wd.q.Take(at+wd.period, renewBatch); len(got) > 0; got, _, _, _ = wd.q.Take(at+wd.period, renewBatch) {
 		taken = append(taken, got...)
 	}
 	assert.Equal(t, names(hs), names(taken))
@@ -95,7 +95,7 @@ func TestUnitRenewalSpreadsOverThePeriod(t *testing.T) {
 	}
 	for i := range hs {
 		at := wd.period + time.Duration(i)*wd.period/4
-		got, lag, next, ok := wd.take(at, renewBatch)
+		got, lag, next, ok := wd.q.Take(at, renewBatch)
 		assert.Equal(t, names(hs[i:i+1]), names(got), "at %v", at)
 		assert.Zero(t, lag)
 		assert.True(t, ok)
@@ -106,9 +106,9 @@ func TestUnitRenewalSpreadsOverThePeriod(t *testing.T) {
 	// Holds due within the early margin of the first share its call.
 	wd2, hs2, _ := unitWatchdog(t, 3)
 	wd2.enqueue(hs2[0], 0)
-	wd2.enqueue(hs2[1], wd2.early)
-	wd2.enqueue(hs2[2], wd2.early+time.Millisecond)
-	got, _, _, _ := wd2.take(wd2.period, renewBatch)
+	wd2.enqueue(hs2[1], wd2.q.Early())
+	wd2.enqueue(hs2[2], wd2.q.Early()+time.Millisecond)
+	got, _, _, _ := wd2.q.Take(wd2.period, renewBatch)
 	assert.Equal(t, names(hs2[:2]), names(got))
 }
 
@@ -124,16 +124,16 @@ func TestUnitDroppedHoldsAreSkipped(t *testing.T) {
 	wd.drop(hs[4])
 	wd.enqueue(hs[4], 0) // back: a new entry; the old one is stale
 	wd.enqueue(hs[5], 0) // already there: nothing changes
-	got, _, _, _ := wd.take(wd.period, renewBatch)
+	got, _, _, _ := wd.q.Take(wd.period, renewBatch)
 	assert.Equal(t, names([]*hold{hs[0], hs[2], hs[5], hs[4]}), names(got))
-	assert.Equal(t, 4, wd.live)
+	assert.Equal(t, 4, wd.q.Live())
 
 	// An ended hold cannot be enlisted.
 	wd.drop(hs[0])
 	hs[0].end(endReleased)
 	wd.enqueue(hs[0], 0)
-	assert.Equal(t, 3, wd.live)
-	assert.Equal(t, 4, wd.queue.Len(), "the stale entries were skipped; the four taken are back, one of them now stale")
+	assert.Equal(t, 3, wd.q.Live())
+	assert.Equal(t, 4, wd.q.Len(), "the stale entries were skipped; the four taken are back, one of them now stale")
 }
 
 // Dropped entries are compacted away once they outnumber the live ones
@@ -147,12 +147,12 @@ func TestUnitRenewalQueueCompacts(t *testing.T) {
 	for _, h := range hs[:3*fifo.MinSize-100] {
 		wd.drop(h)
 	}
-	assert.Equal(t, 3*fifo.MinSize, wd.queue.Len())
-	got, _, _, _ := wd.take(0, renewBatch) // nothing due; compacts
+	assert.Equal(t, 3*fifo.MinSize, wd.q.Len())
+	got, _, _, _ := wd.q.Take(0, renewBatch) // nothing due; compacts
 	assert.Empty(t, got)
-	assert.Equal(t, 100, wd.queue.Len())
-	assert.Equal(t, fifo.MinSize, wd.queue.Size(), "the ring shrank, down to its floor")
-	got, _, _, _ = wd.take(wd.period, renewBatch)
+	assert.Equal(t, 100, wd.q.Len())
+	assert.Equal(t, fifo.MinSize, wd.q.Size(), "the ring shrank, down to its floor")
+	got, _, _, _ = wd.q.Take(wd.period, renewBatch)
 	assert.Equal(t, names(hs[3*fifo.MinSize-100:]), names(got))
 }
 
@@ -163,16 +163,16 @@ func TestUnitLateRenewalIsReported(t *testing.T) {
 	wd.enqueue(hs[0], 0)
 	wd.enqueue(hs[1], 0)
 	at := wd.period + wd.period/4
-	got, lag, _, _ := wd.take(at, 1)
+	got, lag, _, _ := wd.q.Take(at, 1)
 	wd.noteLag(at, lag, len(got))
-	assert.Zero(t, wd.stats.late.Load(), "a quarter period late is in time")
+	assert.Zero(t, wd.q.Stats.Late.Load(), "a quarter period late is in time")
 	assert.Empty(t, log.String())
 
 	at = wd.period + wd.period*3/4
-	got, lag, _, _ = wd.take(at, 1)
+	got, lag, _, _ = wd.q.Take(at, 1)
 	wd.noteLag(at, lag, len(got))
-	assert.Equal(t, int64(1), wd.stats.late.Load())
-	assert.Equal(t, int64(wd.period*3/4), wd.stats.maxLag.Load())
+	assert.Equal(t, int64(1), wd.q.Stats.Late.Load())
+	assert.Equal(t, int64(wd.period*3/4), wd.q.Stats.MaxLag.Load())
 	assert.Contains(t, log.String(), "renewal is falling behind")
 	assert.Equal(t, 1, bytes.Count(log.Bytes(), []byte("falling behind")))
 	wd.noteLag(at, lag, 1)
@@ -344,25 +344,6 @@ func BenchmarkRenewChunk(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(hs)), "ns/hold")
-}
-
-// TestUnitInFlightLimit: two renewal calls in flight while renewals keep
-// up, so that few of them queue ahead of an Unlock; eight once the holds
-// sent waited past their due time by more than a sixteenth of a period.
-func TestUnitInFlightLimit(t *testing.T) {
-	const period = time.Second
-	for _, tt := range []struct {
-		lag  time.Duration
-		want int
-	}{
-		{0, calmInFlight},
-		{period / 16, calmInFlight},
-		{period/16 + 1, chunksInFlight},
-		{period, chunksInFlight},
-	} {
-		assert.Equal(t, tt.want, inFlightLimit(tt.lag, period), "lag %v", tt.lag)
-	}
-	assert.Less(t, calmInFlight, chunksInFlight)
 }
 
 // TestUnitSplitCallMayLandPerShard: a split renewal whose second shard

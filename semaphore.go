@@ -3,13 +3,12 @@ package redlock
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/go-multierror"
 
+	"github.com/redlock-go/redlock/internal/intent"
 	"github.com/redlock-go/redlock/internal/lockname"
 	"github.com/redlock-go/redlock/internal/script"
 	"github.com/redlock-go/redlock/internal/slots"
@@ -81,17 +80,7 @@ type Semaphore struct {
 	keys    []string // every slot's lock hash, then the semaphore's waiters' intent (intent.go)
 	scan    call     // slots.lua over every slot, built once
 
-	// mu protects local, room and freed: hints, never trusted for safety.
-	mu    sync.Mutex
-	local []slotUse // per slot: what this Semaphore does with it
-	room  bool      // the last scan left a slot free: guess before scanning
-	freed int       // the slot this Semaphore released last, -1: none (guessed first)
-}
-
-// slotUse is what a Semaphore does with one slot.
-type slotUse struct {
-	tries int    // its acquisition rounds on the slot in flight
-	m     *Mutex // the owner of its latest win there, until released
+	uses *slots.Uses[*Mutex] // what it does with each slot: hints, never trusted for safety
 }
 
 // newSemaphore makes what Client.NewSemaphore returns.
@@ -111,8 +100,7 @@ func newSemaphore(c *Client, name string, permits int) *Semaphore {
 	}
 	s.keys[permits] = s.base + "intent"
 	s.scan = script.SlotsCall(s.keys, "", 0)
-	s.local = make([]slotUse, permits)
-	s.room, s.freed = true, -1
+	s.uses = slots.NewUses(permits, (*Mutex).holds)
 	return s
 }
 
@@ -237,7 +225,7 @@ func (s *Semaphore) acquireWith(ctx context.Context, maxWait, lease time.Duratio
 func (s *Semaphore) await(ctx context.Context, maxWait time.Duration, req request, a attempt) (*Permit, error) {
 	var permit *Permit
 	k := contender{what: "semaphore", name: s.name, channels: []string{s.channel}, queue: s.channel, field: s.c.newField()}
-	k.intentKeys = intentKeys{keys: s.keys[s.permits:], channels: k.channels}
+	k.intentKeys = intent.Keys{Keys: s.keys[s.permits:], Channels: k.channels}
 	k.try = func(intent string) attempt {
 		var next attempt
 		waiter := req
@@ -261,14 +249,14 @@ func (s *Semaphore) await(ctx context.Context, maxWait time.Duration, req reques
 func (s *Semaphore) attempt(ctx context.Context, req request) (*Permit, attempt) {
 	start := now()
 	split := false
-	if i, ok := s.guess(); ok {
+	if i, ok := s.uses.Guess(); ok {
 		p, a := s.try(ctx, i, req)
 		if p != nil || a.err != nil {
 			a.took = since(start)
 			return p, a
 		}
 		split = a.split
-		s.setRoom(false) // another owner has the slot: scan until one is free again
+		s.uses.SetRoom(false) // another owner has the slot: scan until one is free again
 	}
 	scanned := now()
 	t := s.scanSlots(ctx, req.intent)
@@ -283,7 +271,7 @@ func (s *Semaphore) attempt(ctx context.Context, req request) (*Permit, attempt)
 	if len(t.Free) > 0 {
 		p, a = s.claim(ctx, &t.Free, req)
 	}
-	s.setRoom(len(t.Free) > 0)
+	s.uses.SetRoom(len(t.Free) > 0)
 	if p == nil && a.err == nil {
 		switch {
 		case len(t.Free) > 0:
@@ -307,7 +295,7 @@ func (s *Semaphore) claim(ctx context.Context, free *[]int, req request) (*Permi
 	var a attempt
 	split := false
 	for k := 0; k < maxClaims && len(*free) > 0; k++ {
-		i := s.choose(free)
+		i := s.uses.Choose(free)
 		var p *Permit
 		if p, a = s.try(ctx, i, req); p != nil || a.err != nil {
 			return p, a
@@ -324,116 +312,11 @@ func (s *Semaphore) try(ctx context.Context, i int, req request) (*Permit, attem
 	m := newMutexAt(s.c, s.name, s.base+strconv.Itoa(i)+":", s.channel)
 	m.lockKeys.intent = s.keys[s.permits] // the slots share the semaphore's
 	a := m.try(ctx, req)
-	s.tried(i, m, a.ok)
+	s.uses.Tried(i, m, a.ok)
 	if !a.ok {
 		return nil, a
 	}
 	return &Permit{s: s, m: m, slot: i}, a
-}
-
-// guess reserves, while the last scan showed room, the slot this
-// Semaphore released last, or else a slot at random among those it
-// neither holds nor is trying; false when it should scan instead.
-func (s *Semaphore) guess() (int, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.room {
-		return 0, false
-	}
-	if i := s.freed; i >= 0 && !s.busyLocked(i) {
-		s.freed = -1
-		s.local[i].tries++
-		return i, true
-	}
-	idle := 0
-	for i := range s.local {
-		if !s.busyLocked(i) {
-			idle++
-		}
-	}
-	if idle == 0 {
-		return 0, false
-	}
-	k := rand.IntN(idle)
-	for i := range s.local {
-		if s.busyLocked(i) {
-			continue
-		}
-		if k == 0 {
-			s.local[i].tries++
-			return i, true
-		}
-		k--
-	}
-	return 0, false // not reached
-}
-
-// choose reserves a slot of free at random, among those this Semaphore is
-// not trying or holding if there are any, and removes it from free.
-func (s *Semaphore) choose(free *[]int) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	fs := *free
-	idle := 0
-	for _, i := range fs {
-		if !s.busyLocked(i) {
-			idle++
-		}
-	}
-	k := rand.IntN(len(fs))
-	if idle > 0 {
-		k = rand.IntN(idle)
-		for j, i := range fs {
-			if s.busyLocked(i) {
-				continue
-			}
-			if k == 0 {
-				k = j
-				break
-			}
-			k--
-		}
-	}
-	i := fs[k]
-	fs[k] = fs[len(fs)-1]
-	*free = fs[:len(fs)-1]
-	s.local[i].tries++
-	return i
-}
-
-// busyLocked reports whether this Semaphore is trying slot i or holds it.
-// Under s.mu.
-func (s *Semaphore) busyLocked(i int) bool {
-	u := s.local[i]
-	return u.tries > 0 || u.m != nil && u.m.holds()
-}
-
-// tried records the end of a round of m on slot i, which won it or not.
-func (s *Semaphore) tried(i int, m *Mutex, won bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.local[i].tries--
-	if won {
-		s.local[i].m = m
-	}
-}
-
-// setRoom records whether a guess may find a free slot.
-func (s *Semaphore) setRoom(room bool) {
-	s.mu.Lock()
-	s.room = room
-	s.mu.Unlock()
-}
-
-// released records that p was released: its slot is free (as far as this
-// Semaphore knows), and so may be others.
-func (s *Semaphore) released(p *Permit) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.local[p.slot].m == p.m {
-		s.local[p.slot].m = nil
-	}
-	s.room, s.freed = true, p.slot
 }
 
 // slotTally is what a scan found, counted as the nodes answer
@@ -564,7 +447,7 @@ func (p *Permit) Release(ctx context.Context) error {
 	}
 	err := p.m.unlock(ctx, observe.OpRelease)
 	if !errors.Is(err, ErrInvalid) {
-		p.s.released(p)
+		p.s.uses.Released(p.slot, p.m)
 	}
 	return err
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/redlock-go/redlock/internal/intent"
 	"github.com/redlock-go/redlock/internal/lockname"
 	"github.com/redlock-go/redlock/internal/wait"
 	"github.com/redlock-go/redlock/observe"
@@ -43,7 +44,7 @@ type contender struct {
 	lease      time.Duration               // the lease of a hold it takes
 	field      string                      // the waiter its intent names; "": it leaves none (see intent.go)
 	fixed      string                      // or a waiting writer's intent, its owner field, which its lock withdraws (see RWMutex.lockWrite)
-	intentKeys intentKeys                  // where its intent goes
+	intentKeys intent.Keys                 // where its intent goes
 	try        func(intent string) attempt // one attempt at the queue's head
 }
 
@@ -54,7 +55,7 @@ type contender struct {
 type waiting struct {
 	waiters *wait.Waiters
 	nodes   *nodeSet
-	intents *waitIntents
+	intents *intent.Keeper
 	life    *lifetime
 	rep     *reporter
 	opts    *options
@@ -77,22 +78,22 @@ func (w *waiting) await(ctx context.Context, maxWait time.Duration, a attempt, k
 		w.waiters.Link(k.channels[0], k.queue)
 		defer w.waiters.Unlink(k.channels[0], k.queue)
 	}
-	var intent string
-	var li *liveIntent
+	var mine string
+	var li *intent.Live
 	switch {
 	case k.field != "":
-		intent = intentOf(now().Add(-a.took), k.field)
-		li = w.intents.add(intent, k.intentKeys)
+		mine = intent.Of(now().Add(-a.took), k.field)
+		li = w.intents.Add(mine, k.intentKeys)
 	case k.fixed != "":
-		li = w.intents.add(k.fixed, k.intentKeys) // refreshed while it waits
-		defer w.intents.remove(li)
+		li = w.intents.Add(k.fixed, k.intentKeys) // refreshed while it waits
+		defer w.intents.Remove(li)
 	}
 	wtr := w.waiters.Enqueue(k.queue, k.owner, a.took)
 	won := false
 	defer func() { w.waiters.Dequeue(k.queue, wtr, won && k.exclusive, k.lease) }()
-	won, err := w.waitTurns(ctx, k, wtr, expired, a, intent)
-	if intent != "" {
-		w.intents.withdraw(ctx, li, won)
+	won, err := w.waitTurns(ctx, k, wtr, expired, a, mine)
+	if mine != "" {
+		w.intents.Withdraw(ctx, li, won)
 	}
 	return won, err
 }

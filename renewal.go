@@ -312,31 +312,60 @@ func (wd *watchdog) repairs(r *renewal, late *stragglers) (fixes [][]int, calls 
 // nodes where its re-entrant acquisition r, which reached a quorum, found
 // it absent (acquire.lua never re-creates a hold it re-enters): nodes that
 // missed its first acquisition or restarted empty get its count now, not
-// at the next renewal. Only for a hold the watchdog renews (see
-// hold.repairing), as a renewal's repair.
+// at the next renewal. The answers that come after r was decided are
+// awaited in the background (at most two node timeouts) and written back
+// likewise. Only for a hold the watchdog renews (see hold.repairing), as a
+// renewal's repair.
 func (wd *watchdog) writeBack(ctx context.Context, h *hold, r *round) {
-	var rn *renewal
+	var yes, absent []int
 	for i, sl := range r.Nodes {
-		if !sl.Got || sl.Vote != vote.No {
-			continue
+		switch {
+		case !sl.Got:
+		case sl.Vote == vote.Yes:
+			yes = append(yes, i)
+		case sl.Vote == vote.No && absentIn(r.Reply(i)):
+			absent = append(absent, i)
 		}
-		if a, err := script.ParseAcquire(r.Reply(i)); err != nil || a.N != -2 {
-			continue
-		}
-		if rn == nil {
-			rn = &renewal{Renewal: vote.NewRenewal(len(r.Nodes), 1), hs: []*hold{h}}
-			for j, sl := range r.Nodes {
-				rn.Count(j, true, nil)
-				if sl.Got && sl.Vote == vote.Yes {
-					rn.Answer(j, 0, 1)
+	}
+	if unheard := r.Unheard(); unheard > 0 {
+		key := h.m.lock(0).key
+		wd.c.life.goRun(func() {
+			var late []int
+			r.Latecomers(unheard, func(i int, reply interface{}, err error) {
+				if err == nil && absentIn(reply) && wd.c.nodes.Duplicated(i) == nil && wd.c.nodes.Quarantined(i, key) == nil {
+					late = append(late, i)
 				}
-			}
-		}
+			})
+			wd.writeBackOn(wd.c.life.ctx, h, len(r.Nodes), yes, late)
+		})
+	}
+	wd.writeBackOn(ctx, h, len(r.Nodes), yes, absent)
+}
+
+// absentIn reports whether an acquisition's reply says the owner holds
+// nothing on the node (a refused re-entry).
+func absentIn(reply interface{}) bool {
+	a, err := script.ParseAcquire(reply)
+	return err == nil && a.N == -2
+}
+
+// writeBackOn repairs h on the absent nodes of n, the hold being held on
+// the yes nodes.
+func (wd *watchdog) writeBackOn(ctx context.Context, h *hold, n int, yes, absent []int) {
+	if len(absent) == 0 {
+		return
+	}
+	rn := &renewal{Renewal: vote.NewRenewal(n, 1), hs: []*hold{h}}
+	for j := range n {
+		rn.Count(j, true, nil)
+	}
+	for _, j := range yes {
+		rn.Answer(j, 0, 1)
+	}
+	for _, i := range absent {
 		rn.Answer(i, 0, 0)
 	}
-	if rn != nil {
-		wd.repair(ctx, rn)
-	}
+	wd.repair(ctx, rn)
 }
 
 // mayLand reports whether a call of res, or a part of one split by shard,

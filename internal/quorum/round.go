@@ -258,6 +258,42 @@ func (r *Round) record(i int) {
 	r.Ballot.Add(v)
 }
 
+// Unheard is how many nodes Collect did not hear from: their answers may
+// still come (Latecomers).
+func (r *Round) Unheard() int {
+	n := 0
+	for i := range r.Nodes {
+		if !r.Nodes[i].Heard {
+			n++
+		}
+	}
+	return n
+}
+
+// Latecomers calls late for each of the unheard nodes' answers (Unheard,
+// read before the round was handed on) as it comes, after Collect has
+// returned, until all have come or twice the node timeout has passed since
+// the round was sent (a node's call ends at the node timeout at the
+// latest). It counts nothing: the round's outcome is decided. Only for a
+// round that succeeded: a failed acquisition's late answers are its
+// rollbacks' (Settle).
+func (r *Round) Latecomers(unheard int, late func(i int, reply interface{}, err error)) {
+	if unheard == 0 {
+		return
+	}
+	t := timer.Start(2*r.q.cfg.Timeout - r.q.since(r.Start))
+	defer timer.Stop(t)
+	for ; unheard > 0; unheard-- {
+		select {
+		case i := <-r.answers:
+			o := r.outcomes[i]
+			late(i, o.reply, o.err)
+		case <-t.C:
+			return
+		}
+	}
+}
+
 // Reply is node i's reply. Only for a node whose answer Collect counted
 // (heard, so any vote but vote.Failed): any other's may still be written.
 func (r *Round) Reply(i int) interface{} { return r.outcomes[i].reply }

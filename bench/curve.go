@@ -202,7 +202,7 @@ func curveParagraph(res *results) string {
 		fmt.Fprintf(&b, "redlock's rate was at or above the pipelined floor's at %s goroutines and below it at %s.", strings.Join(ahead, ", "), strings.Join(behind, ", "))
 	}
 	if len(calls) > 0 {
-		fmt.Fprintf(&b, " Per node, one script call of redlock's carried on average %s: the more requests wait in a connection's queue when its writer takes it, the more go in one call.", strings.Join(calls, ", "))
+		fmt.Fprintf(&b, " Per node, one script call of redlock's carried on average %s (it carries the lock calls queued on a connection when its writer takes them).", strings.Join(calls, ", "))
 	}
 	if fp := floorCallsRange(c); fp != "" {
 		fmt.Fprintf(&b, " The pipelined floor sends one script call per lock call; counted the same way it made %s, which checks the count.", fp)

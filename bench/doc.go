@@ -102,6 +102,7 @@ type beforeRun struct {
 	Handoff, HandoffRedsync, HandoffF float64
 	DmP50, DmMax                      time.Duration
 	Renew10k                          time.Duration // 10k holds, 3 s lease: renewal CPU per hold per round, client + server
+	Barge, HandoffPer                 [2]int        // redlock's acquisitions per goroutine, min and max, barge and handoff (0, 0: not recorded)
 }
 
 // before is the last full run before the connection layer changed:
@@ -233,7 +234,7 @@ func reportFuncs(plots map[string]string) template.FuncMap {
 		"utc":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 MST") },
 		"round":  func(d time.Duration) time.Duration { return d.Round(time.Second) },
 		"times":  func(n int, d time.Duration) time.Duration { return time.Duration(n) * d },
-		"before": func() beforeRun { return before }, "before29": func() beforeRun { return before29 },
+		"before": func() beforeRun { return before }, "before29": func() beforeRun { return before29 }, "before37": func() beforeRun { return before37 },
 		"run":  func(string, any) (string, error) { return "", nil }, // execReport's
 		"list": func(xs ...any) []any { return xs },
 		"dict": func(kv ...any) map[string]any {
@@ -250,8 +251,8 @@ func reportFuncs(plots map[string]string) template.FuncMap {
 		"ratioOf":    func(s *seqScenario, k string) float64 { return s.ratioOf(kindNamed(k)) },
 		"noWatchdog": func() string { return noWatchdog },
 
-		"missedNotes": missedNotes, "closeRows": closeRows,
-		"uncTable": uncTable, "tputTable": tputTable, "scriptTable": scriptTable, "contTable": contTable,
+		"missedNotes": missedNotes, "closeRows": closeRows, "pastRows": pastRows,
+		"uncTable": uncTable, "tputTable": tputTable, "tputCurveTable": tputCurveTable, "curveParagraph": curveParagraph, "scriptTable": scriptTable, "contTable": contTable,
 		"deadMajTable": deadMajTable, "scaleTable": scaleTable, "curveTable": curveTable, "scaleWarnings": scaleWarnings,
 		"herdTable": herdTable, "restartTable": restartTable,
 
@@ -266,7 +267,8 @@ func reportFuncs(plots map[string]string) template.FuncMap {
 		"goredisPoolSize": goredisPoolSize, "shardsMembers": func() int { return shardsMembers },
 		"familyPermits": func() int { return familyPermits }, "familyNames": func() int { return familyNames },
 		"scaleIdle": func() time.Duration { return scaleIdle }, "perOp": perOp,
-		"idiv":   func(a, b int) int { return a / b },
+		"idiv":    func(a, b int) int { return a / b },
+		"pastUnc": func() float64 { return pastUnc }, "pastAllocs": func() int { return pastAllocs },
 		"divd":   func(d time.Duration, n int) time.Duration { return d / time.Duration(n) },
 		"perCPU": func(c time.Duration) float64 { return math.Round(float64(time.Second)/float64(max(c, 1))/100) * 100 },
 

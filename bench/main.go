@@ -70,6 +70,7 @@ type config struct {
 	Shards              shardsConfig
 	Family              familyConfig
 	Cost                costConfig
+	Curve               curveConfig // the scaling curve
 }
 
 var quickCfg = config{
@@ -90,6 +91,7 @@ var quickCfg = config{
 	Shards:   shardsConfig{Rounds: 3, Window: 400 * time.Millisecond, Idle: time.Second},
 	Family:   familyConfig{Rounds: 3, Window: 300 * time.Millisecond},
 	Cost:     costConfig{Rounds: 2, Window: 1500 * time.Millisecond},
+	Curve:    curveConfig{Goroutines: curveGoroutines, Rounds: 2, Window: 250 * time.Millisecond},
 }
 
 var fullCfg = config{
@@ -113,7 +115,11 @@ var fullCfg = config{
 	Shards:   shardsConfig{Rounds: 7, Window: 2 * time.Second, Idle: 3 * time.Second},
 	Family:   familyConfig{Rounds: 7, Window: 2 * time.Second},
 	Cost:     costConfig{Rounds: 3, Window: 4 * time.Second},
+	Curve:    curveConfig{Goroutines: curveGoroutines, Rounds: 3, Window: 2 * time.Second},
 }
+
+// curveGoroutines are the points of the scaling curve (issue 37).
+var curveGoroutines = []int{1, 4, 16, 64, 128, 256}
 
 func (c *config) fill() {
 	c.Crit = time.Millisecond
@@ -159,13 +165,14 @@ type results struct {
 	Shards               *shardsResult
 	Family               *familyResult // RWMutex, Semaphore, MultiMutex and Do
 	Cost                 *costResult   // the per-op cost breakdown
+	Curve                *curveResult  // the scaling curve
 	FamilyNote           string        // where a merged family section comes from
 	Failures             []string      // scenarios that could not run, and why
 }
 
 func main() {
 	quick := flag.Bool("quick", false, "run every scenario briefly (under a minute)")
-	only := flag.String("only", "", "comma-separated scenarios to run (unc,tput,cont,faults,deadmaj,herd,waiters,restart,scripts,cost,scale,adapters,shards,family); default all")
+	only := flag.String("only", "", "comma-separated scenarios to run (unc,tput,curve,cont,faults,deadmaj,herd,waiters,restart,scripts,cost,scale,adapters,shards,family); default all")
 	root := flag.String("root", "..", "the redlock repository (for internal/script/ and docs/)")
 	write := flag.Bool("write", true, "write benchmarks.md and img/*.svg into -docs")
 	docs := flag.String("docs", "", "the docs directory to write (default: -root/docs)")
@@ -276,6 +283,14 @@ func runAll(quick bool, only, root, commit string, logf func(string, ...any)) (*
 			fail("main cluster", err)
 		}
 	}
+	if want("curve") {
+		logf("scaling curve")
+		var err error
+		if res.Curve, err = runCurve(cfg, logf); err != nil {
+			res.Curve = nil
+			fail("scaling curve", err)
+		}
+	}
 	if want("cost") {
 		logf("per-op cost breakdown")
 		var err error
@@ -377,7 +392,11 @@ func runMain(res *results, cfg config, want func(string) bool, scripts map[strin
 			}
 			if want("tput") {
 				logf("throughput")
-				res.Tput = runThroughput(cs, cfg.TputGoroutines, cfg.TputRounds, cfg.TputWindow, cfg.OpTimeout, func(kind) serverSnap { return serverSnap{cpu: serverCPU(cl)} })
+				pids, err := clusterPIDs(cl)
+				if err != nil {
+					return err
+				}
+				res.Tput = runThroughput(cs, cfg.TputGoroutines, cfg.TputRounds, cfg.TputWindow, cfg.OpTimeout, func(kind) serverSnap { return readServers(cl, pids) })
 			}
 		}
 		if want("cont") {

@@ -47,6 +47,9 @@ func renderPlots(res *results) (map[string][]byte, error) {
 		}
 		figs["throughput.svg"] = barChart("Throughput, 32 goroutines, distinct keys", "Lock+Unlock per second (median of rounds)", []string{"ops/s"}, ser, false, rate)
 	}
+	if c := res.Curve; c != nil && len(c.Points) > 0 {
+		figs["throughput-curve.svg"] = tputCurvePlot(c)
+	}
 	if res.Barge != nil && res.Handoff != nil {
 		var ser, gser []barSeries
 		for _, k := range allKinds {
@@ -165,6 +168,46 @@ func scaleCurvePlot(s *scaleResult) *figure {
 	p.Add(plotter.NewGrid())
 	widenLog(&p.X)
 	widenLog(&p.Y)
+	return f
+}
+
+// tputCurvePlot draws the scaling curve: ops/s against goroutines, a line
+// per contender.
+func tputCurvePlot(c *curveResult) *figure {
+	f := newFigure("Throughput against goroutines, distinct keys, 5 nodes", 400)
+	p := f.p
+	p.X.Label.Text = "goroutines (log scale)" // a Y label would squeeze the plot (plot v0.17)
+	p.X.Scale = plot.LogScale{}
+	var ticks plot.ConstantTicks
+	for _, pt := range c.Points {
+		ticks = append(ticks, plot.Tick{Value: float64(pt.Goroutines), Label: fmt.Sprint(pt.Goroutines)})
+	}
+	p.X.Tick.Marker = ticks
+	p.Y.Min = 0
+	p.Y.Tick.Marker = labelTicks{plot.DefaultTicks{}, func(v float64) string { return fmt.Sprintf("%.0f/s", v) }}
+	for _, k := range []kind{kRedlock, kFloorPipe} {
+		var xys plotter.XYs
+		for _, pt := range c.Points {
+			if t := pt.of(k); t != nil && !t.TimedOut && len(t.OpsSec) > 0 {
+				xys = append(xys, plotter.XY{X: float64(pt.Goroutines), Y: t.median()})
+			}
+		}
+		if len(xys) == 0 {
+			continue
+		}
+		line, points, err := plotter.NewLinePoints(xys)
+		if err != nil {
+			return f.fail(err)
+		}
+		line.Color, line.Width = colorOf(k), vg.Points(1.5)
+		points.Color, points.Radius, points.Shape = colorOf(k), vg.Points(3), draw.CircleGlyph{}
+		p.Add(line, points)
+		f.legend.Add(k.String()+" ops/s", line, points)
+	}
+	p.Add(plotter.NewGrid())
+	if n := len(c.Points); n > 0 {
+		p.X.Min, p.X.Max = float64(c.Points[0].Goroutines)/1.3, float64(c.Points[n-1].Goroutines)*1.3
+	}
 	return f
 }
 

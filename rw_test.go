@@ -698,7 +698,10 @@ func TestRepairDoesNotPutAReaderBackWhereAWriterHolds(t *testing.T) {
 func TestRepairDoesNotPutAWriterBackWhereAReaderHolds(t *testing.T) {
 	t.Parallel()
 	cl := redlocktest.Start(t, 3)
-	const lease = 900 * time.Millisecond
+	// Renewed every 500 ms: under make test, beside the other parallel
+	// tests, a 900 ms lease ran out between renewals (every 300 ms) that
+	// reached no quorum, and the writer was lost before the check.
+	const lease = 1500 * time.Millisecond
 	ctx := context.Background()
 	rw := dial(t, cl, redlock.WithLease(lease)).NewRWMutex("rw-writer-repair")
 	require.NoError(t, rw.Lock(ctx))

@@ -458,13 +458,18 @@ func readersBesideAWriter(t *testing.T, n int, wc, rc *redlock.Client) {
 // TestRWMutexReaderWaitsBoundedWriteHolds: one writer loops Lock, 1 ms,
 // Unlock while two readers of another Client loop too; a reader of a third
 // Client that asks for a read hold gets it within two write holds (those
-// that began between its RLock call and its return), over 20 attempts.
+// whose Lock returned between the end of its first attempt, when the nodes
+// know of it, and its return), over 20 attempts. (Counted from the RLock
+// call, under make test's other suites a first attempt that took tens of
+// milliseconds to reach the nodes let three write holds by before the
+// nodes had heard of the reader.)
 func TestRWMutexReaderWaitsBoundedWriteHolds(t *testing.T) {
 	cl := redlocktest.Start(t, 3)
-	wc, bc, rc := dial(t, cl), dial(t, cl), dial(t, cl)
+	var writes atomic.Int64
+	first := &firstAttempt{writes: &writes}
+	wc, bc, rc := dial(t, cl), dial(t, cl), dial(t, cl, redlock.WithObserver(first))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var writes atomic.Int64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(2)
@@ -492,9 +497,10 @@ func TestRWMutexReaderWaitsBoundedWriteHolds(t *testing.T) {
 	for i := range attempts {
 		sleep(time.Duration(i%7) * time.Millisecond) // at any point of the writer's loop
 		rctx, rcancel := context.WithTimeout(ctx, 10*time.Second)
-		start, from := time.Now(), writes.Load()
+		start := time.Now()
+		first.begin()
 		err := r.RLock(rctx)
-		n := writes.Load() - from
+		n := writes.Load() - first.from()
 		rcancel()
 		if !assert.NoError(t, err, "attempt %d: the reader did not get in (%d write holds meanwhile)", i, n) {
 			break
@@ -513,6 +519,36 @@ func TestRWMutexReaderWaitsBoundedWriteHolds(t *testing.T) {
 		assert.LessOrEqual(t, n, int64(bound), "attempt %d: the reader waited through %d write holds", i, n)
 	}
 	assert.Greater(t, writes.Load(), before, "the writer was starved")
+}
+
+// firstAttempt is an Observer that keeps the count of writes when the
+// first attempt of each acquisition (begin) was decided.
+type firstAttempt struct {
+	observe.NopObserver
+	writes *atomic.Int64
+	mu     sync.Mutex
+	seen   bool
+	at     int64
+}
+
+func (f *firstAttempt) begin() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.seen = false
+}
+
+func (f *firstAttempt) AttemptDone(context.Context, observe.Attempt) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.seen {
+		f.seen, f.at = true, f.writes.Load()
+	}
+}
+
+func (f *firstAttempt) from() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.at
 }
 
 // attemptTimes is an Observer that keeps when each acquired attempt began

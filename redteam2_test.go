@@ -185,4 +185,148 @@ func TestRedteam2MultiMutexForcedName(t *testing.T) {
 	t.Logf("%d rounds: %d clean, the other owner got in during %d", rounds, cleanRounds, bIn)
 	require.Greater(t, bIn, 5, "the other owner never got in: the forces did not land")
 }
+
+// TestRedteam2ReentryWriteBack: a Mutex's hold is on nodes 0 and 1 only
+// (node 2, behind 40 ms of latency each way, lost it: its key deleted
+// there alone), and the owner re-enters: nodes 0 and 1 decide
+// the Lock, and node 2's late answer (hold absent) is awaited in the
+// background and the hold written back there (CHANGELOG [Unreleased]).
+// Each round attacks that write-back with one of: both Unlocks right after
+// the re-entrant Lock (the write-back must not re-create a released hold);
+// a ForceUnlock at a random moment of it while another owner tries to take
+// the lock (a clean hold of the owner must not overlap the other's); Close
+// right after (no goroutine left: goleak in TestMain; the hold released);
+// or nothing (the write-back must land: count 2 on node 2). After every
+// round, once two node timeouts have passed, the key is gone everywhere.
+func TestRedteam2ReentryWriteBack(t *testing.T) {
+	const (
+		run = 12 * time.Second
+		nt  = 150 * time.Millisecond
+	)
+	cl := redlocktest.Start(t, 3, redlocktest.WithProxy())
+	require.NoError(t, cl.SetLatency(2, 40*time.Millisecond))
+	opts := []redlock.Option{redlock.WithLease(3 * time.Second), redlock.WithNodeTimeout(nt)}
+	const name = "rt2wb"
+	ca := dial(t, cl, opts...)
+	forcer := dial(t, cl, opts...).NewMutex(name)
+	b := dial(t, cl, opts...).NewMutex(name)
+	bg := context.Background()
+	deadline := time.Now().Add(run)
+	var rounds, cleanRounds, bIn int
+	results := map[string]int{}
+	for time.Now().Before(deadline) && !t.Failed() {
+		rounds++
+		attack := []int{0, 1, 1, 2, 3}[rand.IntN(5)] // 0: Unlock at once, 1: force, 2: Close, 3: none
+		c := ca
+		if attack == 2 {
+			var err error
+			c, err = redlock.Dial(cl.URLs(), opts...)
+			require.NoError(t, err)
+		}
+		a := c.NewMutex(name)
+		require.NoError(t, a.Lock(bg))
+		aStart := time.Now()
+		lost := a.Lost()
+		eventuallyOnEvery(t, cl, keyOf(name))
+		// Node 2 lost the hold (a key deleted there alone; a node
+		// restarted empty would be quarantined, and nothing is written back
+		// to it until the holds it forgot have expired: algorithm.md).
+		_, err := cl.Do(2, "DEL", keyOf(name))
+		require.NoError(t, err)
+		if err := a.Lock(bg); err != nil {
+			results[fmt.Sprintf("re-entry: %v", err)]++
+			waitUnlocked(t, a)
+			if attack == 2 {
+				require.NoError(t, c.Close())
+			}
+			noKeysLeft(t, cl, 2*nt+time.Second, keyOf(name))
+			continue
+		}
+		depth := 2
+		switch attack {
+		case 0:
+			assert.NoError(t, a.Unlock(bg), "the inner Unlock right after the re-entry")
+			assert.NoError(t, a.Unlock(bg), "the last Unlock right after the re-entry")
+			depth = 0
+		case 1:
+			var wg sync.WaitGroup
+			wg.Add(2)
+			go func() {
+				defer wg.Done()
+				time.Sleep(time.Duration(rand.IntN(120)) * time.Millisecond)
+				_, _ = forcer.ForceUnlock(bg)
+			}()
+			var bStart, bEnd time.Time
+			bClean := false
+			go func() {
+				defer wg.Done()
+				for end := time.Now().Add(200 * time.Millisecond); time.Now().Before(end); time.Sleep(3 * time.Millisecond) {
+					ok, err := b.TryLock(bg, 0, 0)
+					if err != nil || !ok {
+						continue
+					}
+					bStart = time.Now()
+					bLost := b.Lost()
+					time.Sleep(20 * time.Millisecond)
+					bEnd = time.Now()
+					bClean = !closed(bLost)
+					if b.Unlock(bg) != nil {
+						bClean = false
+					}
+					return
+				}
+			}()
+			time.Sleep(time.Duration(rand.IntN(150)) * time.Millisecond)
+			aEnd := time.Now()
+			lostBefore := closed(lost)
+			clean := !lostBefore
+			for ; depth > 0; depth-- {
+				if err := a.Unlock(bg); err != nil {
+					clean = false
+					results[fmt.Sprintf("force: Unlock %v", errors.Is(err, redlock.ErrNotHeld))]++
+				}
+			}
+			if !clean {
+				_ = a.Unlock(bg)
+			}
+			wg.Wait()
+			if !bStart.IsZero() {
+				bIn++
+			}
+			if clean {
+				cleanRounds++
+				if bClean && bStart.Before(aEnd) && aStart.Before(bEnd) {
+					t.Errorf("round %d: a clean re-entered hold [%v, %v] and another owner's clean hold [%v, %v] overlapped",
+						rounds, aStart.Format("05.000000"), aEnd.Format("05.000000"), bStart.Format("05.000000"), bEnd.Format("05.000000"))
+				}
+			}
+		case 2:
+			require.NoError(t, c.Close())
+			depth = 0
+		case 3:
+			field := ""
+			for f := range holders(t, cl, 0, name) {
+				field = f
+			}
+			assert.Eventually(t, func() bool {
+				return holders(t, cl, 2, name)[field] == "2"
+			}, 2*nt+200*time.Millisecond, 5*time.Millisecond, "round %d: the re-entry was not written back on node 2: %v",
+				rounds, holders(t, cl, 2, name))
+			assert.NoError(t, a.Unlock(bg))
+			assert.NoError(t, a.Unlock(bg))
+			depth = 0
+		}
+		require.Zero(t, depth)
+		results[fmt.Sprintf("attack %d", attack)]++
+		// Two node timeouts bound the write-back; then the key must be gone
+		// and stay gone.
+		time.Sleep(2 * nt)
+		noKeysLeft(t, cl, 500*time.Millisecond, keyOf(name))
+		time.Sleep(2 * nt)
+		noKeysLeft(t, cl, 20*time.Millisecond, keyOf(name))
+	}
+	t.Logf("%d rounds: %v; the other owner got in during %d, %d clean forced rounds", rounds, results, bIn, cleanRounds)
+	require.Greater(t, bIn, 2, "the other owner never got in: the forces did not land")
+}
+
 var _ = checker.Check[checker.Span]

@@ -329,4 +329,165 @@ func TestRedteam2ReentryWriteBack(t *testing.T) {
 	require.Greater(t, bIn, 2, "the other owner never got in: the forces did not land")
 }
 
-var _ = checker.Check[checker.Span]
+// rwSpan is a hold of the RWMutex in TestRedteam2FastPath: read or write.
+type rwSpan struct {
+	checker.Span
+	read bool
+}
+
+// TestRedteam2FastPath: acquire.lua takes a lock that nobody holds, wants
+// or marked with one EXISTS of its three keys (CHANGELOG [Unreleased]).
+// Attack: for 8 s, owners of one name race on three nodes behind 0, 2 and
+// 5 ms of latency: Mutexes that Lock and TryLock (some with a context of a
+// few milliseconds, so that their calls to the slow nodes are abandoned
+// and land late, after a release's marks), a MultiMutex of the name and
+// another that waits with a short context (its intents left on the
+// nodes), and an RWMutex of the same name (its own keys: a lock of its
+// own, readers and writers). Every hold is written down by what its calls
+// returned; checker.Check finds no two overlapping holds of the Mutex and
+// MultiMutex, and none of a writer with anyone on the RWMutex.
+func TestRedteam2FastPath(t *testing.T) {
+	const run = 8 * time.Second
+	cl := redlocktest.Start(t, 3, redlocktest.WithProxy())
+	for i, d := range []time.Duration{0, 2 * time.Millisecond, 5 * time.Millisecond} {
+		require.NoError(t, cl.SetLatency(i, d))
+	}
+	opts := []redlock.Option{redlock.WithLease(2 * time.Second), redlock.WithNodeTimeout(100 * time.Millisecond)}
+	clients := []*redlock.Client{dial(t, cl, opts...), dial(t, cl, opts...), dial(t, cl, opts...)}
+	const name = "rt2f"
+	bg := context.Background()
+	deadline := time.Now().Add(run)
+	var mu sync.Mutex
+	var holds []checker.Span
+	var rwHolds []rwSpan
+	counts := map[string]int{}
+	span := func(owner string, start time.Time, until time.Time, lost <-chan struct{}) checker.Span {
+		return checker.Span{Owner: owner, Start: start.UnixNano(), End: time.Now().UnixNano(), Valid: until.UnixNano(), Lost: closed(lost)}
+	}
+	hold := func() { time.Sleep(time.Duration(rand.IntN(3000)) * time.Microsecond) }
+	var wg sync.WaitGroup
+	worker := func(owner string, f func() bool) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(deadline) {
+				ok := f()
+				mu.Lock()
+				counts[fmt.Sprintf("%s %v", owner[:2], ok)]++
+				mu.Unlock()
+				if !ok {
+					time.Sleep(time.Duration(rand.IntN(2000)) * time.Microsecond)
+				}
+			}
+		}()
+	}
+	mutexRound := func(owner string, m *redlock.Mutex, acquire func() (bool, error), unlock func(context.Context) error) bool {
+		ok, err := acquire()
+		if err != nil || !ok {
+			if err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, redlock.ErrNoQuorum) {
+				t.Errorf("%s: %v", owner, err)
+			}
+			return false
+		}
+		start := time.Now()
+		lost := m.Lost()
+		hold()
+		s := span(owner, start, m.Until(), lost)
+		mu.Lock()
+		holds = append(holds, s)
+		mu.Unlock()
+		_ = unlock(bg)
+		return true
+	}
+	var mutexes []*redlock.Mutex
+	for i := 0; i < 6; i++ {
+		c := clients[i%3]
+		owner := fmt.Sprintf("m%d", i)
+		m := c.NewMutex(name)
+		mutexes = append(mutexes, m)
+		switch i % 3 {
+		case 0: // TryLock, a single attempt
+			worker(owner, func() bool {
+				return mutexRound(owner, m, func() (bool, error) { return m.TryLock(bg, 0, 0) }, m.Unlock)
+			})
+		case 1: // Lock with a context of 1 to 8 ms: calls abandoned on the slow nodes
+			worker(owner, func() bool {
+				return mutexRound(owner, m, func() (bool, error) {
+					ctx, cancel := context.WithTimeout(bg, time.Duration(1+rand.IntN(8))*time.Millisecond)
+					defer cancel()
+					return m.Lock(ctx) == nil, nil
+				}, m.Unlock)
+			})
+		case 2: // Lock with a fixed lease
+			worker(owner, func() bool {
+				return mutexRound(owner, m, func() (bool, error) {
+					ctx, cancel := context.WithTimeout(bg, 200*time.Millisecond)
+					defer cancel()
+					return m.LockLease(ctx, time.Second) == nil, nil
+				}, m.Unlock)
+			})
+		}
+	}
+	for i := 0; i < 2; i++ {
+		owner := fmt.Sprintf("x%d", i)
+		mm := clients[i].NewMultiMutex(name, fmt.Sprintf("rt2g%d", i))
+		mutexes = append(mutexes, mm)
+		wait := []time.Duration{300 * time.Millisecond, 4 * time.Millisecond}[i] // the second leaves intents behind
+		worker(owner, func() bool {
+			return mutexRound(owner, mm, func() (bool, error) {
+				ctx, cancel := context.WithTimeout(bg, wait)
+				defer cancel()
+				return mm.Lock(ctx) == nil, nil
+			}, mm.Unlock)
+		})
+	}
+	for i := 0; i < 3; i++ {
+		owner := fmt.Sprintf("rw%d", i)
+		rw := clients[i].NewRWMutex(name)
+		read := i > 0
+		worker(owner, func() bool {
+			ctx, cancel := context.WithTimeout(bg, 100*time.Millisecond)
+			defer cancel()
+			lock, unlock := rw.Lock, rw.Unlock
+			if read {
+				lock, unlock = rw.RLock, rw.RUnlock
+			}
+			if lock(ctx) != nil {
+				return false
+			}
+			start := time.Now()
+			lost := rw.Lost()
+			hold()
+			s := rwSpan{Span: span(owner, start, rw.Until(), lost), read: read}
+			mu.Lock()
+			rwHolds = append(rwHolds, s)
+			mu.Unlock()
+			_ = unlock(bg)
+			return true
+		})
+	}
+	wg.Wait()
+	violations, late := checker.Check(holds, 1, nil)
+	for _, v := range violations {
+		t.Errorf("Mutex/MultiMutex: %v", v)
+	}
+	rwViolations, rwLate := checker.Check(rwHolds, 1, func(a, b rwSpan) bool { return !a.read || !b.read })
+	for _, v := range rwViolations {
+		t.Errorf("RWMutex: %v", v)
+	}
+	t.Logf("%d Mutex/MultiMutex holds, %d RWMutex holds (late: %d, %d); acquisitions by owner kind: %v", len(holds), len(rwHolds), len(late), len(rwLate), counts)
+	require.Greater(t, len(holds), 50)
+	require.Greater(t, len(rwHolds), 20)
+	// Every owner has released: the name is free on every node once the
+	// releases' late calls have landed.
+	time.Sleep(300 * time.Millisecond)
+	for i := 0; i < cl.N(); i++ {
+		if h := holders(t, cl, i, name); len(h) > 0 {
+			for j, m := range mutexes {
+				n, err := m.HoldCount(bg)
+				t.Logf("node %d holds %v; owner %d says HoldCount %d, %v", i, h, j, n, err)
+			}
+		}
+	}
+	eventuallyFree(t, cl, name)
+}

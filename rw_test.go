@@ -734,10 +734,11 @@ func TestRepairDoesNotPutAReaderBackWhereAWriterHolds(t *testing.T) {
 func TestRepairDoesNotPutAWriterBackWhereAReaderHolds(t *testing.T) {
 	t.Parallel()
 	cl := redlocktest.Start(t, 3)
-	// Renewed every 500 ms: under make test, beside the other parallel
-	// tests, a 900 ms lease ran out between renewals (every 300 ms) that
-	// reached no quorum, and the writer was lost before the check.
-	const lease = 1500 * time.Millisecond
+	// Renewed every second: under make test, beside the other parallel
+	// tests, a 900 ms lease, and once a 1.5 s one, ran out between renewals
+	// that reached no quorum (no reply within the node timeout), and the
+	// writer was lost before the check.
+	const lease = 3 * time.Second
 	ctx := context.Background()
 	rw := dial(t, cl, redlock.WithLease(lease)).NewRWMutex("rw-writer-repair")
 	require.NoError(t, rw.Lock(ctx))

@@ -30,12 +30,13 @@ import (
 // comments of ErrLost, Mutex.Lock/Unlock and NewMultiMutex). Holds are
 // checked by what the calls returned, independently of the library.
 
-// noKeysLeft waits up to wait for every key to be gone on every node.
+// noKeysLeft waits up to wait for every key to be gone on every node,
+// reading them at least once, and once more after wait has passed.
 func noKeysLeft(t *testing.T, cl *redlocktest.Cluster, wait time.Duration, keys ...string) {
 	t.Helper()
-	var left []string
-	ok := assert.Eventually(t, func() bool {
-		left = left[:0]
+	deadline := time.Now().Add(wait)
+	for {
+		var left []string
 		for i := 0; i < cl.N(); i++ {
 			for _, k := range keys {
 				n, err := redis.Int(cl.Do(i, "EXISTS", k))
@@ -44,10 +45,14 @@ func noKeysLeft(t *testing.T, cl *redlocktest.Cluster, wait time.Duration, keys 
 				}
 			}
 		}
-		return len(left) == 0
-	}, wait, 5*time.Millisecond)
-	if !ok {
-		t.Errorf("keys left: %v", left)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("keys left: %v", left)
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

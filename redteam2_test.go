@@ -104,25 +104,10 @@ func TestRedteam2MultiMutexForcedName(t *testing.T) {
 				forcedAt = time.Now()
 			}
 		}()
-		var bStart, bEnd time.Time
-		bClean := false
+		var other otherHold
 		go func() {
 			defer wg.Done()
-			for end := time.Now().Add(40 * time.Millisecond); time.Now().Before(end); time.Sleep(2 * time.Millisecond) {
-				ok, err := b.TryLock(bg, 0, 0)
-				if err != nil || !ok {
-					continue
-				}
-				bStart = time.Now()
-				bLost := b.Lost()
-				time.Sleep(10 * time.Millisecond)
-				bEnd = time.Now()
-				bClean = !closed(bLost)
-				if b.Unlock(bg) != nil {
-					bClean = false
-				}
-				return
-			}
+			other = takeOnce(bg, b, 40*time.Millisecond, 2*time.Millisecond, 10*time.Millisecond)
 		}()
 		time.Sleep(time.Duration(rand.IntN(31)) * time.Millisecond)
 		callStart := time.Now()
@@ -168,14 +153,14 @@ func TestRedteam2MultiMutexForcedName(t *testing.T) {
 		if !clean {
 			_ = a.Unlock(bg) // acknowledge whatever was lost
 		}
-		if !bStart.IsZero() {
+		if !other.start.IsZero() {
 			bIn++
 		}
 		if clean {
 			cleanRounds++
-			if bClean && bStart.Before(aEnd) && aStart.Before(bEnd) {
+			if other.clean && other.start.Before(aEnd) && aStart.Before(other.end) {
 				t.Errorf("round %d (attack %d): a clean MultiMutex hold [%v, %v] and a clean hold of x [%v, %v] overlapped",
-					rounds, attack, aStart.Format("05.000000"), aEnd.Format("05.000000"), bStart.Format("05.000000"), bEnd.Format("05.000000"))
+					rounds, attack, aStart.Format("05.000000"), aEnd.Format("05.000000"), other.start.Format("05.000000"), other.end.Format("05.000000"))
 			}
 		}
 		// After the last Unlock of every owner, no name is left on a node
@@ -261,25 +246,10 @@ func TestRedteam2ReentryWriteBack(t *testing.T) {
 				time.Sleep(time.Duration(rand.IntN(120)) * time.Millisecond)
 				_, _ = forcer.ForceUnlock(bg)
 			}()
-			var bStart, bEnd time.Time
-			bClean := false
+			var other otherHold
 			go func() {
 				defer wg.Done()
-				for end := time.Now().Add(200 * time.Millisecond); time.Now().Before(end); time.Sleep(3 * time.Millisecond) {
-					ok, err := b.TryLock(bg, 0, 0)
-					if err != nil || !ok {
-						continue
-					}
-					bStart = time.Now()
-					bLost := b.Lost()
-					time.Sleep(20 * time.Millisecond)
-					bEnd = time.Now()
-					bClean = !closed(bLost)
-					if b.Unlock(bg) != nil {
-						bClean = false
-					}
-					return
-				}
+				other = takeOnce(bg, b, 200*time.Millisecond, 3*time.Millisecond, 20*time.Millisecond)
 			}()
 			time.Sleep(time.Duration(rand.IntN(150)) * time.Millisecond)
 			aEnd := time.Now()
@@ -295,14 +265,14 @@ func TestRedteam2ReentryWriteBack(t *testing.T) {
 				_ = a.Unlock(bg)
 			}
 			wg.Wait()
-			if !bStart.IsZero() {
+			if !other.start.IsZero() {
 				bIn++
 			}
 			if clean {
 				cleanRounds++
-				if bClean && bStart.Before(aEnd) && aStart.Before(bEnd) {
+				if other.clean && other.start.Before(aEnd) && aStart.Before(other.end) {
 					t.Errorf("round %d: a clean re-entered hold [%v, %v] and another owner's clean hold [%v, %v] overlapped",
-						rounds, aStart.Format("05.000000"), aEnd.Format("05.000000"), bStart.Format("05.000000"), bEnd.Format("05.000000"))
+						rounds, aStart.Format("05.000000"), aEnd.Format("05.000000"), other.start.Format("05.000000"), other.end.Format("05.000000"))
 				}
 			}
 		case 2:

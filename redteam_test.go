@@ -623,25 +623,10 @@ func TestRedteamForceAroundReentry(t *testing.T) {
 			time.Sleep(time.Duration(rand.IntN(13)) * time.Millisecond)
 			_, _ = forcer.ForceUnlock(bg)
 		}()
-		var bStart, bEnd time.Time
-		bClean := false
+		var other otherHold
 		go func() {
 			defer wg.Done()
-			for end := time.Now().Add(40 * time.Millisecond); time.Now().Before(end); time.Sleep(2 * time.Millisecond) {
-				ok, err := b.TryLock(bg, 0, 0)
-				if err != nil || !ok {
-					continue
-				}
-				bStart = time.Now()
-				bLost := b.Lost()
-				time.Sleep(10 * time.Millisecond)
-				bEnd = time.Now()
-				bClean = !closed(bLost)
-				if b.Unlock(bg) != nil {
-					bClean = false
-				}
-				return
-			}
+			other = takeOnce(bg, b, 40*time.Millisecond, 2*time.Millisecond, 10*time.Millisecond)
 		}()
 		time.Sleep(time.Duration(rand.IntN(31)) * time.Millisecond)
 		var err error
@@ -683,14 +668,14 @@ func TestRedteamForceAroundReentry(t *testing.T) {
 		if !clean {
 			_ = a.Unlock(bg) // acknowledge whatever was lost
 		}
-		if !bStart.IsZero() {
+		if !other.start.IsZero() {
 			bIn++
 		}
 		if clean {
 			cleanRounds++
-			if bClean && bStart.Before(aEnd) && aStart.Before(bEnd) {
+			if other.clean && other.start.Before(aEnd) && aStart.Before(other.end) {
 				t.Errorf("round %d (attacked: inner Unlock %v): a clean hold [%v, %v] and another owner's clean hold [%v, %v] overlapped",
-					rounds, inner, aStart.Format("05.000000"), aEnd.Format("05.000000"), bStart.Format("05.000000"), bEnd.Format("05.000000"))
+					rounds, inner, aStart.Format("05.000000"), aEnd.Format("05.000000"), other.start.Format("05.000000"), other.end.Format("05.000000"))
 			}
 		}
 	}
@@ -964,4 +949,34 @@ func TestRedteamReentrantLockKeepsTryingThroughNodeFailures(t *testing.T) {
 		assert.Equal(t, 1, n)
 	}
 	require.NoError(t, a.Unlock(bg))
+}
+
+// otherHold is one hold of another owner, taken while an attack ran:
+// when it began and ended, and whether it ended cleanly (Lost open, its
+// Unlock nil).
+type otherHold struct {
+	start, end time.Time
+	clean      bool
+}
+
+// takeOnce tries b's TryLock every every for window and, once it gets the
+// lock, holds it for hold and releases it: the other owner of an attack.
+// A zero start says it never got in.
+func takeOnce(bg context.Context, b *redlock.Mutex, window, every, hold time.Duration) otherHold {
+	for end := time.Now().Add(window); time.Now().Before(end); time.Sleep(every) {
+		ok, err := b.TryLock(bg, 0, 0)
+		if err != nil || !ok {
+			continue
+		}
+		h := otherHold{start: time.Now()}
+		lost := b.Lost()
+		time.Sleep(hold)
+		h.end = time.Now()
+		h.clean = !closed(lost)
+		if b.Unlock(bg) != nil {
+			h.clean = false
+		}
+		return h
+	}
+	return otherHold{}
 }

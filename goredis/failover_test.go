@@ -240,6 +240,15 @@ func TestMigratingSlotFailsClosed(t *testing.T) {
 	slot := redlocktest.KeySlot("redlock:{" + name + "}:lock")
 	m := client.NewMutex(name)
 	require.NoError(t, m.Lock(ctx))
+	// The lock's keys on member 0, which Lock may not have waited for
+	// (the watchdog repairs them). Wait before the slot starts moving: a
+	// write that arrives once it is MIGRATING finds no key and is asked
+	// over to dst, so it would never land on src.
+	var keys any
+	require.Eventually(t, func() bool {
+		keys, err = c.DoShard(0, src, "CLUSTER", "GETKEYSINSLOT", slot, 100)
+		return err == nil && len(keys.([]any)) > 0
+	}, 3*time.Second, 20*time.Millisecond, "the lock is not on member 0: %v", err)
 	srcID, err := c.DoShard(0, src, "CLUSTER", "MYID")
 	require.NoError(t, err)
 	dstID, err := c.DoShard(0, dst, "CLUSTER", "MYID")
@@ -248,13 +257,6 @@ func TestMigratingSlotFailsClosed(t *testing.T) {
 	require.NoError(t, err)
 	_, err = c.DoShard(0, src, "CLUSTER", "SETSLOT", slot, "MIGRATING", dstID)
 	require.NoError(t, err)
-	// The lock's keys on member 0, which Lock may not have waited for
-	// (the watchdog repairs them).
-	var keys any
-	require.Eventually(t, func() bool {
-		keys, err = c.DoShard(0, src, "CLUSTER", "GETKEYSINSLOT", slot, 100)
-		return err == nil && len(keys.([]any)) > 0
-	}, 3*time.Second, 20*time.Millisecond, "the lock is not on member 0: %v", err)
 	host, port, _ := strings.Cut(c.ShardAddrs(0)[dst], ":")
 	_, err = c.DoShard(0, src, "MIGRATE", append([]any{host, port, "", 0, 5000, "KEYS"}, keys.([]any)...)...)
 	require.NoError(t, err)

@@ -298,7 +298,7 @@ func (m *Mutex) try(ctx context.Context, req request) attempt {
 	undoErr := r.Settle(!ok)
 	subs := -1
 	if req.tell {
-		subs = subscribers(r)
+		subs = r.Subscribers()
 	}
 	var a attempt
 	if ok {
@@ -338,7 +338,7 @@ func (m *Mutex) publishLease(ctx context.Context, lease time.Duration) (attempt,
 
 // acquireRound sends the acquisition round of the attempt seq, which
 // follows prev holds and started at start, and, when it won in time and
-// fencing is on, writes the fencing token back (fence.go). ok: won, its
+// fencing is on, writes the fencing token back (internal/quorum's Fence). ok: won, its
 // token written back, and still valid.
 func (m *Mutex) acquireRound(ctx context.Context, req request, prev int, seq int64, start time.Time) (r *round, ok bool, token int64, fenceErr error) {
 	c := m.c
@@ -351,7 +351,11 @@ func (m *Mutex) acquireRound(ctx context.Context, req request, prev int, seq int
 	r = c.q.Fanout(ctx, cl, vote.Acquire, (*vote.Ballot).Certain, &quorum.Rollback{By: undoer{m}, Seq: seq, Prev: prev, Lease: req.lease})
 	ok = r.Ballot.Won() && validity(req.lease, since(start), dr) > 0
 	if ok && fencing != 0 {
-		token, fenceErr = m.fenceToken(ctx, r)
+		ttl := fenceTTL(c.nodes.quarantinePeriod(), c.opts.lease).Milliseconds()
+		token, fenceErr = c.q.Fence(ctx, r, func(t int64) call { return m.fenceCall(t, ttl) }, "lock "+lockname.Quote(m.name)+" (its fencing token)")
+		if errors.Is(fenceErr, quorum.ErrFenceRaced) {
+			fenceErr = errorf("redlock: lock %s: the fencing token's write-back met a larger counter %d times in a row: %w", lockname.Quote(m.name), quorum.FenceRounds, ErrNoQuorum)
+		}
 		ok = fenceErr == nil && validity(req.lease, since(start), dr) > 0
 	}
 	return r, ok, token, fenceErr
@@ -375,7 +379,7 @@ func (m *Mutex) lostIn(r *round, h *hold, lostMeanwhile bool) error {
 // re-entered is lost; fenceErr and undoErr are the errors of its fencing
 // token's write-back and of its rollback.
 func (m *Mutex) failedAttempt(ctx context.Context, r *round, lease, elapsed time.Duration, subs int, lost, fenceErr, undoErr error) attempt {
-	a := attempt{freeIn: m.freeIn(r, lease), split: r.Ballot.Yes > 0, held: r.Ballot.No >= r.Ballot.Need, subs: subs, took: elapsed}
+	a := attempt{freeIn: r.FreeIn(lease), split: r.Ballot.Yes > 0, held: r.Ballot.No >= r.Ballot.Need, subs: subs, took: elapsed}
 	a.blocked = make([]bool, len(r.Nodes))
 	if a.split {
 		a.free = make([]bool, len(r.Nodes))
@@ -424,46 +428,6 @@ func joinRollback(name string, err, undoErr error) error {
 		return errorf("redlock: lock %s: rollback of a failed attempt: %w", name, undoErr)
 	}
 	return errorf("%w; rollback: %w", err, undoErr)
-}
-
-// subscribers is the most clients subscribed to the lock's channel that a
-// node which said yes in r reported (-1: none did).
-func subscribers(r *round) int {
-	most := int64(-1)
-	for i, sl := range r.Nodes {
-		if sl.Vote != vote.Yes {
-			continue
-		}
-		if a, err := script.ParseAcquire(r.Reply(i)); err == nil {
-			most = max(most, a.Subs)
-		}
-	}
-	return int(most)
-}
-
-// freeIn is how long until a majority of nodes is free by the PTTLs seen in
-// r, the lease when that cannot be told (or a key has no expiry).
-func (m *Mutex) freeIn(r *round, lease time.Duration) time.Duration {
-	ttls := make([]time.Duration, 0, len(r.Nodes))
-	for i, sl := range r.Nodes {
-		if !sl.Got {
-			continue
-		}
-		switch sl.Vote {
-		case vote.Yes:
-			ttls = append(ttls, 0)
-		case vote.No:
-			if a, _ := script.ParseAcquire(r.Reply(i)); a.N >= 0 {
-				ttls = append(ttls, time.Duration(a.N)*time.Millisecond)
-			} else {
-				ttls = append(ttls, lease)
-			}
-		}
-	}
-	if d, ok := vote.QuorumTTL(ttls, len(r.Nodes)); ok {
-		return d
-	}
-	return lease
 }
 
 // await is the waiting part of an acquisition whose first attempt a failed

@@ -217,8 +217,10 @@ func TestUnlockDoesNotWaitForARenewal(t *testing.T) {
 	require.NoError(t, err)
 	ctx := context.Background()
 	m := c.NewMutex("no-wait")
-	require.NoError(t, m.Lock(ctx))
+	// Installed before the first call: the label's publication, started by
+	// Lock, sends in the background, and Wrap must come before any send.
 	held, release := holdBack(c, &script.Renew)
+	require.NoError(t, m.Lock(ctx))
 	renewed := make(chan struct{})
 	go func() { c.wd.renew(ctx, []*hold{m.current()}); close(renewed) }()
 	<-held
@@ -268,13 +270,13 @@ func TestRepairInFlightDoesNotRecreateAReleasedLock(t *testing.T) {
 	ctx := context.Background()
 	m := c.NewMutex("repair-race")
 	key := c.opts.prefix + "{repair-race}:lock"
+	held, release := holdBack(c, &script.Repair) // before any send, as Wrap requires
 	require.NoError(t, m.Lock(ctx))
 	// Lock returns at the majority: wait for its call to node 2 to land,
 	// or it could land after the DEL and leave nothing to repair.
 	require.Eventually(t, func() bool { return countsOf(t, cl, key)[2] == "1" }, 5*time.Second, time.Millisecond)
 	_, err = cl.Do(2, "DEL", key) // node 2 lost the hold
 	require.NoError(t, err)
-	held, release := holdBack(c, &script.Repair)
 	renewed := make(chan struct{})
 	var repairing atomic.Bool
 	go func() {

@@ -467,7 +467,12 @@ func TestRWMutexReaderWaitsBoundedWriteHolds(t *testing.T) {
 	cl := redlocktest.Start(t, 3)
 	var writes atomic.Int64
 	first := &firstAttempt{writes: &writes}
-	wc, bc, rc := dial(t, cl), dial(t, cl), dial(t, cl, redlock.WithObserver(first))
+	// The bound assumes that waiters hear of a release and try within the
+	// grace, a sixteenth of the node timeout (docs/algorithm.md): 1 s
+	// makes it 62 ms, which a loaded machine keeps (15 ms, the default's,
+	// it did not always: a reader missed a phase once under make test).
+	nt := redlock.WithNodeTimeout(time.Second)
+	wc, bc, rc := dial(t, cl, nt), dial(t, cl, nt), dial(t, cl, nt, redlock.WithObserver(first))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	stop := make(chan struct{})

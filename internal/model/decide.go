@@ -70,7 +70,8 @@ func (s *State) writeBack(c *Config, o int, token int64, try int8) {
 	s.fanout(c, Msg{Owner: int8(o), Kind: KFence, Lane: FenceLane, Acq: -1, Gen: r.Gen, Count: token, Slot: r.Slot})
 }
 
-// FenceRounds is Mutex.fenceToken's bound on write-back rounds.
+// FenceRounds is internal/quorum's Fence's bound on write-back rounds
+// (quorum.FenceRounds).
 const FenceRounds = 4
 
 // decideFence ends a write-back round: granted if a majority held less

@@ -1,0 +1,112 @@
+package quorum
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/redlock-go/redlock/internal/script"
+	"github.com/redlock-go/redlock/internal/vote"
+)
+
+// What an acquisition round's replies (acquire.lua's, rw_read.lua's,
+// rw_write.lua's) say beyond the votes, and the fencing token's
+// write-back that follows a won round.
+
+// FenceRounds bounds the write-back rounds of one fencing token: each
+// round after the first follows one that met a larger counter, and tries
+// above it.
+const FenceRounds = 4
+
+// ErrFenceRaced is Fence's error when each of its FenceRounds rounds met
+// a larger counter on a node: the caller says it in its words.
+var ErrFenceRaced = errors.New("the fencing token's write-back met a larger counter every round")
+
+// Fence returns the fencing token of the won acquisition round r, written
+// back on a majority: call(token) is the call that raises a node's counter
+// to token and replies with what it held before; what names the lock in a
+// round's error. The token is one above the largest counter among the
+// nodes that granted r: above every value the acquisition itself wrote. A
+// write-back round raises every node's counter to it and reports what
+// each held before; a majority of nodes below it says that no earlier
+// hold's token reached it (an earlier hold left its token on a majority,
+// and two majorities share a node, even when r was open through that
+// whole hold and read some nodes before it), and leaves it on a majority
+// for every later holder. A node at or above it sends the token above the
+// largest counter seen, for another round.
+func (q *Quorum) Fence(ctx context.Context, r *Round, call func(token int64) script.Call, what string) (int64, error) {
+	var token int64
+	for i, sl := range r.Nodes {
+		if sl.Vote != vote.Yes {
+			continue // not heard: its outcome may still be written
+		}
+		if a, err := script.ParseAcquire(r.Reply(i)); err == nil && a.N > token {
+			token = a.N
+		}
+	}
+	for range FenceRounds {
+		token++
+		var seen int64
+		below := func(reply interface{}) vote.Vote {
+			n, err := script.ParseFence(reply)
+			switch {
+			case err != nil:
+				return vote.Failed
+			case n < token:
+				return vote.Yes
+			}
+			seen = max(seen, n) // collect runs one answer at a time
+			return vote.No
+		}
+		wb := q.Fanout(ctx, call(token), below, (*vote.Ballot).Certain, nil)
+		switch {
+		case wb.Ballot.Won():
+			return token, nil
+		case wb.Ballot.No == 0:
+			return 0, wb.NoQuorum(what)
+		}
+		token = max(token, seen)
+	}
+	return 0, ErrFenceRaced
+}
+
+// Subscribers is the most clients subscribed to the lock's channel that a
+// node which said yes in the acquisition round r reported (-1: none did).
+func (r *Round) Subscribers() int {
+	most := int64(-1)
+	for i, sl := range r.Nodes {
+		if sl.Vote != vote.Yes {
+			continue
+		}
+		if a, err := script.ParseAcquire(r.Reply(i)); err == nil {
+			most = max(most, a.Subs)
+		}
+	}
+	return int(most)
+}
+
+// FreeIn is how long until a majority of nodes is free by the PTTLs seen
+// in the acquisition round r, the lease when that cannot be told (or a key
+// has no expiry).
+func (r *Round) FreeIn(lease time.Duration) time.Duration {
+	ttls := make([]time.Duration, 0, len(r.Nodes))
+	for i, sl := range r.Nodes {
+		if !sl.Got {
+			continue
+		}
+		switch sl.Vote {
+		case vote.Yes:
+			ttls = append(ttls, 0)
+		case vote.No:
+			if a, _ := script.ParseAcquire(r.Reply(i)); a.N >= 0 {
+				ttls = append(ttls, time.Duration(a.N)*time.Millisecond)
+			} else {
+				ttls = append(ttls, lease)
+			}
+		}
+	}
+	if d, ok := vote.QuorumTTL(ttls, len(r.Nodes)); ok {
+		return d
+	}
+	return lease
+}

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock/internal/node"
-	"github.com/redlock-go/redlock/internal/script"
-	"github.com/redlock-go/redlock/internal/vote"
 	"github.com/redlock-go/redlock/observe"
 )
 
@@ -58,22 +56,8 @@ func (rep *reporter) attemptDone(ctx context.Context, name string, r *round, a a
 	b := r.Ballot
 	rep.obs.AttemptDone(ctx, observe.Attempt{
 		Lock: name, Outcome: acquireOutcome(ctx, a.ok, a.err), Took: took,
-		Yes: b.Yes, No: b.No, Failed: b.Failed, Ahead: aheadIn(r), Nodes: r.Results(), Err: a.err,
+		Yes: b.Yes, No: b.No, Failed: b.Failed, Ahead: r.Ahead(), Nodes: r.Results(), Err: a.err,
 	})
-}
-
-// aheadIn is on how many nodes that said no to the acquisition round r
-// only older waiters' intents refused it (see acquire.lua).
-func aheadIn(r *round) int {
-	n := 0
-	for i, sl := range r.Nodes {
-		if sl.Got && sl.Vote == vote.No {
-			if a, err := script.ParseAcquire(r.Reply(i)); err == nil && a.Ahead {
-				n++
-			}
-		}
-	}
-	return n
 }
 
 // watching is what an observed acquisition records of its wait.

@@ -271,7 +271,8 @@ func (d Side) otherHolds(now int64) bool {
 }
 
 // RepairEntry is repair.lua for one entry of any kind: 1 held here now
-// (extended, or written back), 0 refused by a mark, -1 another owner's (a
+// (extended, its count and sequence raised to the entry's where the
+// node's sequence is older, or written back), 0 refused by a mark, -1 another owner's (a
 // lock of one owner that exists without the owner's field, or the other
 // side of a read-write lock holding the name). A shared key (the readers'
 // hash) that exists without the owner's field is absent for it: the
@@ -279,7 +280,10 @@ func (d Side) otherHolds(now int64) bool {
 // did (PEXPIRE GT).
 func (s *Store) RepairEntry(now, lease int64, owner int, count, seq int64, side Side) int64 {
 	s.expire(now)
-	if s.Owners[owner].HasCount {
+	if f := s.Owners[owner]; f.HasCount {
+		if f.HasSeq && f.Seq < seq {
+			s.hset(owner, count, seq) // an older count, brought up to the hold's
+		}
 		pexpire(&s.Lock, now, lease, true, s.delLock)
 		return 1
 	}

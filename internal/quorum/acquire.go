@@ -110,3 +110,17 @@ func (r *Round) FreeIn(lease time.Duration) time.Duration {
 	}
 	return lease
 }
+
+// Ahead is on how many nodes that said no to the acquisition round r only
+// older waiters' intents refused it (see acquire.lua).
+func (r *Round) Ahead() int {
+	n := 0
+	for i, sl := range r.Nodes {
+		if sl.Got && sl.Vote == vote.No {
+			if a, err := script.ParseAcquire(r.Reply(i)); err == nil && a.Ahead {
+				n++
+			}
+		}
+	}
+	return n
+}

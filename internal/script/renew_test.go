@@ -107,3 +107,37 @@ func TestScriptReaderMissingFromTheReadersHashIsRepaired(t *testing.T) {
 		})
 	}
 }
+
+// TestScriptRepairsOfOneHoldLandInEitherOrder: two re-entries of a hold
+// that each found it absent on a node send two repairs, (count 2, seq 8)
+// then (count 3, seq 9), which may land in either order; the node ends
+// with the newer count either way, as the other nodes have it.
+func TestScriptRepairsOfOneHoldLandInEitherOrder(t *testing.T) {
+	cl := redlocktest.Start(t, 1)
+	conn, err := redis.Dial("tcp", cl.Addrs()[0])
+	require.NoError(t, err)
+	defer conn.Close()
+	const lease, key = int64(60000), "{re}:lock"
+	repair := func(count int, seq int64) {
+		e := RepairEntry{Key: key, Marks: "{re}:rollback", Other: key, Field: "o", Count: count, Seq: seq, Kind: "x"}
+		vs, err := ParseAnswers(eval(t, conn, RepairCall(lease, []RepairEntry{e})), 1)
+		require.NoError(t, err)
+		require.Equal(t, Answers{int64(1)}, vs, "held here after the repair (%d, %d)", count, seq)
+	}
+	for name, order := range map[string][2]int{"older first": {0, 1}, "newer first": {1, 0}} {
+		t.Run(name, func(t *testing.T) {
+			_, err := conn.Do("FLUSHALL")
+			require.NoError(t, err)
+			sent := [2]struct {
+				count int
+				seq   int64
+			}{{2, 8}, {3, 9}}
+			for _, k := range order {
+				repair(sent[k].count, sent[k].seq)
+			}
+			fields, err := redis.StringMap(conn.Do("HGETALL", key))
+			require.NoError(t, err)
+			assert.Equal(t, map[string]string{"o": "3", "o#": "9"}, fields)
+		})
+	}
+}

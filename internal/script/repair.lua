@@ -23,7 +23,10 @@
 -- ARGV[6i+1] 'w': what a reader's own hash is named after the reader's
 --            owner field (ARGV[6i+1] .. owner); '' otherwise
 -- Returns    one integer per entry: 1 the owner holds it here now (written
---            back, or found held and extended); 0 not written: a mark at
+--            back, or found held and extended, its count and sequence
+--            raised to the entry's where the node's sequence is older:
+--            two repairs of one hold, sent after two re-entries, may land
+--            in either order); 0 not written: a mark at
 --            or above its sequence says it was released (or rolled back)
 --            meanwhile; -1 another owner holds it: the key of a lock of one
 --            owner exists without our field, or the read-write lock's
@@ -58,6 +61,13 @@ for i = 1, #KEYS / 3 do
   local a = 6 * i - 4
   local field, count, seq, kind = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
   if redis.call('hexists', key, field) == 1 then
+    -- Held here already: by the hold's own acquisition, or by an older
+    -- repair that landed first. The node's count is the hold's as of the
+    -- sequence beside it; an older one is brought up to this entry's.
+    local had = redis.call('hget', key, field .. '#')
+    if had and tonumber(had) < tonumber(seq) then
+      redis.call('hset', key, field, count, field .. '#', seq)
+    end
     redis.call('pexpire', key, lease, 'GT')
     out[i] = 1
   else

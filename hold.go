@@ -507,11 +507,11 @@ func (h *hold) takenAway() {
 	}
 }
 
-// Repairing returns what a repair of the hold writes, its count and
-// sequence, and records the repair's stragglers in the hold before it is
-// sent, so that a final release sent while it may still land marks the
-// hold; false when the watchdog no longer renews it (a release has begun:
-// it must not be written back) (watchdog.Hold).
+// Repairing (watchdog.Hold) returns what a repair of the hold writes, its
+// count and sequence, and records the repair's stragglers in the hold
+// before it is sent, so that a final release sent while it may still land
+// marks the hold; false when the watchdog no longer renews it (a release
+// has begun: it must not be written back).
 func (h *hold) Repairing(late *stragglers) (count int, seq int64, ok bool) {
 	h.m.mu.Lock()
 	defer h.m.mu.Unlock()

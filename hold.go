@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock/internal/lockname"
+	"github.com/redlock-go/redlock/internal/watchdog"
 	"github.com/redlock-go/redlock/observe"
 )
 
@@ -34,16 +35,16 @@ type hold struct {
 	timer   *time.Timer    // declares the loss at until
 	gen     uint32         // the watchdog registration it is in: a new one for each add and drop
 	renew   bool           // taken with the watchdog lease
-	watch   bool           // in the watchdog's queue (see watchdog.add)
+	watch   bool           // in the watchdog's queue (see Enlist)
 	state   holdState
 	final   int64         // unsure: the sequence of the final release, which every retry sends again
-	began   time.Duration // when it started, on the watchdog's clock (watchdog.clock); set only with an Observer
+	began   time.Duration // when it started, on the watchdog's clock (Watchdog.Clock); set only with an Observer
 	risk    chan struct{} // made by atRisk's first caller (Do), closed by failedRenewal or end; nil until then
 	risky   bool          // a renewal failed to reach a quorum while the hold lasted
 	unacked bool          // ended by a loss its owner may not know of: acquisitions fail with ErrLost until an Unlock (see reentry)
 
 	// The hold's keys, then its owner field, as renew.lua's arguments,
-	// boxed at its first renewal (see renewArgs).
+	// boxed at its first renewal (see RenewArgs).
 	args atomic.Pointer[[]interface{}]
 }
 
@@ -90,7 +91,7 @@ func (m *Mutex) grant(prev, count int, seq, token int64, lease time.Duration, la
 	if fresh {
 		h = &hold{m: m, token: token}
 		if m.c.rep.obs != nil {
-			h.began = m.c.wd.clock()
+			h.began = m.c.wd.Clock()
 		}
 		m.h = h
 	}
@@ -111,7 +112,7 @@ func (m *Mutex) grant(prev, count int, seq, token int64, lease time.Duration, la
 		}
 	}
 	if startRenewal {
-		m.c.wd.add(h)
+		m.c.wd.Add(h)
 	}
 	return true
 }
@@ -305,10 +306,10 @@ func (h *hold) unregister(why endReason) {
 	case why == endTaken:
 		m.c.opts.logger.Warn("redlock: lock lost: held by another owner on a majority", "lock", lockname.Log(m.name))
 	}
-	m.c.wd.drop(h)
+	m.c.wd.Drop(h)
 	m.c.holds.track(m, false)
 	if m.c.rep.obs != nil {
-		m.c.rep.holdEnded(m.name, why, renew, m.c.wd.clock()-began)
+		m.c.rep.holdEnded(m.name, why, renew, m.c.wd.Clock()-began)
 	}
 }
 
@@ -431,10 +432,10 @@ func (h *hold) finish() {
 	h.m.mu.Unlock()
 }
 
-// enlist records that the watchdog renews the hold from now on, and
+// Enlist records that the watchdog renews the hold from now on, and
 // returns the registration's generation; false when it already does, or
-// the hold has ended.
-func (h *hold) enlist() (gen uint32, ok bool) {
+// the hold has ended (watchdog.Hold).
+func (h *hold) Enlist() (gen uint32, ok bool) {
 	h.m.mu.Lock()
 	defer h.m.mu.Unlock()
 	if h.watch || h.state.ended() {
@@ -445,9 +446,9 @@ func (h *hold) enlist() (gen uint32, ok bool) {
 	return h.gen, true
 }
 
-// delist records that the watchdog no longer renews the hold, and reports
-// whether it did.
-func (h *hold) delist() bool {
+// Delist records that the watchdog no longer renews the hold, and reports
+// whether it did (watchdog.Hold).
+func (h *hold) Delist() bool {
 	h.m.mu.Lock()
 	defer h.m.mu.Unlock()
 	was := h.watch
@@ -456,43 +457,31 @@ func (h *hold) delist() bool {
 	return was
 }
 
-// enlisted reports whether registration gen is the hold's current one.
-func (h *hold) enlisted(gen uint32) bool {
+// Enlisted reports whether registration gen is the hold's current one
+// (watchdog.Hold).
+func (h *hold) Enlisted(gen uint32) bool {
 	h.m.mu.Lock()
 	defer h.m.mu.Unlock()
 	return h.watch && h.gen == gen
 }
 
-// renewTally is what one renewal round found of a hold, on nodes nodes
-// with a quorum of quorum: how many counted nodes extended it (yes), and
-// on how many it was gone (absent, or another owner's).
-type renewTally struct{ yes, gone, nodes, quorum int }
-
-// renewOutcome is what a renewal round made of a hold.
-type renewOutcome uint8
-
-const (
-	renewExtended renewOutcome = iota // extended on a quorum: valid until the round's until
-	renewTaken                        // gone from a majority: lost now
-	renewFailed                       // neither: it lasts until its validity ends, unless a later renewal succeeds
-)
-
-// renewed records what a renewal round of the watchdog found of the hold
-// (t), and decides what it makes of it: a hold extended on a quorum is
-// valid until until; one gone from a majority is taken away (it ends, Lost
-// closes); any other is at risk, and left to its loss timer, which ends it
-// at its current until unless a later renewal succeeds first.
-func (h *hold) renewed(until time.Time, t renewTally) renewOutcome {
+// Renewed records what a renewal round of the watchdog found of the hold
+// (t), and decides what it makes of it (watchdog.Hold): a hold extended on
+// a quorum is valid until until; one gone from a majority is taken away
+// (it ends, Lost closes); any other is at risk, and left to its loss
+// timer, which ends it at its current until unless a later renewal
+// succeeds first.
+func (h *hold) Renewed(until time.Time, t watchdog.Tally) watchdog.Outcome {
 	switch {
-	case t.yes >= t.quorum:
+	case t.Yes >= t.Quorum:
 		h.extend(until)
-		return renewExtended
-	case t.gone > t.nodes-t.quorum:
+		return watchdog.Extended
+	case t.Gone > t.Nodes-t.Quorum:
 		h.takenAway()
-		return renewTaken
+		return watchdog.Taken
 	}
 	h.failedRenewal()
-	return renewFailed
+	return watchdog.Failed
 }
 
 // extend moves the validity of a hold the watchdog still renews on to
@@ -518,12 +507,12 @@ func (h *hold) takenAway() {
 	}
 }
 
-// repairing returns what a repair of the hold writes, its count and
-// sequence, and records the repair's stragglers in the hold before it is
-// sent, so that a final release sent while it may still land marks the
-// hold; false when the watchdog no longer renews it (a release has begun:
-// it must not be written back).
-func (h *hold) repairing(late *stragglers) (count int, seq int64, ok bool) {
+// Repairing (watchdog.Hold) returns what a repair of the hold writes, its
+// count and sequence, and records the repair's stragglers in the hold
+// before it is sent, so that a final release sent while it may still land
+// marks the hold; false when the watchdog no longer renews it (a release
+// has begun: it must not be written back).
+func (h *hold) Repairing(late *stragglers) (count int, seq int64, ok bool) {
 	h.m.mu.Lock()
 	defer h.m.mu.Unlock()
 	if !h.watch || h.state.ended() {

@@ -121,14 +121,6 @@ type nodeLayer interface {
 
 var _ nodeLayer = (*node.Peer)(nil)
 
-// serverError is a node's refusal of one command (the per-node layer's
-// word, as the algorithm uses it).
-type serverError = node.ServerError
-
-// partFailure returns the error of a hold's value v in a split call's
-// merged reply, nil when v is an answer of the script.
-func partFailure(v any) error { return node.PartFailure(v) }
-
 // errNotSent matches (errors.Is) the error of a request that never left
 // this process: it cannot have changed anything on the node.
 var errNotSent = ErrNotSent

@@ -266,8 +266,8 @@ func FuzzOptions(f *testing.F) {
 		if c.drift >= lease {
 			t.Errorf("drift %v not below the lease %v", c.drift, lease)
 		}
-		if c.wd.period <= 0 || c.wd.period <= timeout {
-			t.Errorf("renewal period %v not above the node timeout %v", c.wd.period, timeout)
+		if c.wd.Period() <= 0 || c.wd.Period() <= timeout {
+			t.Errorf("renewal period %v not above the node timeout %v", c.wd.Period(), timeout)
 		}
 		if v := validity(lease, 0, c.drift); v <= 0 {
 			t.Errorf("an instant acquisition would have no validity: %v", v)

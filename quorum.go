@@ -5,6 +5,7 @@ import (
 
 	"github.com/redlock-go/redlock/internal/node"
 	"github.com/redlock-go/redlock/internal/quorum"
+	"github.com/redlock-go/redlock/internal/watchdog"
 )
 
 // Every call that reaches more than one node goes through internal/quorum,
@@ -91,14 +92,14 @@ func (s *nodeSet) countedFor(p *peer, calls []call) bool {
 // server, whose answers countedFor judges as a whole. It is asked only of
 // a node countedFor did not count, once per batch: each server is judged
 // once, and each hold costs a route.
-func (s *nodeSet) countedHolds(p *peer, hs []*hold) []bool {
+func (s *nodeSet) countedHolds(p *peer, hs []watchdog.Hold) []bool {
 	if _, routed := p.n.Slot(""); !routed {
 		return nil
 	}
 	out := make([]bool, len(hs))
 	judged := make(map[*node.Process]bool)
 	for k, h := range hs {
-		key := h.m.lock(0).key
+		key := h.Key()
 		proc := p.n.Process(key)
 		ok, seen := judged[proc]
 		if !seen {

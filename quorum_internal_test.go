@@ -63,7 +63,7 @@ func TestUnitQuarantinedShardTakesOnlyItsHolds(t *testing.T) {
 
 	all := []call{script.Renew.Call(4, hs[0].m.lock(0).key, hs[1].m.lock(0).key, hs[2].m.lock(0).key, hs[3].m.lock(0).key, int64(3000), "f", "f", "f", "f")}
 	require.False(t, c.nodes.countedFor(p, all), "not every server of the member counts")
-	partly := c.nodes.countedHolds(p, hs)
+	partly := c.nodes.countedHolds(p, watched(hs...))
 	assert.Equal(t, []bool{true, false, true, false}, partly)
 
 	r := vote.NewRenewal(1, len(hs))
@@ -72,5 +72,5 @@ func TestUnitQuarantinedShardTakesOnlyItsHolds(t *testing.T) {
 		assert.Equal(t, want, r.Counts(0, k), "hold %d", k)
 	}
 	native, _ := makePeer(c, NewNode("native", unitPool(nil)), 0)
-	assert.Nil(t, c.nodes.countedHolds(native, hs), "a native node is one server")
+	assert.Nil(t, c.nodes.countedHolds(native, watched(hs...)), "a native node is one server")
 }

@@ -59,6 +59,7 @@ import (
 	"github.com/redlock-go/redlock/internal/quorum"
 	"github.com/redlock-go/redlock/internal/vote"
 	"github.com/redlock-go/redlock/internal/wait"
+	"github.com/redlock-go/redlock/internal/watchdog"
 )
 
 // Client coordinates locks over a fixed set of independent Redis masters.
@@ -84,8 +85,8 @@ type Client struct {
 	waiters *wait.Waiters // the waits for each lock, and what they heard (internal/wait)
 	waits   *waiting      // how an acquisition waits (wait.go)
 
-	wd  *watchdog
-	rel *releaser // the releases Unlock could not confirm
+	wd  *watchdog.Watchdog // renews the holds taken with the watchdog lease (renewal.go, internal/watchdog)
+	rel *releaser          // the releases Unlock could not confirm
 
 	closeOnce sync.Once
 	closeErr  error
@@ -229,7 +230,7 @@ func (c *Client) Close() error {
 		cancel()
 
 		c.life.cancel()
-		c.wd.stop()
+		c.wd.Stop()
 		for _, p := range c.nodes.peers {
 			p.n.Stop()
 		}
@@ -321,7 +322,7 @@ func (c *Client) NewMultiMutex(names ...string) *Mutex {
 // client could not keep up with its holds for a while (the log says when):
 // a hold is lost when its renewal is about two periods (2/3 of the lease)
 // late.
-func (c *Client) WatchdogStats() WatchdogStats { return c.wd.totals() }
+func (c *Client) WatchdogStats() WatchdogStats { return WatchdogStats(c.wd.Totals()) }
 
 // makePeer makes the per-node layer to n, the i-th node of c, without
 // starting it, and returns it with its sending side, which goes to the

@@ -304,7 +304,7 @@ func (m *Mutex) try(ctx context.Context, req request) attempt {
 	if ok {
 		a = attempt{ok: true, subs: subs}
 		if h != nil {
-			m.c.wd.writeBack(ctx, h, r)
+			m.c.wd.WriteBack(ctx, h, r)
 		}
 	} else {
 		a = m.failedAttempt(ctx, r, req.lease, elapsed, subs, m.lostIn(r, h, lostMeanwhile), fenceErr, undoErr)
@@ -534,7 +534,7 @@ func (m *Mutex) release(ctx context.Context, note *releaseNote) error {
 		// from here on it sends no repair of h, and releaseCall sees the
 		// repairs already sent.
 		dropped = now()
-		c.wd.drop(h)
+		c.wd.Drop(h)
 	}
 	seq := m.seq.Add(1)
 	r := c.q.Fanout(ctx, h.releaseCall(target, seq, true), vote.Release, (*vote.Ballot).Certain, nil)

@@ -198,7 +198,7 @@ func (rl *releaser) releaseAll(ctx context.Context, ms []*Mutex) *multierror.Err
 		if h == nil {
 			continue
 		}
-		c.wd.drop(h)
+		c.wd.Drop(h)
 		hs = append(hs, h)
 		calls = append(calls, h.releaseCall(0, m.seq.Add(1), false))
 	}

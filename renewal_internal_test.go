@@ -3,180 +3,74 @@ package redlock
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
-	"github.com/redlock-go/redlock/internal/fifo"
 	"github.com/redlock-go/redlock/internal/quorum"
 	"github.com/redlock-go/redlock/internal/script"
-	"github.com/redlock-go/redlock/internal/vote"
+	"github.com/redlock-go/redlock/internal/watchdog"
 	"github.com/redlock-go/redlock/redlocktest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// The watchdog (renewal.go) with the time given by the test: a watchdog of a
-// Client whose nodes are never reached, driven through enqueue and take
-// without its loop; its calls in flight; and the outcomes of a renewal split
-// over a cluster member's shards, per shard (internal/node merges the parts;
-// these tests count them).
+// The watchdog's loop, queue and tally are internal/watchdog's, tested
+// there with holds of the test's own; here, the root's hold as the
+// watchdog's Hold, and renewals of real holds on real nodes: a renewal in
+// flight while the hold is released, a repair that lands after the
+// release, what a renewal allocates.
 
-// unitWatchdog returns a watchdog with a 3s lease (1s period) and n holds,
-// one per Mutex, none of them in its queue yet.
-func unitWatchdog(t *testing.T, n int) (*watchdog, []*hold, *bytes.Buffer) {
-	t.Helper()
-	var log bytes.Buffer
-	c, err := New([]*Node{NewNode("a", unitPool(nil)), NewNode("b", unitPool(nil)), NewNode("c", unitPool(nil))},
-		WithLease(3*time.Second), WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
-	require.NoError(t, err)
-	t.Cleanup(func() { c.Close() })
-	wd := newWatchdog(c)
-	hs := make([]*hold, n)
-	for i := range hs {
-		hs[i] = &hold{m: c.NewMutex(fmt.Sprint("q", i)), lost: make(chan struct{})}
-	}
-	return wd, hs, &log
-}
-
-// names returns the lock names of hs, for comparing orders.
-func names(hs []*hold) []string {
-	out := make([]string, len(hs))
+// watched is hs as the watchdog takes them.
+func watched(hs ...*hold) []watchdog.Hold {
+	out := make([]watchdog.Hold, len(hs))
 	for i, h := range hs {
-		out[i] = h.m.name
+		out[i] = h
 	}
 	return out
 }
 
-func TestUnitRenewalQueueChunksInDueOrder(t *testing.T) {
-	wd, hs, _ := unitWatchdog(t, 2*renewBatch+renewBatch/2)
-	for i, h := range hs {
-		wd.enqueue(h, time.Duration(i)*time.Microsecond) // 1µs apart
-	}
-	got, _, next, ok := wd.q.Take(wd.period-wd.q.Early()-time.Millisecond, renewBatch)
-	assert.Empty(t, got, "nothing is due before a period less the early margin")
-	assert.True(t, ok)
-	assert.Equal(t, wd.period, next)
+// TestUnitHoldAsTheWatchdogsHold: a hold's registration has a new
+// generation for each Enlist and Delist, and an ended hold cannot be
+// enlisted; its renew.lua arguments are its keys, then its field, boxed
+// once; a reader's hold is the readers' shared hash, then its own.
+func TestUnitHoldAsTheWatchdogsHold(t *testing.T) {
+	c, err := New([]*Node{NewNode("a", unitPool(nil))})
+	require.NoError(t, err)
+	defer c.Close()
+	h := &hold{m: c.NewMultiMutex("x", "y")}
+	gen, ok := h.Enlist()
+	require.True(t, ok)
+	assert.True(t, h.Enlisted(gen))
+	_, ok = h.Enlist()
+	assert.False(t, ok, "enlisted already")
+	assert.True(t, h.Delist())
+	assert.False(t, h.Enlisted(gen))
+	assert.False(t, h.Delist(), "delisted already")
+	gen2, ok := h.Enlist()
+	require.True(t, ok)
+	assert.NotEqual(t, gen, gen2)
 
-	// Due: chunks of renewBatch, in the order they were enqueued.
-	at := wd.period + 10*time.Millisecond
-	var taken []*hold
-	for k, want := range []int{renewBatch, renewBatch, renewBatch / 2, 0} {
-		got, lag, _, _ := wd.q.Take(at, renewBatch)
-		require.Len(t, got, want)
-		if want > 0 { // the chunk's first hold waited longest: renewBatch µs less per chunk
-			assert.Equal(t, 10*time.Millisecond-time.Duration(k*renewBatch)*time.Microsecond, lag, "the longest wait past a due time")
-		}
-		taken = append(taken, got...)
-	}
-	assert.Equal(t, names(hs), names(taken))
+	args := h.RenewArgs()
+	assert.Equal(t, []interface{}{h.m.lock(0).key, h.m.lock(1).key, h.m.field}, args)
+	assert.Same(t, &args[0], &h.RenewArgs()[0], "boxed once, at the first renewal")
+	assert.Equal(t, 2, h.Locks())
+	assert.Equal(t, h.m.lock(0).key, h.Key())
+	e := h.RepairEntry(1, 3, 7)
+	assert.Equal(t, script.RepairEntry{Key: h.m.lock(1).key, Marks: h.m.lock(1).marks, Other: h.m.lock(1).key, Field: h.m.field, Count: 3, Seq: 7, Kind: repairLock}, e)
 
-	// Each is due again a period after it was taken, in the same order.
-	_, _, next, _ = wd.q.Take(at, renewBatch)
-	assert.Equal(t, at+wd.period, next)
-	taken = taken[:0]
-	for got, _, _, _ := wd.q.Take(at+wd.period, renewBatch); len(got) > 0; got, _, _, _ = wd.q.Take(at+wd.period, renewBatch) {
-		taken = append(taken, got...)
-	}
-	assert.Equal(t, names(hs), names(taken))
-}
+	h.Delist()
+	h.end(endReleased)
+	_, ok = h.Enlist()
+	assert.False(t, ok, "an ended hold cannot be enlisted")
 
-// Holds taken at different times are renewed at different times: a long
-// queue does not make everyone's renewal wait for one instant.
-func TestUnitRenewalSpreadsOverThePeriod(t *testing.T) {
-	wd, hs, _ := unitWatchdog(t, 4)
-	for i, h := range hs {
-		wd.enqueue(h, time.Duration(i)*wd.period/4)
-	}
-	for i := range hs {
-		at := wd.period + time.Duration(i)*wd.period/4
-		got, lag, next, ok := wd.q.Take(at, renewBatch)
-		assert.Equal(t, names(hs[i:i+1]), names(got), "at %v", at)
-		assert.Zero(t, lag)
-		assert.True(t, ok)
-		if i < len(hs)-1 {
-			assert.Equal(t, at+wd.period/4, next)
-		}
-	}
-	// Holds due within the early margin of the first share its call.
-	wd2, hs2, _ := unitWatchdog(t, 3)
-	wd2.enqueue(hs2[0], 0)
-	wd2.enqueue(hs2[1], wd2.q.Early())
-	wd2.enqueue(hs2[2], wd2.q.Early()+time.Millisecond)
-	got, _, _, _ := wd2.q.Take(wd2.period, renewBatch)
-	assert.Equal(t, names(hs2[:2]), names(got))
-}
-
-// Dropping a hold is O(1): its entry stays and is skipped when its turn
-// comes. A hold dropped and added again is renewed once, not twice.
-func TestUnitDroppedHoldsAreSkipped(t *testing.T) {
-	wd, hs, _ := unitWatchdog(t, 6)
-	for _, h := range hs {
-		wd.enqueue(h, 0)
-	}
-	wd.drop(hs[1])
-	wd.drop(hs[3])
-	wd.drop(hs[4])
-	wd.enqueue(hs[4], 0) // back: a new entry; the old one is stale
-	wd.enqueue(hs[5], 0) // already there: nothing changes
-	got, _, _, _ := wd.q.Take(wd.period, renewBatch)
-	assert.Equal(t, names([]*hold{hs[0], hs[2], hs[5], hs[4]}), names(got))
-	assert.Equal(t, 4, wd.q.Live())
-
-	// An ended hold cannot be enlisted.
-	wd.drop(hs[0])
-	hs[0].end(endReleased)
-	wd.enqueue(hs[0], 0)
-	assert.Equal(t, 3, wd.q.Live())
-	assert.Equal(t, 4, wd.q.Len(), "the stale entries were skipped; the four taken are back, one of them now stale")
-}
-
-// Dropped entries are compacted away once they outnumber the live ones
-// (and 1,024), so a client that takes and releases many holds keeps a
-// queue the size of what it holds.
-func TestUnitRenewalQueueCompacts(t *testing.T) {
-	wd, hs, _ := unitWatchdog(t, 3*fifo.MinSize)
-	for _, h := range hs {
-		wd.enqueue(h, 0)
-	}
-	for _, h := range hs[:3*fifo.MinSize-100] {
-		wd.drop(h)
-	}
-	assert.Equal(t, 3*fifo.MinSize, wd.q.Len())
-	got, _, _, _ := wd.q.Take(0, renewBatch) // nothing due; compacts
-	assert.Empty(t, got)
-	assert.Equal(t, 100, wd.q.Len())
-	assert.Equal(t, fifo.MinSize, wd.q.Size(), "the ring shrank, down to its floor")
-	got, _, _, _ = wd.q.Take(wd.period, renewBatch)
-	assert.Equal(t, names(hs[3*fifo.MinSize-100:]), names(got))
-}
-
-// A renewal sent more than half a period late is counted and logged, once
-// a period, long before a hold is lost (two periods late).
-func TestUnitLateRenewalIsReported(t *testing.T) {
-	wd, hs, log := unitWatchdog(t, 2)
-	wd.enqueue(hs[0], 0)
-	wd.enqueue(hs[1], 0)
-	at := wd.period + wd.period/4
-	got, lag, _, _ := wd.q.Take(at, 1)
-	wd.noteLag(at, lag, len(got))
-	assert.Zero(t, wd.q.Stats.Late.Load(), "a quarter period late is in time")
-	assert.Empty(t, log.String())
-
-	at = wd.period + wd.period*3/4
-	got, lag, _, _ = wd.q.Take(at, 1)
-	wd.noteLag(at, lag, len(got))
-	assert.Equal(t, int64(1), wd.q.Stats.Late.Load())
-	assert.Equal(t, int64(wd.period*3/4), wd.q.Stats.MaxLag.Load())
-	assert.Contains(t, log.String(), "renewal is falling behind")
-	assert.Equal(t, 1, bytes.Count(log.Bytes(), []byte("falling behind")))
-	wd.noteLag(at, lag, 1)
-	assert.Equal(t, 1, bytes.Count(log.Bytes(), []byte("falling behind")), "once a period")
+	reader := &hold{m: c.NewRWMutex("rw").r}
+	assert.True(t, reader.Shared(0), "the readers' hash")
+	assert.False(t, reader.Shared(1), "the reader's own hash")
+	assert.False(t, (&hold{m: c.NewMutex("m")}).Shared(0))
 }
 
 // holdingBack is a transport that keeps the calls of one script until the
@@ -222,7 +116,7 @@ func TestUnlockDoesNotWaitForARenewal(t *testing.T) {
 	held, release := holdBack(c, &script.Renew)
 	require.NoError(t, m.Lock(ctx))
 	renewed := make(chan struct{})
-	go func() { c.wd.renew(ctx, []*hold{m.current()}); close(renewed) }()
+	go func() { c.wd.Renew(ctx, watched(m.current())); close(renewed) }()
 	<-held
 
 	done := make(chan error, 1)
@@ -284,7 +178,7 @@ func TestRepairInFlightDoesNotRecreateAReleasedLock(t *testing.T) {
 		// A round in which node 2 did not answer in time (a loaded
 		// machine) repairs nothing: renew again until a repair is sent.
 		for k := 0; k < 50 && !repairing.Load(); k++ {
-			c.wd.renew(ctx, []*hold{m.current()})
+			c.wd.Renew(ctx, watched(m.current()))
 		}
 	}()
 	select {
@@ -329,7 +223,7 @@ func BenchmarkRenewChunk(b *testing.B) {
 	require.NoError(b, err)
 	defer c.Close()
 	ctx := context.Background()
-	hs := make([]*hold, renewBatch)
+	hs := make([]watchdog.Hold, renewBatch)
 	for i := range hs {
 		m := c.NewMutex(fmt.Sprint("bench-renew-", i))
 		require.NoError(b, m.LockLease(ctx, time.Minute))
@@ -342,100 +236,8 @@ func BenchmarkRenewChunk(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		c.wd.renew(ctx, hs)
+		c.wd.Renew(ctx, hs)
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(hs)), "ns/hold")
-}
-
-// TestUnitSplitCallMayLandPerShard: a split renewal whose second shard
-// failed (a part merged as a partFailed, internal/node's
-// TestUnitSplitCallDeliveredPerShard) may land later only where the part
-// may have been sent and not refused.
-func TestUnitSplitCallMayLandPerShard(t *testing.T) {
-	split := func(err error) any { return []any{int64(1), partFailed{Err: err}, int64(1)} }
-	assert.False(t, mayLand(batchResult{Replies: []any{split(serverError("NOPERM no"))}}), "a refusal cannot land later")
-	assert.True(t, mayLand(batchResult{Replies: []any{split(context.DeadlineExceeded)}}), "a part that timed out may still run")
-	assert.False(t, mayLand(batchResult{Replies: []any{split(notSent(errors.New("no connection")))}}), "a part never sent changes nothing")
-}
-
-// TestUnitTallyCountsAFailedShardAsFailedForItsHolds: a hold whose shard
-// failed gets no answer from that node (not held, not absent, not another
-// owner's); a hold of several locks with one failed entry neither.
-func TestUnitTallyCountsAFailedShardAsFailedForItsHolds(t *testing.T) {
-	one := &hold{m: &Mutex{}}
-	two := &hold{m: &Mutex{more: []lockKeys{{}}}}
-	hs := []*hold{one, one, two, one}
-	down := partFailed{Err: errors.New("connection refused")}
-	vs := []any{int64(1), down, int64(1), down, int64(-1)}
-	got := map[int]int64{}
-	failed, err := tallyHolds(vs, hs, func(k int, v int64) { got[k] = v })
-	assert.Equal(t, map[int]int64{0: 1, 3: -1}, got)
-	assert.Equal(t, 2, failed)
-	assert.ErrorContains(t, err, "connection refused")
-}
-
-// TestUnitTallyReadsAReadersHashWithoutTheFieldAsAbsent: a reader's hold
-// is two entries of renew.lua, the readers' hash (shared) and the
-// reader's own hash. The readers' hash there without the reader's field
-// (-1: an HDEL, or other readers' fields only) is absent for this reader,
-// whatever its own hash says: the hold is not renewed there and is written
-// back (repair.lua), since a writer looks for readers in the readers' hash
-// only. A -1 for a Mutex, or for a reader's own hash, is another owner's.
-func TestUnitTallyReadsAReadersHashWithoutTheFieldAsAbsent(t *testing.T) {
-	c, err := New([]*Node{NewNode("a", unitPool(nil))})
-	require.NoError(t, err)
-	defer c.Close()
-	reader := &hold{m: c.NewRWMutex("rw").r}
-	mutex := &hold{m: c.NewMutex("m")}
-	require.True(t, reader.m.lock(0).shared())
-	require.False(t, reader.m.lock(1).shared())
-	tests := []struct {
-		name string
-		h    *hold
-		vs   []any
-		want int64
-	}{
-		{"reader held", reader, []any{int64(1), int64(1)}, 1},
-		{"reader's field missing, its own hash there", reader, []any{int64(-1), int64(1)}, 0},
-		{"reader's field missing, its own hash gone", reader, []any{int64(-1), int64(0)}, 0},
-		{"readers' hash gone, its own hash there", reader, []any{int64(0), int64(1)}, 0},
-		{"reader's own hash another's", reader, []any{int64(1), int64(-1)}, -1},
-		{"mutex held", mutex, []any{int64(1)}, 1},
-		{"mutex another's", mutex, []any{int64(-1)}, -1},
-	}
-	for _, tt := range tests {
-		got := map[int]int64{}
-		failed, err := tallyHolds(tt.vs, []*hold{tt.h}, func(k int, v int64) { got[k] = v })
-		require.NoError(t, err, tt.name)
-		assert.Zero(t, failed, tt.name)
-		assert.Equal(t, map[int]int64{0: tt.want}, got, tt.name)
-	}
-
-	// Counted over three nodes: held on two, its field missing on one, the
-	// hold is renewed on a quorum, gone on one node, and written back there.
-	// Held on one only, it is not written back: a hold a quorum no longer
-	// confirms may have had a gap (a force, an eviction), and writing it
-	// back would hide it.
-	for _, tt := range []struct {
-		missing []int
-		repair  bool
-	}{{[]int{2}, true}, {[]int{1, 2}, false}} {
-		r := vote.NewRenewal(3, 1)
-		for i := range 3 {
-			vs := []any{int64(1), int64(1)}
-			if slices.Contains(tt.missing, i) {
-				vs = []any{int64(-1), int64(1)}
-			}
-			r.Count(i, true, nil)
-			_, err := tallyHolds(vs, []*hold{reader}, func(k int, v int64) { r.Answer(i, k, v) })
-			require.NoError(t, err)
-		}
-		assert.Equal(t, 3-len(tt.missing), r.Yes(0))
-		assert.Equal(t, len(tt.missing), r.Gone(0), "absent where its field is missing")
-		for _, i := range tt.missing {
-			assert.True(t, r.Absent(i, 0))
-		}
-		assert.Equal(t, tt.repair, r.Repairable(0, vote.Quorum(3)), "missing on %v", tt.missing)
-	}
 }

@@ -1,7 +1,7 @@
 package model
 
 // The client's algorithm, step by step, as reentrant.go, hold.go,
-// internal/quorum and renewal.go run it for one owner. Each function is one
+// internal/quorum and internal/watchdog run it for one owner. Each function is one
 // thing the owner's goroutines do at one instant; the adversary decides
 // when (adversary.go).
 

@@ -37,7 +37,7 @@ type Mechanisms struct {
 	// no fencing token, which another owner's hold may have preceded.
 	ReentryNeedsHold bool
 	// SharedKeys renews and repairs the readers' hash of a read-write
-	// lock as shared (renewal.go, tallyHolds; repair.lua's kind 's'):
+	// lock as shared (internal/watchdog, tallyHolds; repair.lua's kind 's'):
 	// present without the reader's field is absent for it, and repair
 	// adds the field. Off, it is the code before the fix, where it was a
 	// lock of one owner: every reader but the first to repair it lived on

@@ -17,7 +17,7 @@ import (
 //     write-back run over every name at once with the one owner field, as
 //     the client's calls do (locks.go), and the renewal and repair read a
 //     node as held only where every name is, another owner's where one
-//     is, absent otherwise (renewal.go, tallyHolds).
+//     is, absent otherwise (internal/watchdog, tallyHolds).
 //   - A Semaphore's holder (AsSem) holds one of Config.Permits slots
 //     (Locks[i] for slot i, and the semaphore's one intent, SemIntent).
 //     Its acquisition is a scan (slots.lua on every node: KScan) and,

@@ -1,6 +1,6 @@
 package model
 
-// The watchdog's renewal of one hold (renewal.go: renew, repair) and the
+// The watchdog's renewal of one hold (internal/watchdog: Renew, repair) and the
 // loss timer (hold.go: expire).
 
 // renew sends the hold's renewal to every node in a batch, and pushes its

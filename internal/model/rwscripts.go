@@ -300,7 +300,7 @@ func (s *RWStore) RepairWrite(now, lease int64, owner int, count, seq int64, pee
 
 // HoldOf reduces the answers of renew.lua or repair.lua for the entries
 // of one hold (its locks in order) to the hold's answer, as tallyHolds
-// does (renewal.go): 1 where every entry is held, -1 where one is another
+// does (internal/watchdog): 1 where every entry is held, -1 where one is another
 // owner's, 0 otherwise. With shared, the first entry is the readers'
 // hash, whose -1 is absent for the reader.
 func HoldOf(shared bool, entries ...int64) int64 {

@@ -237,7 +237,7 @@ func (s *State) crash(o int) {
 	ow.Crashed, ow.Keep = true, 0
 }
 
-// writeBackReentry is watchdog.writeBack (renewal.go): a won re-entry of
+// writeBackReentry is Watchdog.WriteBack (internal/watchdog): a won re-entry of
 // a watchdog hold writes the hold back, as a repair, where it found it
 // absent (acquire.lua's {0, -2}); a batch whose answers count for no
 // round, recorded among the hold's stragglers first.

@@ -2,7 +2,9 @@ package quorum
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -30,6 +32,27 @@ func Refused(reply interface{}) error {
 		return nil
 	}
 	return err
+}
+
+// MayLand reports whether a call of res, or a part of one split by shard,
+// failed after it may have been written: it may still run on the node.
+// notSent is matched (errors.Is) by the error of a call that never left
+// this process.
+func (res Result) MayLand(notSent error) bool {
+	if res.Err != nil {
+		return !errors.Is(res.Err, notSent)
+	}
+	mayRun := func(v interface{}) bool {
+		err := node.PartFailure(v)
+		return err != nil && !errors.Is(err, notSent) && !errors.As(err, new(node.ServerError))
+	}
+	for _, reply := range res.Replies {
+		vs, _ := reply.([]interface{})
+		if mayRun(reply) || slices.ContainsFunc(vs, mayRun) {
+			return true
+		}
+	}
+	return false
 }
 
 // batchTo gathers one node's replies to a broadcast's batch.

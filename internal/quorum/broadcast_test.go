@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/redlock-go/redlock/internal/node"
 )
 
 // TestUnitBatchFailsPerCall: a node's batch whose second call failed (its
@@ -29,4 +31,20 @@ func TestUnitBatchFailsPerCall(t *testing.T) {
 	all.Receive(1, nil, dead)
 	all.Receive(0, nil, context.DeadlineExceeded)
 	require.ErrorIs(t, (<-done).result.Err, dead)
+}
+
+// TestUnitSplitCallMayLandPerShard: a split renewal whose second shard
+// failed (a part merged as a node.PartFailed, internal/node's
+// TestUnitSplitCallDeliveredPerShard) may land later only where the part
+// may have been sent and not refused; a node that failed as a whole, only
+// when its call may have been sent.
+func TestUnitSplitCallMayLandPerShard(t *testing.T) {
+	errs := &node.Errors{NotSent: errors.New("not sent")}
+	split := func(err error) any { return []any{int64(1), node.PartFailed{Err: err}, int64(1)} }
+	assert.False(t, Result{Replies: []any{split(node.ServerError("NOPERM no"))}}.MayLand(errs.NotSent), "a refusal cannot land later")
+	assert.True(t, Result{Replies: []any{split(context.DeadlineExceeded)}}.MayLand(errs.NotSent), "a part that timed out may still run")
+	assert.False(t, Result{Replies: []any{split(errs.Unsent(errors.New("no connection")))}}.MayLand(errs.NotSent), "a part never sent changes nothing")
+	assert.False(t, Result{Replies: []any{int64(1), int64(0)}}.MayLand(errs.NotSent), "every reply came")
+	assert.True(t, Result{Err: context.DeadlineExceeded}.MayLand(errs.NotSent), "the node timed out after the call was written")
+	assert.False(t, Result{Err: errs.Unsent(errors.New("no connection"))}.MayLand(errs.NotSent), "the call never left")
 }

@@ -15,8 +15,8 @@ import (
 // looks for readers in the readers' hash only, so a writer would not see
 // that reader. renew.lua answers -1 for the readers' hash (it exists
 // without the field), which the watchdog reads as absent (tallyHolds,
-// renewal.go), and repair.lua writes the field back, after which a writer
-// is kept out again.
+// internal/watchdog), and repair.lua writes the field back, after which a
+// writer is kept out again.
 
 // rwTest are the keys of one read-write lock, and what a reader's own hash
 // is named after its owner field.

@@ -57,7 +57,7 @@ func (m *Mutex) fenceToken(ctx context.Context, r *round) (int64, error) {
 			token = a.N
 		}
 	}
-	ttl := fenceTTL(m.c.nodes.quarantinePeriod(), m.c.opts.lease).Milliseconds()
+	ttl := fenceTTL(m.c.nodes.QuarantinePeriod(), m.c.opts.lease).Milliseconds()
 	for range fenceRounds {
 		token++
 		var seen int64

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The quarantine period (restart.go) against the validity of a hold, on
+// The quarantine period (internal/members' QuarantinePeriod) against the validity of a hold, on
 // clocks that drift: a bug the model (internal/model) found, as a unit test.
 
 // TestUnitDefaultQuarantineOutlastsASlowHoldersValidity: the default

@@ -4,10 +4,10 @@ import (
 	"context"
 	"crypto/tls"
 	"sync/atomic"
-	"time"
 
 	"github.com/gomodule/redigo/redis"
 
+	"github.com/redlock-go/redlock/internal/members"
 	"github.com/redlock-go/redlock/internal/node"
 	"github.com/redlock-go/redlock/internal/nodeurl"
 )
@@ -76,46 +76,44 @@ func dialNode(ep nodeurl.Endpoint, o options) *Node {
 	}}
 }
 
-// peer is one quorum member as one Client sees it: the node, its per-node
-// layer (internal/node: the connections, what is known of its server
-// processes, the pub/sub connection), and whether it duplicates another
-// node (votes.go).
+// peer is one quorum member as one Client sees it: the node, its place
+// among the Client's nodes, and its per-node layer (internal/node: the
+// connections, what is known of its server processes, the pub/sub
+// connection).
 type peer struct {
 	*Node
-	n   nodeLayer
-	dup atomic.Pointer[duplicate] // the node this one duplicates, nil when none (votes.go)
+	n nodeLayer
+	i int // its index, as internal/members and internal/quorum number the nodes
 }
 
-// nodeSet is the Client's nodes, the one owner of what is known of them:
-// their connections (each node's peer), which of them vote (one vote per
-// server process, votes.go), restart quarantine (restart.go), and the
-// pub/sub subscriptions of the waiters. It is the quorum's Members
-// (quorum.go).
+// nodeSet is the Client's nodes: each node's peer, the size of a
+// majority, and, embedded, the connection set (internal/members: which
+// nodes vote, restart quarantine, the waiters' subscriptions, the nodes'
+// health), which is the quorum's Members.
 type nodeSet struct {
+	*members.Set
 	peers  []*peer     // one per node, in the order given
 	quorum int         // how many nodes make a majority
 	made   atomic.Bool // newClient made every peer: work started by a node's events may read peers
-	votes  votes       // which node each server process votes through (votes.go)
+}
 
-	opts   *options    // the Client's
-	leases *leaseShare // the longest lease in use: the default quarantine period
-	rep    *reporter   // where changes of the nodes are reported
-	life   *lifetime   // the Client's
+// join makes the connection set of s's peers, configured as cfg.
+func (s *nodeSet) join(cfg members.Config) {
+	ms := make([]members.Node, len(s.peers))
+	for i, p := range s.peers {
+		ms[i] = members.Node{Name: p.name, Addr: p.addr, Layer: p.n}
+	}
+	s.Set = members.New(cfg, ms)
 }
 
 // nodeLayer is what the root reaches of a node's per-node layer
 // (*node.Peer): everything but sending a call, which only the Client's
 // quorum does (internal/quorum).
 type nodeLayer interface {
+	members.Layer
 	Start()
 	Stop()
 	Unreachable() error
-	Settle(ctx context.Context)
-	Process(key string) *node.Process
-	node.Serving
-	Slot(key string) (slot int, ok bool)
-	Subscribe(channel string, ok chan<- bool)
-	Unsubscribe(channel string)
 	Ping()
 }
 
@@ -124,36 +122,6 @@ var _ nodeLayer = (*node.Peer)(nil)
 // errNotSent matches (errors.Is) the error of a request that never left
 // this process: it cannot have changed anything on the node.
 var errNotSent = ErrNotSent
-
-// subscribe adds a waiter of channel on every node and waits until the
-// subscription is active on a quorum of them (or a node timeout passed):
-// every release publishes on a quorum, and two quorums share a node.
-func (s *nodeSet) subscribe(ctx context.Context, channel string) {
-	ok := make(chan bool, len(s.peers))
-	for _, p := range s.peers {
-		p.n.Subscribe(channel, ok)
-	}
-	t := time.NewTimer(s.opts.nodeTimeout)
-	defer t.Stop()
-	for got := 0; got < s.quorum; got++ {
-		select {
-		case <-ok:
-		case <-t.C:
-			return
-		case <-ctx.Done():
-			return
-		case <-s.life.done:
-			return
-		}
-	}
-}
-
-// unsubscribe removes a waiter of channel on every node.
-func (s *nodeSet) unsubscribe(channel string) {
-	for _, p := range s.peers {
-		p.n.Unsubscribe(channel)
-	}
-}
 
 // adapt is t as the per-node layer takes it: the same methods over the
 // layer's types, whose fields are the seam's (transport.go). Only Eval

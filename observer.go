@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redlock-go/redlock/internal/node"
 	"github.com/redlock-go/redlock/observe"
 )
 
@@ -47,7 +46,7 @@ type reporter struct {
 
 // newReporter is the wiring of obs, nil for none, for a Client of life.
 func newReporter(obs observe.Observer, life *lifetime) *reporter {
-	return &reporter{obs: obs, life: life, watch: nodeWatch{reach: make(map[*peer]observe.NodeState), quarantines: make(map[*node.Process]time.Time)}}
+	return &reporter{obs: obs, life: life, watch: nodeWatch{reach: make(map[*peer]observe.NodeState)}}
 }
 
 // attemptDone reports an acquisition round of the lock called name that
@@ -133,13 +132,13 @@ func (rep *reporter) pubsubReconnected(name string, channels int) {
 	rep.obs.PubSubReconnected(observe.PubSubReconnect{Node: name, Channels: channels})
 }
 
-// nodeWatch is what the Client last reported of its nodes' states, so
-// that NodeChanged reports changes only. It is used only with an
+// nodeWatch is what the Client last reported of its nodes' reach, so
+// that NodeChanged reports changes only (internal/members remembers what
+// it reported of their votes and quarantines). It is used only with an
 // Observer.
 type nodeWatch struct {
-	mu          sync.Mutex                  // protects the fields below
-	reach       map[*peer]observe.NodeState // NodeUp or NodeDown
-	quarantines map[*node.Process]time.Time // the servers last reported in quarantine, and until when
+	mu    sync.Mutex                  // protects reach
+	reach map[*peer]observe.NodeState // NodeUp or NodeDown
 }
 
 // nodeReached records whether node p is reachable now (err nil) or not,
@@ -160,41 +159,4 @@ func (rep *reporter) nodeReached(p *peer, err error) {
 	if changed {
 		rep.obs.NodeChanged(observe.NodeChange{Node: p.name, Addr: p.addr, State: state, Err: err})
 	}
-}
-
-// nodeChanged reports e. Nothing is reported once Close has begun.
-func (rep *reporter) nodeChanged(e observe.NodeChange) {
-	if rep.obs == nil || rep.life.ctx.Err() != nil {
-		return
-	}
-	rep.obs.NodeChanged(e)
-}
-
-// quarantine reports whether proc, the server that serves a key on node
-// p, went into restart quarantine (qerr, until when), changed its end, or
-// came out of it since last reported.
-func (rep *reporter) quarantine(p *peer, proc *node.Process, until time.Time, qerr error) {
-	if rep.obs == nil || rep.life.ctx.Err() != nil {
-		return
-	}
-	w := &rep.watch
-	w.mu.Lock()
-	last, was := w.quarantines[proc]
-	switch {
-	case qerr == nil:
-		delete(w.quarantines, proc)
-	default:
-		w.quarantines[proc] = until
-	}
-	w.mu.Unlock()
-	e := observe.NodeChange{Node: p.name, Addr: proc.Addr(), Until: until, Err: qerr}
-	switch {
-	case qerr == nil && was:
-		e.State = observe.NodeBack
-	case qerr != nil && (!was || !last.Equal(until)):
-		e.State, e.Err = observe.NodeQuarantined, p.fail(qerr)
-	default:
-		return
-	}
-	rep.obs.NodeChanged(e)
 }

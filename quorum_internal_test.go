@@ -53,7 +53,7 @@ func TestUnitQuarantinedShardTakesOnlyItsHolds(t *testing.T) {
 		hs = append(hs, &hold{m: m})
 	}
 	calls := []call{script.Renew.Call(1, hs[0].m.lock(0).key, int64(3000), "f")}
-	require.True(t, c.nodes.countedFor(p, calls))
+	require.True(t, c.nodes.Counted(p.i, calls))
 	rt.mu.Lock()
 	rt.runIDs["B"] = "b2"
 	rt.mu.Unlock()
@@ -62,7 +62,7 @@ func TestUnitQuarantinedShardTakesOnlyItsHolds(t *testing.T) {
 	require.ErrorIs(t, c.nodes.quarantined(p, hs[1].m.lock(0).key), ErrQuarantined)
 
 	all := []call{script.Renew.Call(4, hs[0].m.lock(0).key, hs[1].m.lock(0).key, hs[2].m.lock(0).key, hs[3].m.lock(0).key, int64(3000), "f", "f", "f", "f")}
-	require.False(t, c.nodes.countedFor(p, all), "not every server of the member counts")
+	require.False(t, c.nodes.Counted(p.i, all), "not every server of the member counts")
 	partly := c.nodes.countedHolds(p, watched(hs...))
 	assert.Equal(t, []bool{true, false, true, false}, partly)
 
@@ -72,5 +72,7 @@ func TestUnitQuarantinedShardTakesOnlyItsHolds(t *testing.T) {
 		assert.Equal(t, want, r.Counts(0, k), "hold %d", k)
 	}
 	native, _ := makePeer(c, NewNode("native", unitPool(nil)), 0)
-	assert.Nil(t, c.nodes.countedHolds(native, watched(hs...)), "a native node is one server")
+	natives := &nodeSet{peers: []*peer{native}}
+	natives.join(membersConfig(c))
+	assert.Nil(t, natives.countedHolds(native, watched(hs...)), "a native node is one server")
 }

@@ -55,6 +55,7 @@ import (
 
 	"github.com/redlock-go/redlock/internal/intent"
 	"github.com/redlock-go/redlock/internal/label"
+	"github.com/redlock-go/redlock/internal/members"
 	"github.com/redlock-go/redlock/internal/node"
 	"github.com/redlock-go/redlock/internal/quorum"
 	"github.com/redlock-go/redlock/internal/vote"
@@ -168,7 +169,7 @@ func newClient(nodes []*Node, o options) (*Client, error) {
 		life:  newLifetime(),
 	}
 	c.rep = newReporter(o.observer, c.life)
-	c.nodes = &nodeSet{quorum: vote.Quorum(len(nodes)), opts: &c.opts, leases: &c.leases, rep: c.rep, life: c.life}
+	c.nodes = &nodeSet{quorum: vote.Quorum(len(nodes))}
 	c.waiters = wait.New(c.id, len(nodes), o.nodeTimeout)
 	c.leases.used.Store(int64(o.lease))
 	c.leases.base = now()
@@ -177,7 +178,8 @@ func newClient(nodes []*Node, o options) (*Client, error) {
 	for i, n := range nodes {
 		c.nodes.peers[i], ts[i] = makePeer(c, n, i)
 	}
-	c.q = quorum.New(quorum.Config{Timeout: o.nodeTimeout, Errors: &nodeErrors, NoQuorum: ErrNoQuorum, Now: func() time.Time { return now() }, Logger: o.logger}, c.nodes, ts)
+	c.nodes.join(membersConfig(c))
+	c.q = quorum.New(quorum.Config{Timeout: o.nodeTimeout, Errors: &nodeErrors, NoQuorum: ErrNoQuorum, Now: func() time.Time { return now() }, Logger: o.logger}, c.nodes.Set, ts)
 	c.leases.q, c.leases.life, c.leases.opts, c.leases.made = c.q, c.life, &c.opts, &c.nodes.made
 	c.labels = label.New(label.Config{Quorum: c.q, Prefix: o.prefix, ID: c.id, Label: o.label, Timeout: o.nodeTimeout, Ctx: c.life.ctx, GoRun: c.life.goRun, Now: func() time.Time { return now() }})
 	c.intents = intent.New(intent.Config{Quorum: c.q, Timeout: o.nodeTimeout, Lease: c.opts.intentLease(), Ctx: c.life.ctx, GoRun: c.life.goRun, Open: c.life.open})
@@ -186,7 +188,7 @@ func newClient(nodes []*Node, o options) (*Client, error) {
 		p.n.Start()
 	}
 	c.nodes.made.Store(true)
-	c.nodes.recheckVotes()
+	c.nodes.RecheckVotes()
 	c.wd = newWatchdog(c)
 	c.rel = newReleaser(c)
 	warnFewNodes(o, len(nodes))
@@ -328,7 +330,7 @@ func (c *Client) WatchdogStats() WatchdogStats { return WatchdogStats(c.wd.Total
 // starting it, and returns it with its sending side, which goes to the
 // Client's quorum.
 func makePeer(c *Client, n *Node, i int) (*peer, quorum.Transport) {
-	p := &peer{Node: n}
+	p := &peer{Node: n, i: i}
 	cfg := node.Config{
 		Name:        n.name,
 		Addr:        n.addr,
@@ -351,9 +353,9 @@ func makePeer(c *Client, n *Node, i int) (*peer, quorum.Transport) {
 				c.waiters.Reconnected(i, channels)
 			},
 			Reached:    func(err error) { c.rep.nodeReached(p, err) },
-			Identified: c.nodes.recheckVotes,
+			Identified: func() { c.nodes.RecheckVotes() },
 			Replaced:   c.leases.reread,
-			Learned:    func(key string) { c.nodes.recheckQuarantine(p, key) },
+			Learned:    func(key string) { c.nodes.RecheckQuarantine(i, key) },
 		},
 	}
 	if n.tr != nil {
@@ -362,6 +364,28 @@ func makePeer(c *Client, n *Node, i int) (*peer, quorum.Transport) {
 	np := node.New(cfg)
 	p.n = np
 	return p, np
+}
+
+// membersConfig is what c's connection set (internal/members) takes of
+// c: its settings, the longest lease in use, its clock, life and errors,
+// and the Observer's NodeChanged.
+func membersConfig(c *Client) members.Config {
+	o := &c.opts
+	cfg := members.Config{
+		Quarantine: o.quarantine, YoungNodes: o.youngNodes, Timeout: o.nodeTimeout, Logger: o.logger,
+		Lease: func() time.Duration { return time.Duration(max(c.leases.used.Load(), c.leases.learned.Load())) },
+		Drift: func(l time.Duration) time.Duration { return drift(l, o.driftFactor) },
+		Now:   func() time.Time { return now() },
+		Ctx:   c.life.ctx, Done: c.life.done, Ready: c.nodes.made.Load,
+		Errors: members.Errors{
+			Quarantined: ErrQuarantined, Duplicate: ErrDuplicateNode, Auth: ErrAuth, Invalid: invalid,
+			Node: func(i int, err error) error { return c.nodes.peers[i].fail(err) },
+		},
+	}
+	if c.rep.obs != nil {
+		cfg.Changed = c.rep.obs.NodeChanged
+	}
+	return cfg
 }
 
 // nodeErrors are the Client's errors, as the per-node layer returns and
@@ -378,5 +402,5 @@ var nodeErrors = node.Errors{
 		}
 		return "", false
 	},
-	Auth: authFailure,
+	Auth: members.AuthFailure(ErrAuth),
 }

@@ -179,10 +179,10 @@ func (m *Mutex) acquireWith(ctx context.Context, maxWait, lease time.Duration, w
 		if lately && (a.ok || a.split) {
 			m.c.waiters.TookTurn(m.channel, max(a.subs+1, 0)) // this Client was not subscribed
 		}
-		if a.again && undecided(a) && maxWait != 0 && !m.c.nodes.authRefused(a.err) {
+		if a.again && undecided(a) && maxWait != 0 && !m.c.nodes.AuthRefused(a.err) {
 			return m.reenter(ctx, maxWait, req, a)
 		}
-		if a.ok || a.again || maxWait == 0 || m.c.nodes.authRefused(a.err) {
+		if a.ok || a.again || maxWait == 0 || m.c.nodes.AuthRefused(a.err) {
 			return a.ok, a.err
 		}
 	}
@@ -229,7 +229,7 @@ func (m *Mutex) reenter(ctx context.Context, maxWait time.Duration, req request,
 			return false, m.lostError("the hold ended while this re-entrant acquisition waited for a quorum")
 		}
 		next := m.try(ctx, req)
-		if next.ok || !next.again || !undecided(next) || m.c.nodes.authRefused(next.err) {
+		if next.ok || !next.again || !undecided(next) || m.c.nodes.AuthRefused(next.err) {
 			return next.ok, next.err
 		}
 		a = next
@@ -345,13 +345,13 @@ func (m *Mutex) acquireRound(ctx context.Context, req request, prev int, seq int
 	dr := drift(req.lease, c.opts.driftFactor)
 	var fencing int64
 	if c.opts.fencing && prev == 0 && !m.shared {
-		fencing = fenceTTL(c.nodes.quarantinePeriod(), req.lease).Milliseconds()
+		fencing = fenceTTL(c.nodes.QuarantinePeriod(), req.lease).Milliseconds()
 	}
 	cl := m.acquireCall(prev+1, seq, fencing, req)
 	r = c.q.Fanout(ctx, cl, vote.Acquire, (*vote.Ballot).Certain, &quorum.Rollback{By: undoer{m}, Seq: seq, Prev: prev, Lease: req.lease})
 	ok = r.Ballot.Won() && validity(req.lease, since(start), dr) > 0
 	if ok && fencing != 0 {
-		ttl := fenceTTL(c.nodes.quarantinePeriod(), c.opts.lease).Milliseconds()
+		ttl := fenceTTL(c.nodes.QuarantinePeriod(), c.opts.lease).Milliseconds()
 		token, fenceErr = c.q.Fence(ctx, r, func(t int64) call { return m.fenceCall(t, ttl) }, "lock "+lockname.Quote(m.name)+" (its fencing token)")
 		if errors.Is(fenceErr, quorum.ErrFenceRaced) {
 			fenceErr = errorf("redlock: lock %s: the fencing token's write-back met a larger counter %d times in a row: %w", lockname.Quote(m.name), quorum.FenceRounds, ErrNoQuorum)

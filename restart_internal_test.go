@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The quarantine period (restart.go) against the validity of a hold, on
+// The quarantine period (internal/members' QuarantinePeriod) against the validity of a hold, on
 // clocks that drift: a bug the model (internal/model) found, as a unit test.
 
 // TestUnitDefaultQuarantineOutlastsASlowHoldersValidity: the default
@@ -24,7 +24,7 @@ func TestUnitDefaultQuarantineOutlastsASlowHoldersValidity(t *testing.T) {
 		require.NoError(t, err)
 		defer c.Close()
 		f := c.opts.driftFactor * 0.99 // "differ by less than the drift factor"
-		quarantine := float64(c.nodes.quarantinePeriod()) / (1 + f)
+		quarantine := float64(c.nodes.QuarantinePeriod()) / (1 + f)
 		validity := float64(lease-drift(lease, c.opts.driftFactor)) / (1 - f)
 		assert.Greater(t, quarantine, validity, "lease %v", lease)
 	}
@@ -40,17 +40,17 @@ func TestUnitDefaultQuarantineIsTheLongestLeaseInUse(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Close()
 	f := c.opts.driftFactor
-	assert.Equal(t, own+drift(own, f), c.nodes.quarantinePeriod(), "nothing learned yet: this client's lease")
+	assert.Equal(t, own+drift(own, f), c.nodes.QuarantinePeriod(), "nothing learned yet: this client's lease")
 
 	c.leases.learned.Store(int64(others))
-	assert.Equal(t, others+drift(others, f), c.nodes.quarantinePeriod(), "another client's longer lease, as the nodes say")
+	assert.Equal(t, others+drift(others, f), c.nodes.QuarantinePeriod(), "another client's longer lease, as the nodes say")
 
 	c.leases.use(20 * time.Minute)
-	assert.Equal(t, 20*time.Minute+drift(20*time.Minute, f), c.nodes.quarantinePeriod(), "this client's own longer lease")
+	assert.Equal(t, 20*time.Minute+drift(20*time.Minute, f), c.nodes.QuarantinePeriod(), "this client's own longer lease")
 
 	fixed, err := New([]*Node{NewNode("a", unitPool(nil))}, WithLease(own), WithQuarantine(3*time.Second))
 	require.NoError(t, err)
 	defer fixed.Close()
 	fixed.leases.learned.Store(int64(others))
-	assert.Equal(t, 3*time.Second, fixed.nodes.quarantinePeriod(), "WithQuarantine is the period")
+	assert.Equal(t, 3*time.Second, fixed.nodes.QuarantinePeriod(), "WithQuarantine is the period")
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Restart quarantine (restart.go; docs/safety.md, "Restart quarantine"): a
+// Restart quarantine (internal/members' quarantine.go; docs/safety.md, "Restart quarantine"): a
 // node that restarted empty forgot the holds it had, so a client that sees
 // its run_id change, or with WithQuarantineYoungNodes its uptime, keeps it
 // out of quorums for a full period. Without it, plain Redlock gives two
@@ -209,7 +209,7 @@ func TestFlappingNodeNeverGivesTwoHolders(t *testing.T) {
 // readings, so a server that started a few milliseconds before a second
 // boundary reports uptime 1 right after it. The start of a process is
 // therefore estimated as the latest instant its uptime allows (observation
-// time - uptime + 1s, never after the observation; restart.go), so the
+// time - uptime + 1s, never after the observation; internal/node), so the
 // quarantine is never cut short. An estimate of observation time - uptime
 // would be up to a second early, and a period of a second or less could
 // vanish entirely.

@@ -209,7 +209,7 @@ func (s *Semaphore) acquireWith(ctx context.Context, maxWait, lease time.Duratio
 		switch {
 		case a.err != nil && ctx.Err() != nil:
 			return nil, waitEnded(ctx, "semaphore", s.name, a)
-		case maxWait == 0 || s.c.nodes.authRefused(a.err):
+		case maxWait == 0 || s.c.nodes.AuthRefused(a.err):
 			return nil, a.err
 		}
 	}

@@ -59,10 +59,12 @@ func (rt *routeTable) Eval(_ context.Context, calls []Call, replies []Reply) {
 func overTransport(rt *routeTable) (*Client, *peer) {
 	c := &Client{opts: defaultOptions(), life: newLifetime()}
 	c.rep = newReporter(nil, c.life)
-	c.nodes = &nodeSet{quorum: 1, opts: &c.opts, leases: &c.leases, rep: c.rep, life: c.life}
+	c.nodes = &nodeSet{quorum: 1}
 	c.leases.made, c.leases.life, c.leases.opts = &c.nodes.made, c.life, &c.opts
 	c.leases.use(time.Minute)
 	p, _ := makePeer(c, NewTransportNode("m", rt), 0)
+	c.nodes.peers = []*peer{p}
+	c.nodes.join(membersConfig(c))
 	return c, p
 }
 

@@ -17,9 +17,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// One vote per server process (votes.go): a server listed under two URLs
-// counts once, whichever way the second URL reaches it; a user denied INFO
-// cannot be checked, and each node says so once.
+// One vote per server process (internal/members' votes.go): a server
+// listed under two URLs counts once, whichever way the second URL reaches
+// it; a user denied INFO cannot be checked, and each node says so once.
 
 // nodeChanges records the Observer's NodeChanged events.
 type nodeChanges struct {

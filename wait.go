@@ -103,7 +103,7 @@ func (w *waiting) await(ctx context.Context, maxWait time.Duration, a attempt, k
 // waiters queue, hear the others' too; stop undoes it.
 func (w *waiting) listen(ctx context.Context, chs []string) (stop func()) {
 	for _, ch := range chs {
-		w.nodes.subscribe(ctx, ch)
+		w.nodes.Subscribe(ctx, ch)
 	}
 	for _, ch := range chs[1:] {
 		w.waiters.Link(ch, chs[0])
@@ -113,7 +113,7 @@ func (w *waiting) listen(ctx context.Context, chs []string) (stop func()) {
 			w.waiters.Unlink(ch, chs[0])
 		}
 		for _, ch := range chs {
-			w.nodes.unsubscribe(ch)
+			w.nodes.Unsubscribe(ch)
 		}
 	}
 }
@@ -155,7 +155,7 @@ func (w *waiting) waitTurns(ctx context.Context, k *contender, wtr *wait.Waiter,
 			return false, next.err // re-entrant: this owner held it meanwhile (same owner, another goroutine)
 		case errors.Is(next.err, ErrClosed):
 			return false, ErrClosed
-		case w.nodes.authRefused(next.err):
+		case w.nodes.AuthRefused(next.err):
 			return false, next.err // a configuration error: waiting will not mend it
 		}
 		if !next.ended || a.err == nil {

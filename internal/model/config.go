@@ -20,12 +20,12 @@ var (
 // Mechanisms are the safety mechanisms a model runs with; a counterexample
 // turns one off.
 type Mechanisms struct {
-	Quarantine bool // restart quarantine (restart.go)
+	Quarantine bool // restart quarantine (internal/members' quarantine.go)
 	Drift      bool // the drift allowance in validity (clockdrift.go)
 	Marks      bool // rollback marks (internal/script/mark.lua)
 	// QuarantineDrift adds the drift allowance to the default quarantine
 	// period (the longest lease): a fast clock of the restarted node's
-	// client must not end it before a slow holder's validity (restart.go).
+	// client must not end it before a slow holder's validity (internal/members' quarantine.go).
 	QuarantineDrift bool
 	// KeepEnded makes a release that reached a quorum leave an ended hold
 	// ended (hold.go, lower): off, it is the code before the fix, where
@@ -190,8 +190,8 @@ func (c *Config) drift() int64 {
 	return int64(float64(c.Lease)*c.DriftFactor) + 2
 }
 
-// quarantine is the restart quarantine period (restart.go,
-// quarantinePeriod): the longest lease, and its drift allowance.
+// quarantine is the restart quarantine period (internal/members'
+// QuarantinePeriod): the longest lease, and its drift allowance.
 func (c *Config) quarantine() int64 {
 	if c.Mech.QuarantineDrift {
 		return c.Lease + int64(float64(c.Lease)*c.DriftFactor) + 2

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 
+	"github.com/redlock-go/redlock/internal/leases"
 	"github.com/redlock-go/redlock/internal/node"
 	"github.com/redlock-go/redlock/internal/nodeurl"
 )
@@ -97,10 +98,10 @@ type nodeSet struct {
 	made   atomic.Bool // newClient made every peer: work started by a node's events may read peers
 	votes  votes       // which node each server process votes through (votes.go)
 
-	opts   *options    // the Client's
-	leases *leaseShare // the longest lease in use: the default quarantine period
-	rep    *reporter   // where changes of the nodes are reported
-	life   *lifetime   // the Client's
+	opts   *options      // the Client's
+	leases *leases.Share // the longest lease in use: the default quarantine period
+	rep    *reporter     // where changes of the nodes are reported
+	life   *lifetime     // the Client's
 }
 
 // nodeLayer is what the root reaches of a node's per-node layer

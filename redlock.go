@@ -55,6 +55,7 @@ import (
 
 	"github.com/redlock-go/redlock/internal/intent"
 	"github.com/redlock-go/redlock/internal/label"
+	"github.com/redlock-go/redlock/internal/leases"
 	"github.com/redlock-go/redlock/internal/node"
 	"github.com/redlock-go/redlock/internal/quorum"
 	"github.com/redlock-go/redlock/internal/vote"
@@ -76,7 +77,7 @@ type Client struct {
 	rep    *reporter      // the Observer's wiring (observer.go)
 	owners atomic.Uint64  // last owner id handed out
 
-	leases  leaseShare     // the longest lease in use, published and learned (leases.go)
+	leases  *leases.Share  // the longest lease in use, published and learned (internal/leases)
 	intents *intent.Keeper // the intents of the waits under way, for Close (internal/intent)
 	labels  *label.Share   // this Client's label, published for operators (internal/label)
 
@@ -167,17 +168,16 @@ func newClient(nodes []*Node, o options) (*Client, error) {
 		life:  newLifetime(),
 	}
 	c.rep = newReporter(o.observer, c.life)
-	c.nodes = &nodeSet{quorum: vote.Quorum(len(nodes)), opts: &c.opts, leases: &c.leases, rep: c.rep, life: c.life}
+	c.nodes = &nodeSet{quorum: vote.Quorum(len(nodes)), opts: &c.opts, rep: c.rep, life: c.life}
 	c.waiters = wait.New(c.id, len(nodes), o.nodeTimeout)
-	c.leases.used.Store(int64(o.lease))
-	c.leases.base = now()
 	c.nodes.peers = make([]*peer, len(nodes))
 	ts := make([]quorum.Transport, len(nodes))
 	for i, n := range nodes {
 		c.nodes.peers[i], ts[i] = makePeer(c, n, i)
 	}
 	c.q = quorum.New(quorum.Config{Timeout: o.nodeTimeout, Errors: &nodeErrors, NoQuorum: ErrNoQuorum, Now: func() time.Time { return now() }, Logger: o.logger}, c.nodes, ts)
-	c.leases.q, c.leases.life, c.leases.opts, c.leases.made = c.q, c.life, &c.opts, &c.nodes.made
+	c.leases = leases.New(leases.Config{Quorum: c.q, Prefix: o.prefix, Lease: o.lease, Quarantine: o.quarantine, Drift: func(d time.Duration) time.Duration { return drift(d, o.driftFactor) }, Logger: o.logger, Ctx: c.life.ctx, GoRun: c.life.goRun, Made: c.nodes.made.Load, Now: func() time.Time { return now() }})
+	c.nodes.leases = c.leases
 	c.labels = label.New(label.Config{Quorum: c.q, Prefix: o.prefix, ID: c.id, Label: o.label, Timeout: o.nodeTimeout, Ctx: c.life.ctx, GoRun: c.life.goRun, Now: func() time.Time { return now() }})
 	c.intents = intent.New(intent.Config{Quorum: c.q, Timeout: o.nodeTimeout, Lease: c.opts.intentLease(), Ctx: c.life.ctx, GoRun: c.life.goRun, Open: c.life.open})
 	c.waits = &waiting{waiters: c.waiters, nodes: c.nodes, intents: c.intents, life: c.life, rep: c.rep, opts: &c.opts}
@@ -351,7 +351,7 @@ func makePeer(c *Client, n *Node, i int) (*peer, quorum.Transport) {
 			},
 			Reached:    func(err error) { c.rep.nodeReached(p, err) },
 			Identified: c.nodes.recheckVotes,
-			Replaced:   c.leases.reread,
+			Replaced:   func() { c.leases.Reread() },
 			Learned:    func(key string) { c.nodes.recheckQuarantine(p, key) },
 		},
 	}

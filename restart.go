@@ -25,7 +25,7 @@ import (
 
 // quarantinePeriod is how long a restarted node is kept out of quorums:
 // by default the longest lease in use, this client's or, as the nodes say,
-// any other client's (leases.go), and its drift allowance. The period
+// any other client's (internal/leases), and its drift allowance. The period
 // is measured by this client's clock, which may run fast by up to the
 // drift factor, while a holder whose clock runs slow trusts its hold for
 // up to its lease less the allowance, by its own clock: one lease alone
@@ -35,7 +35,7 @@ func (s *nodeSet) quarantinePeriod() time.Duration {
 	if s.opts.quarantine >= 0 {
 		return s.opts.quarantine
 	}
-	l := time.Duration(max(s.leases.used.Load(), s.leases.learned.Load()))
+	l := s.leases.Longest()
 	if l == 0 {
 		return 0
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/redlock-go/redlock/internal/leases"
 	"github.com/redlock-go/redlock/internal/node"
 	"github.com/redlock-go/redlock/internal/script"
 )
@@ -59,9 +60,9 @@ func (rt *routeTable) Eval(_ context.Context, calls []Call, replies []Reply) {
 func overTransport(rt *routeTable) (*Client, *peer) {
 	c := &Client{opts: defaultOptions(), life: newLifetime()}
 	c.rep = newReporter(nil, c.life)
-	c.nodes = &nodeSet{quorum: 1, opts: &c.opts, leases: &c.leases, rep: c.rep, life: c.life}
-	c.leases.made, c.leases.life, c.leases.opts = &c.nodes.made, c.life, &c.opts
-	c.leases.use(time.Minute)
+	c.nodes = &nodeSet{quorum: 1, opts: &c.opts, rep: c.rep, life: c.life}
+	c.leases = leases.New(leases.Config{Lease: time.Minute, Made: c.nodes.made.Load, GoRun: c.life.goRun, Now: time.Now})
+	c.nodes.leases = c.leases
 	p, _ := makePeer(c, NewTransportNode("m", rt), 0)
 	return c, p
 }

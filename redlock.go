@@ -180,7 +180,7 @@ func newClient(nodes []*Node, o options) (*Client, error) {
 	c.nodes.leases = c.leases
 	c.labels = label.New(label.Config{Quorum: c.q, Prefix: o.prefix, ID: c.id, Label: o.label, Timeout: o.nodeTimeout, Ctx: c.life.ctx, GoRun: c.life.goRun, Now: func() time.Time { return now() }})
 	c.intents = intent.New(intent.Config{Quorum: c.q, Timeout: o.nodeTimeout, Lease: c.opts.intentLease(), Ctx: c.life.ctx, GoRun: c.life.goRun, Open: c.life.open})
-	c.waits = &waiting{waiters: c.waiters, nodes: c.nodes, intents: c.intents, life: c.life, rep: c.rep, opts: &c.opts}
+	c.waits = &waiting{waiters: c.waiters, nodes: c.nodes, intents: c.intents, stalls: newStalls(c), life: c.life, rep: c.rep, opts: &c.opts}
 	for _, p := range c.nodes.peers {
 		p.n.Start()
 	}

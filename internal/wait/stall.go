@@ -156,8 +156,8 @@ func (s *Stall) note(a Tried, failing []observe.NodeResult) []observe.NodeResult
 }
 
 // Failing are the nodes whose failure kept an attempt whose error is err
-// from a quorum: every node named in its ErrNoQuorum error (internal/
-// quorum's Error), failed or in restart quarantine. None when err is not
+// from a quorum: every node named in its ErrNoQuorum error (a
+// quorum.Error), failed or in restart quarantine. None when err is not
 // ErrNoQuorum, or names no node (the attempt gave up on nodes it did not
 // wait for).
 func (cfg *Stalls) Failing(err error) []observe.NodeResult {

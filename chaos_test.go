@@ -543,7 +543,7 @@ func TestRestartHazard(t *testing.T) {
 			why: "B never saw the old run_ids: by default it cannot tell that the nodes restarted"},
 		{name: "shorter leases than the holder's, default quarantine", warm: true, wait: 2 * time.Second,
 			optsB: []redlock.Option{redlock.WithLease(time.Second), redlock.WithNodeTimeout(100 * time.Millisecond)},
-			why:   "B's own lease is 1s, but the nodes told it A's 30s lease (leases.go): its default quarantine covers A's hold"},
+			why:   "B's own lease is 1s, but the nodes told it A's 30s lease (internal/leases): its default quarantine covers A's hold"},
 		{name: "quarantine set shorter than the holder's lease", warm: true, wait: 2 * time.Second, twoHolders: true,
 			optsB: []redlock.Option{redlock.WithLease(time.Second), redlock.WithQuarantine(time.Second), redlock.WithNodeTimeout(100 * time.Millisecond)},
 			why:   "B's WithQuarantine(1s) is shorter than A's 30s lease (it is warned)"},

@@ -3,10 +3,9 @@ package redlock
 import (
 	"context"
 	"strconv"
-	"strings"
 	"time"
 
-	"github.com/redlock-go/redlock/internal/quorum"
+	"github.com/redlock-go/redlock/internal/inspect"
 	"github.com/redlock-go/redlock/internal/script"
 )
 
@@ -35,37 +34,9 @@ func (c *Client) Inspect(ctx context.Context, name string) ([]NodeLock, error) {
 	results := c.q.Broadcast(ctx, c.opts.nodeTimeout, func(int) []call { return read })
 	out := make([]NodeLock, len(c.nodes.peers))
 	for i, res := range results {
-		out[i] = viewOf(c.nodes.peers[i], m.key, res)
+		out[i] = NodeLock(inspect.View(c.nodes, i, m.key, res))
 	}
 	return out, nil
-}
-
-// viewOf reads view.lua's reply from one node.
-func viewOf(n *peer, key string, res batchResult) NodeLock {
-	if res.Err != nil {
-		return NodeLock{Node: n.name, Key: key, Err: res.Err}
-	}
-	err := quorum.Refused(res.Replies[0])
-	var lv script.LockView
-	if err == nil {
-		lv, err = script.ParseView(res.Replies[0])
-	}
-	if err != nil {
-		return NodeLock{Node: n.name, Key: key, Err: n.fail(err)}
-	}
-	return nodeLockOf(n.name, key, lv)
-}
-
-// nodeLockOf is the NodeLock of node's lock hash key, in the state lv.
-func nodeLockOf(node, key string, lv script.LockView) NodeLock {
-	v := NodeLock{Node: node, Key: key, Exists: lv.PTTL != -2, Holders: lv.Holders}
-	if v.Exists {
-		v.TTL = time.Duration(lv.PTTL) * time.Millisecond
-		if lv.PTTL < 0 {
-			v.TTL = -1
-		}
-	}
-	return v
 }
 
 // NodeLocks is one node's view of every kind of lock of one name, as
@@ -152,8 +123,9 @@ func (c *Client) InspectAll(ctx context.Context, name string, permits int) ([]No
 	out := make([]NodeLocks, len(c.nodes.peers))
 	var owners []string
 	for i, res := range results {
-		out[i] = surveyOf(c.nodes.peers[i], keys, res)
-		owners = append(owners, out[i].owners()...)
+		v := inspect.Survey(c.nodes, i, keys, res)
+		out[i] = nodeLocksOf(v)
+		owners = append(owners, v.Owners()...)
 	}
 	for i, labels := range c.labels.Owners(ctx, owners) {
 		out[i].Labels = labels
@@ -161,77 +133,16 @@ func (c *Client) InspectAll(ctx context.Context, name string, permits int) ([]No
 	return out, nil
 }
 
-// owners are the owner fields of every hold and waiter of v.
-func (v *NodeLocks) owners() []string {
-	var out []string
-	for _, l := range append([]NodeLock{v.Mutex, v.Writer, v.Readers}, v.Slots...) {
-		for h := range l.Holders {
-			out = append(out, h)
-		}
+// nodeLocksOf is what internal/inspect read of a node as its NodeLocks,
+// without the labels.
+func nodeLocksOf(v inspect.Name) NodeLocks {
+	out := NodeLocks{
+		Node: v.Node, Err: v.Err, Mutex: NodeLock(v.Mutex), Intent: (*Intent)(v.Intent),
+		Writer: NodeLock(v.Writer), Readers: NodeLock(v.Readers), WriterIntent: (*Intent)(v.WriterIntent), ReadersIntent: (*Intent)(v.ReadersIntent),
+		Slots: make([]NodeLock, len(v.Slots)), SemaphoreIntent: (*Intent)(v.SemaphoreIntent),
 	}
-	for _, in := range []*Intent{v.Intent, v.WriterIntent, v.SemaphoreIntent} {
-		if in != nil && in.Waiter != "" {
-			out = append(out, in.Waiter)
-		}
+	for i, l := range v.Slots {
+		out.Slots[i] = NodeLock(l)
 	}
 	return out
-}
-
-// surveyOf reads survey.lua's reply from one node.
-func surveyOf(n *peer, k script.SurveyKeys, res batchResult) NodeLocks {
-	err := res.Err
-	var sv script.NameView
-	if err == nil {
-		if err = quorum.Refused(res.Replies[0]); err == nil {
-			sv, err = script.ParseSurvey(res.Replies[0], len(k.Slots))
-		}
-		if err != nil {
-			err = n.fail(err)
-		}
-	}
-	lock := func(key string, lv script.LockView) NodeLock {
-		if err != nil {
-			return NodeLock{Node: n.name, Key: key, Err: err}
-		}
-		return nodeLockOf(n.name, key, lv)
-	}
-	v := NodeLocks{Node: n.name, Err: err, Mutex: lock(k.Lock, sv.Lock), Writer: lock(k.Writer, sv.Writer), Readers: lock(k.Readers, sv.Readers)}
-	v.Slots = make([]NodeLock, len(k.Slots))
-	for i, key := range k.Slots {
-		var lv script.LockView
-		if err == nil {
-			lv = sv.Slots[i]
-		}
-		v.Slots[i] = lock(key, lv)
-	}
-	if err != nil {
-		return v
-	}
-	v.Intent = foundIntent(k.Intent, sv.Intent, true)
-	v.WriterIntent = foundIntent(k.WriterIntent, sv.WriterIntent, false)
-	v.ReadersIntent = foundIntent(k.ReadersIntent, sv.ReadersIntent, false)
-	if v.ReadersIntent != nil {
-		v.ReadersIntent.Waiter = "" // its value is '1': every waiting reader's
-	}
-	v.SemaphoreIntent = foundIntent(k.SemaphoreIntent, sv.SemaphoreIntent, true)
-	return v
-}
-
-// foundIntent is the intent of key whose state is t, nil when there is none;
-// stamped says whether its value is "<stamp>/<waiter>" (intent.go) rather
-// than the waiter alone.
-func foundIntent(key string, t script.Text, stamped bool) *Intent {
-	if t.PTTL == -2 {
-		return nil
-	}
-	in := &Intent{Key: key, Waiter: t.Value, TTL: time.Duration(t.PTTL) * time.Millisecond}
-	if t.PTTL < 0 {
-		in.TTL = -1
-	}
-	if stamp, waiter, ok := strings.Cut(t.Value, "/"); stamped && ok {
-		if ms, err := strconv.ParseInt(stamp, 10, 64); err == nil {
-			in.Since, in.Waiter = time.UnixMilli(ms), waiter
-		}
-	}
-	return in
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/redlock-go/redlock/redlocktest"
 )
 
-// The longest lease in use, shared through the nodes (leases.go): a client
+// The longest lease in use, shared through the nodes (internal/leases): a client
 // with short leases keeps a restarted node out for as long as another
 // client's longer hold may have been forgotten there.
 

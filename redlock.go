@@ -55,6 +55,7 @@ import (
 
 	"github.com/redlock-go/redlock/internal/intent"
 	"github.com/redlock-go/redlock/internal/label"
+	"github.com/redlock-go/redlock/internal/leases"
 	"github.com/redlock-go/redlock/internal/members"
 	"github.com/redlock-go/redlock/internal/node"
 	"github.com/redlock-go/redlock/internal/quorum"
@@ -78,7 +79,7 @@ type Client struct {
 	rep    *reporter      // the Observer's wiring (observer.go)
 	owners atomic.Uint64  // last owner id handed out
 
-	leases  leaseShare     // the longest lease in use, published and learned (leases.go)
+	leases  *leases.Share  // the longest lease in use, published and learned (internal/leases)
 	intents *intent.Keeper // the intents of the waits under way, for Close (internal/intent)
 	labels  *label.Share   // this Client's label, published for operators (internal/label)
 
@@ -171,8 +172,6 @@ func newClient(nodes []*Node, o options) (*Client, error) {
 	c.rep = newReporter(o.observer, c.life)
 	c.nodes = &nodeSet{quorum: vote.Quorum(len(nodes))}
 	c.waiters = wait.New(c.id, len(nodes), o.nodeTimeout)
-	c.leases.used.Store(int64(o.lease))
-	c.leases.base = now()
 	c.nodes.peers = make([]*peer, len(nodes))
 	ts := make([]quorum.Transport, len(nodes))
 	for i, n := range nodes {
@@ -180,10 +179,10 @@ func newClient(nodes []*Node, o options) (*Client, error) {
 	}
 	c.nodes.join(membersConfig(c))
 	c.q = quorum.New(quorum.Config{Timeout: o.nodeTimeout, Errors: &nodeErrors, NoQuorum: ErrNoQuorum, Now: func() time.Time { return now() }, Logger: o.logger}, c.nodes.Set, ts)
-	c.leases.q, c.leases.life, c.leases.opts, c.leases.made = c.q, c.life, &c.opts, &c.nodes.made
+	c.leases = leases.New(leases.Config{Quorum: c.q, Prefix: o.prefix, Lease: o.lease, Quarantine: o.quarantine, Drift: func(d time.Duration) time.Duration { return drift(d, o.driftFactor) }, Logger: o.logger, Ctx: c.life.ctx, GoRun: c.life.goRun, Made: c.nodes.made.Load, Now: func() time.Time { return now() }})
 	c.labels = label.New(label.Config{Quorum: c.q, Prefix: o.prefix, ID: c.id, Label: o.label, Timeout: o.nodeTimeout, Ctx: c.life.ctx, GoRun: c.life.goRun, Now: func() time.Time { return now() }})
 	c.intents = intent.New(intent.Config{Quorum: c.q, Timeout: o.nodeTimeout, Lease: c.opts.intentLease(), Ctx: c.life.ctx, GoRun: c.life.goRun, Open: c.life.open})
-	c.waits = &waiting{waiters: c.waiters, nodes: c.nodes, intents: c.intents, life: c.life, rep: c.rep, opts: &c.opts}
+	c.waits = &waiting{waiters: c.waiters, nodes: c.nodes, intents: c.intents, stalls: newStalls(c), life: c.life, rep: c.rep, opts: &c.opts}
 	for _, p := range c.nodes.peers {
 		p.n.Start()
 	}
@@ -354,7 +353,7 @@ func makePeer(c *Client, n *Node, i int) (*peer, quorum.Transport) {
 			},
 			Reached:    func(err error) { c.rep.nodeReached(p, err) },
 			Identified: func() { c.nodes.RecheckVotes() },
-			Replaced:   c.leases.reread,
+			Replaced:   func() { c.leases.Reread() },
 			Learned:    func(key string) { c.nodes.RecheckQuarantine(i, key) },
 		},
 	}
@@ -373,7 +372,7 @@ func membersConfig(c *Client) members.Config {
 	o := &c.opts
 	cfg := members.Config{
 		Quarantine: o.quarantine, YoungNodes: o.youngNodes, Timeout: o.nodeTimeout, Logger: o.logger,
-		Lease: func() time.Duration { return time.Duration(max(c.leases.used.Load(), c.leases.learned.Load())) },
+		Lease: func() time.Duration { return c.leases.Longest() },
 		Drift: func(l time.Duration) time.Duration { return drift(l, o.driftFactor) },
 		Now:   func() time.Time { return now() },
 		Ctx:   c.life.ctx, Done: c.life.done, Ready: c.nodes.made.Load,

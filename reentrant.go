@@ -317,13 +317,13 @@ func (m *Mutex) try(ctx context.Context, req request) attempt {
 }
 
 // publishLease records lease as used by this Client and makes sure the
-// longest lease in use is published on a quorum (leases.go), and this
+// longest lease in use is published on a quorum (internal/leases), and this
 // Client's label when it is due (internal/label); when the publication reaches
 // no quorum, it reports false with the attempt that failed for it.
 func (m *Mutex) publishLease(ctx context.Context, lease time.Duration) (attempt, bool) {
 	c := m.c
-	c.leases.use(lease)
-	if r := c.leases.share(ctx); r != nil {
+	c.leases.Use(lease)
+	if r := c.leases.Publish(ctx); r != nil {
 		a := attempt{took: since(r.Start)}
 		if ctx.Err() != nil {
 			a.err, a.ended = ctx.Err(), true

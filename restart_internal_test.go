@@ -31,7 +31,7 @@ func TestUnitDefaultQuarantineOutlastsASlowHoldersValidity(t *testing.T) {
 }
 
 // TestUnitDefaultQuarantineIsTheLongestLeaseInUse: the default quarantine
-// covers the longest lease of any client of the nodes (leases.go learns
+// covers the longest lease of any client of the nodes (internal/leases learns
 // it), not only this client's; a longer lease of this client's own counts
 // as well; WithQuarantine replaces both.
 func TestUnitDefaultQuarantineIsTheLongestLeaseInUse(t *testing.T) {
@@ -42,15 +42,15 @@ func TestUnitDefaultQuarantineIsTheLongestLeaseInUse(t *testing.T) {
 	f := c.opts.driftFactor
 	assert.Equal(t, own+drift(own, f), c.nodes.QuarantinePeriod(), "nothing learned yet: this client's lease")
 
-	c.leases.learned.Store(int64(others))
+	c.leases.Learn(others)
 	assert.Equal(t, others+drift(others, f), c.nodes.QuarantinePeriod(), "another client's longer lease, as the nodes say")
 
-	c.leases.use(20 * time.Minute)
+	c.leases.Use(20 * time.Minute)
 	assert.Equal(t, 20*time.Minute+drift(20*time.Minute, f), c.nodes.QuarantinePeriod(), "this client's own longer lease")
 
 	fixed, err := New([]*Node{NewNode("a", unitPool(nil))}, WithLease(own), WithQuarantine(3*time.Second))
 	require.NoError(t, err)
 	defer fixed.Close()
-	fixed.leases.learned.Store(int64(others))
+	fixed.leases.Learn(others)
 	assert.Equal(t, 3*time.Second, fixed.nodes.QuarantinePeriod(), "WithQuarantine is the period")
 }

@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hashicorp/go-multierror"
-
 	"github.com/redlock-go/redlock/internal/intent"
 	"github.com/redlock-go/redlock/internal/lockname"
 	"github.com/redlock-go/redlock/internal/script"
@@ -74,11 +72,12 @@ type Semaphore struct {
 	c       *Client
 	name    string
 	permits int
-	bad     error    // why every call fails (bad arguments); nil when usable
-	base    string   // PREFIX{NAME}:sem:, the slots' keys' prefix
-	channel string   // where every slot's releases are published
-	keys    []string // every slot's lock hash, then the semaphore's waiters' intent (intent.go)
-	scan    call     // slots.lua over every slot, built once
+	bad     error            // why every call fails (bad arguments); nil when usable
+	base    string           // PREFIX{NAME}:sem:, the slots' keys' prefix
+	channel string           // where every slot's releases are published
+	keys    []string         // every slot's lock hash, then the semaphore's waiters' intent (intent.go)
+	scan    call             // slots.lua over every slot, built once
+	counts  slots.ScanConfig // how its scans count (internal/slots' Scan), built once
 
 	uses *slots.Uses[*Mutex] // what it does with each slot: hints, never trusted for safety
 }
@@ -100,6 +99,10 @@ func newSemaphore(c *Client, name string, permits int) *Semaphore {
 	}
 	s.keys[permits] = s.base + "intent"
 	s.scan = script.SlotsCall(s.keys, "", 0)
+	s.counts = slots.ScanConfig{
+		Quorum: c.nodes.quorum, Permits: permits, Quarantined: s.quarantined, Open: c.life.open,
+		NoQuorum: ErrNoQuorum, Op: "scan of semaphore " + lockname.Quote(name),
+	}
 	s.uses = slots.NewUses(permits, (*Mutex).holds)
 	return s
 }
@@ -263,8 +266,8 @@ func (s *Semaphore) attempt(ctx context.Context, req request) (*Permit, attempt)
 	if s.c.rep.obs != nil && len(t.Free) == 0 {
 		s.scanDone(ctx, t, since(scanned))
 	}
-	if t.err != nil {
-		return nil, attempt{err: t.err, ended: t.ended, took: since(start), nodes: t.r.Results()}
+	if t.Err != nil {
+		return nil, attempt{err: t.Err, ended: t.Ended, took: since(start), nodes: t.Round.Results()}
 	}
 	var p *Permit
 	a := attempt{freeIn: -1}
@@ -319,48 +322,35 @@ func (s *Semaphore) try(ctx context.Context, i int, req request) (*Permit, attem
 	return &Permit{s: s, m: m, slot: i}, a
 }
 
-// slotTally is what a scan found, counted as the nodes answer
-// (internal/slots' Tally), with the scan's round and errors.
-type slotTally struct {
-	*slots.Tally
-	s     *Semaphore
-	r     *round
-	seen  []bool // per node: its answer (or failure) was counted
-	errs  *multierror.Error
-	err   error // not enough nodes counted: ErrNoQuorum, or ctx's error
-	ended bool  // err is only ctx.Err()
-}
-
 // scanSlots reads every slot on every node, and decides as soon as a slot
-// is free on a majority, or none can be. The slots free on a majority
-// are in the tally's Free.
-func (s *Semaphore) scanSlots(ctx context.Context, intent string) *slotTally {
-	c := s.c
+// is free on a majority, or none can be (internal/slots' Scan). The slots
+// free on a majority are in the scan's Free.
+func (s *Semaphore) scanSlots(ctx context.Context, intent string) *slots.Scan {
 	scan := s.scan
 	if intent != "" {
-		scan = script.SlotsCall(s.keys, intent, c.opts.intentLease().Milliseconds())
+		scan = script.SlotsCall(s.keys, intent, s.c.opts.intentLease().Milliseconds())
 	}
-	t := newSlotTally(s, c.q.Launch(scan, vote.Slots(s.permits), nil))
-	t.r.Collect(ctx, t.certain)
-	t.certain(&t.r.Ballot) // counts the nodes collect gave up on
-	if len(t.Nodes) < t.s.c.nodes.quorum && t.Open() {
-		switch {
-		case ctx.Err() != nil:
-			t.err, t.ended = ctx.Err(), true
-		case c.life.open() != nil:
-			t.err = ErrClosed
-		default:
-			t.err = t.noQuorum()
-		}
-	}
+	t := slots.NewScan(s.c.q.Launch(scan, vote.Slots(s.permits), nil), &s.counts)
+	t.Collect(ctx)
 	return t
+}
+
+// quarantined says, as node i's error, why node i's answers to a scan do
+// not count: restart quarantine (see nodeSet.quarantined); nil when they
+// count.
+func (s *Semaphore) quarantined(i int) error {
+	p := s.c.nodes.peers[i]
+	if qerr := s.c.nodes.quarantined(p, s.scan.Key()); qerr != nil {
+		return p.fail(qerr)
+	}
+	return nil
 }
 
 // scanDone reports a scan t that found no slot free on a majority, which
 // took took, to the Observer as an attempt that tried no slot: busy (every
 // node counted is No), or what kept it from a quorum.
-func (s *Semaphore) scanDone(ctx context.Context, t *slotTally, took time.Duration) {
-	nodes := t.r.Results()
+func (s *Semaphore) scanDone(ctx context.Context, t *slots.Scan, took time.Duration) {
+	nodes := t.Round.Results()
 	failed := 0
 	for i, n := range nodes {
 		switch n.Answer {
@@ -371,58 +361,9 @@ func (s *Semaphore) scanDone(ctx context.Context, t *slotTally, took time.Durati
 		}
 	}
 	s.c.rep.obs.AttemptDone(ctx, observe.Attempt{
-		Lock: s.name, Outcome: acquireOutcome(ctx, false, t.err), Took: took,
-		No: len(t.Nodes), Failed: failed, Nodes: nodes, Err: t.err,
+		Lock: s.name, Outcome: acquireOutcome(ctx, false, t.Err), Took: took,
+		No: len(t.Nodes), Failed: failed, Nodes: nodes, Err: t.Err,
 	})
-}
-
-// newSlotTally counts the answers of r, a scan of s's slots.
-func newSlotTally(s *Semaphore, r *round) *slotTally {
-	n := len(r.Nodes)
-	return &slotTally{Tally: slots.New(n, s.c.nodes.quorum, s.permits), s: s, r: r, seen: make([]bool, n)}
-}
-
-// certain counts the answers that came since it last ran, and reports
-// whether the scan is decided: the tally is certain, or all answered.
-func (t *slotTally) certain(b *vote.Ballot) bool {
-	for i := range t.r.Nodes {
-		if sl := t.r.Nodes[i]; sl.Got && !t.seen[i] {
-			t.seen[i] = true
-			t.count(i, sl)
-		}
-	}
-	return t.Certain() || b.Done()
-}
-
-// count counts node i, which collect counted as sl.
-func (t *slotTally) count(i int, sl slot) {
-	c, p := t.s.c, t.s.c.nodes.peers[i]
-	if sl.Vote != vote.Yes {
-		t.Exclude()
-		return
-	}
-	if qerr := c.nodes.quarantined(p, t.s.scan.Key()); qerr != nil {
-		t.Exclude()
-		t.errs = appendError(t.errs, p.fail(qerr))
-		return
-	}
-	pttls, _ := script.ParseSlots(t.r.Reply(i), t.s.permits) // a vote yes: it parsed
-	t.Count(i, pttls)
-}
-
-// noQuorum is the ErrNoQuorum error of a scan that too few nodes answered
-// usefully.
-func (t *slotTally) noQuorum() error {
-	errs := t.r.NodeErrors()
-	if t.errs != nil {
-		errs = appendError(errs, t.errs)
-	}
-	b := t.r.Ballot
-	return &quorumError{
-		NoQuorum: ErrNoQuorum,
-		Op:       "scan of semaphore " + lockname.Quote(t.s.name), Yes: len(t.Nodes), Unheard: b.N - b.Yes - b.No - b.Failed,
-		Need: t.s.c.nodes.quorum, N: b.N, Nodes: errs,
-	}
 }
 
 // Permit is one permit of a Semaphore, held until Release, the end of its

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redlock-go/redlock/internal/slots"
 	"github.com/redlock-go/redlock/internal/vote"
 )
 
@@ -119,10 +120,10 @@ func unitScan(t *testing.T, tt unitScanCase, lease time.Duration) {
 	}
 	s := c.NewSemaphore("unit", permits)
 	r := c.q.Unsent(tt.nodes, vote.Slots(permits))
-	tally := newSlotTally(s, r)
+	tally := slots.NewScan(r, &s.counts)
 	counted := 0
 	for _, a := range tt.answers {
-		if tally.certain(&r.Ballot) {
+		if tally.Decided(&r.Ballot) {
 			break
 		}
 		reply := make([]interface{}, len(a.pttls))
@@ -135,10 +136,10 @@ func unitScan(t *testing.T, tt unitScanCase, lease time.Duration) {
 		r.Answer(a.node, reply, a.err)
 		counted++
 	}
-	assert.True(t, tally.certain(&r.Ballot), "not decided after every answer")
+	assert.True(t, tally.Decided(&r.Ballot), "not decided after every answer")
 	assert.Equal(t, tt.decided, counted, "answers counted before the scan was decided")
 	if tt.noQuorum {
-		require.ErrorIs(t, tally.noQuorum(), ErrNoQuorum)
+		require.ErrorIs(t, tally.NoQuorum(), ErrNoQuorum)
 		assert.Less(t, len(tally.Nodes), c.nodes.quorum)
 		return
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/redlock-go/redlock/internal/leases"
 	"github.com/redlock-go/redlock/internal/node"
 	"github.com/redlock-go/redlock/internal/script"
 )
@@ -60,8 +61,7 @@ func overTransport(rt *routeTable) (*Client, *peer) {
 	c := &Client{opts: defaultOptions(), life: newLifetime()}
 	c.rep = newReporter(nil, c.life)
 	c.nodes = &nodeSet{quorum: 1}
-	c.leases.made, c.leases.life, c.leases.opts = &c.nodes.made, c.life, &c.opts
-	c.leases.use(time.Minute)
+	c.leases = leases.New(leases.Config{Lease: time.Minute, Made: c.nodes.made.Load, GoRun: c.life.goRun, Now: time.Now})
 	p, _ := makePeer(c, NewTransportNode("m", rt), 0)
 	c.nodes.peers = []*peer{p}
 	c.nodes.join(membersConfig(c))

@@ -28,7 +28,7 @@ type attempt struct {
 	took    time.Duration        // how long the attempt took
 	ended   bool                 // err is only ctx.Err(): it tells nothing of the nodes
 	again   bool                 // a re-entrant attempt, or one refused by a loss not yet acknowledged: it never waits
-	nodes   []observe.NodeResult // failed for want of a quorum: what each node did (see stall); nil otherwise
+	nodes   []observe.NodeResult // failed for want of a quorum: what each node did (see wait.Stall); nil otherwise
 }
 
 // A contender is one acquisition as it waits, a Mutex's or a
@@ -56,9 +56,27 @@ type waiting struct {
 	waiters *wait.Waiters
 	nodes   *nodeSet
 	intents *intent.Keeper
+	stalls  *wait.Stalls // how a wait watches for a stall (internal/wait's Stall)
 	life    *lifetime
 	rep     *reporter
 	opts    *options
+}
+
+// newStalls is how the waits of c watch for stalls: internal/wait's
+// Stalls, over c's nodes and errors.
+func newStalls(c *Client) *wait.Stalls {
+	return &wait.Stalls{
+		After: c.opts.stall, Nodes: len(c.nodes.peers), Quorum: c.nodes.quorum,
+		Name: c.nodes.Name, Fail: c.nodes.Fail, Unreachable: func(i int) error { return c.nodes.peers[i].n.Unreachable() },
+		NodeError: func(err error) (error, string, error) {
+			var ne *NodeError
+			if !errors.As(err, &ne) {
+				return nil, "", nil
+			}
+			return ne, ne.Node, ne.Err
+		},
+		Quarantined: ErrQuarantined, Logger: c.opts.logger, Observer: c.rep.obs, Now: func() time.Time { return now() },
+	}
 }
 
 // await is the waiting part of an acquisition whose first attempt a failed
@@ -125,13 +143,13 @@ func (w *waiting) listen(ctx context.Context, chs []string) (stop func()) {
 // succeeds; false with waitEnded's error when ctx ends, a's error when
 // expired fires (nil: others held it for the whole wait), ErrClosed at
 // Close, or the error of an attempt that waiting will not mend. A stall
-// watches the attempts (see stall); a, when it was made, was the call's
-// first.
+// watches the attempts (internal/wait's Stall); a, when it was made, was
+// the call's first.
 func (w *waiting) waitTurns(ctx context.Context, k *contender, wtr *wait.Waiter, expired <-chan time.Time, a attempt, intent string) (bool, error) {
 	p := wait.NewPacing()
 	defer p.Stop()
-	st := stall{what: k.what, name: k.name, begin: now().Add(-a.took)}
-	st.saw(ctx, w, a)
+	st := w.stalls.Stall(k.what, k.name, now().Add(-a.took))
+	st.Saw(ctx, a.tried())
 	for {
 		select {
 		case <-wtr.Woken():
@@ -161,7 +179,7 @@ func (w *waiting) waitTurns(ctx context.Context, k *contender, wtr *wait.Waiter,
 		if !next.ended || a.err == nil {
 			a = next // an attempt that only saw ctx end keeps the one before
 		}
-		st.saw(ctx, w, next)
+		st.Saw(ctx, next.tried())
 		p.Failed(w.waiters, a.paced(), next.paced())
 		w.waiters.Tried(k.queue, next.free, next.blocked)
 	}
@@ -170,6 +188,11 @@ func (w *waiting) waitTurns(ctx context.Context, k *contender, wtr *wait.Waiter,
 // paced is what a's pacing reads of it.
 func (a attempt) paced() wait.Attempt {
 	return wait.Attempt{FreeIn: a.freeIn, Took: a.took, Err: a.err != nil, Split: a.split, Held: a.held}
+}
+
+// tried is what a wait's Stall reads of a.
+func (a attempt) tried() wait.Tried {
+	return wait.Tried{Err: a.err, Took: a.took, Ended: a.ended, Nodes: a.nodes}
 }
 
 // waitEnded is the error of a wait for what ("lock", "semaphore") called

@@ -26,7 +26,7 @@ import (
 
 // QuarantinePeriod is how long a restarted node is kept out of quorums:
 // by default the longest lease in use, this client's or, as the nodes say,
-// any other client's (the root's leases.go), and its drift allowance. The
+// any other client's (internal/leases), and its drift allowance. The
 // period is measured by this client's clock, which may run fast by up to
 // the drift factor, while a holder whose clock runs slow trusts its hold
 // for up to its lease less the allowance, by its own clock: one lease

@@ -1,10 +1,11 @@
 // Package slots counts a Semaphore's scan of its slots (slots.lua's
 // replies, parsed by internal/script) as the nodes answer: per slot, the
 // counted nodes where it is free and where it is taken, and when the scan
-// is decided; and what one Semaphore does with its slots (Uses: the
+// is decided (Tally); the scan's round, counted as it comes, and why it
+// failed (Scan); and what one Semaphore does with its slots (Uses: the
 // slots it tries and holds, whether to guess before a scan). It imports
-// nothing of the root package, which decides which nodes count (restart
-// quarantine) and makes the scan's errors.
+// nothing of the root package, which says which nodes count (restart
+// quarantine) and hands it its errors (ScanConfig).
 package slots
 
 import (

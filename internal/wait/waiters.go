@@ -1,9 +1,11 @@
 // Package wait is the waiting of one redlock Client for the locks it
 // wants: the queue of its waiters for each lock, what the head of each
 // queue heard on the lock's channel (releases and takes), the turns of the
-// waiting clients, and when a head tries (Pacing). It imports nothing of
-// the algorithm: the Client hands it plain values (its id, how many nodes,
-// the node timeout, what an attempt found) and asks it.
+// waiting clients, when a head tries (Pacing), and a wait's watch for
+// attempts that reach no quorum because nodes fail (Stall). It imports
+// nothing of the algorithm: the Client hands it plain values (its id, how
+// many nodes, the node timeout, what an attempt found; for its stalls,
+// its nodes' names and errors as functions) and asks it.
 package wait
 
 import (

@@ -284,16 +284,14 @@ func (m *Mutex) try(ctx context.Context, req request) attempt {
 		return attempt{err: err, again: true}
 	}
 	seq := m.seq.Add(1)
-	if a, ok := m.publishLease(ctx, req.lease); !ok {
-		return a
+	ac, ok := m.acquireRound(ctx, req, prev, seq)
+	if ac.r == nil {
+		return ac.failed
 	}
-	// The attempt starts after the publication: its validity, and how
-	// long an attempt takes (which paces the waiters), are the acquisition's.
-	start := now()
-	r, ok, token, fenceErr := m.acquireRound(ctx, req, prev, seq, start)
+	r, start := ac.r, ac.start
 	elapsed := since(start)
 	until := start.Add(req.lease - drift(req.lease, m.c.opts.driftFactor))
-	lostMeanwhile := ok && !m.grant(prev, prev+1, seq, token, req.lease, &r.Late, until, req.renew)
+	lostMeanwhile := ok && !m.grant(prev, prev+1, seq, ac.token, req.lease, &r.Late, until, req.renew)
 	ok = ok && !lostMeanwhile
 	undoErr := r.Settle(!ok)
 	subs := -1
@@ -307,7 +305,8 @@ func (m *Mutex) try(ctx context.Context, req request) attempt {
 			m.c.wd.WriteBack(ctx, h, r)
 		}
 	} else {
-		a = m.failedAttempt(ctx, r, req.lease, elapsed, subs, m.lostIn(r, h, lostMeanwhile), fenceErr, undoErr)
+		lost := m.lostIn(r, h, lostMeanwhile)
+		a = m.failedAttempt(ctx, r, req.lease, elapsed, subs, lost, ac.fenceErr, undoErr)
 		a.again = h != nil // a re-entrant attempt never waits
 	}
 	if m.c.rep.obs != nil {
@@ -336,29 +335,44 @@ func (m *Mutex) publishLease(ctx context.Context, lease time.Duration) (attempt,
 	return attempt{}, true
 }
 
-// acquireRound sends the acquisition round of the attempt seq, which
-// follows prev holds and started at start, and, when it won in time and
-// fencing is on, writes the fencing token back (internal/quorum's Fence). ok: won, its
-// token written back, and still valid.
-func (m *Mutex) acquireRound(ctx context.Context, req request, prev int, seq int64, start time.Time) (r *round, ok bool, token int64, fenceErr error) {
-	c := m.c
+// acquired is what acquireRound did: the round (nil when the lease's
+// publication reached no quorum: failed says why), when it began, after
+// the publication, the token, and the error of its write-back.
+type acquired struct {
+	r        *round
+	start    time.Time
+	token    int64
+	fenceErr error
+	failed   attempt
+}
+
+// acquireRound publishes the lease first (publishLease), then sends the
+// acquisition round of the attempt seq, which follows prev holds, and,
+// when it won in time and fencing is on, writes the fencing token back
+// (internal/quorum's Fence). ok: won, its token written back, and still
+// valid.
+func (m *Mutex) acquireRound(ctx context.Context, req request, prev int, seq int64) (ac acquired, ok bool) {
+	if a, published := m.publishLease(ctx, req.lease); !published {
+		return acquired{failed: a}, false
+	}
+	// The attempt starts after the publication: its validity, and how
+	// long an attempt takes (which paces the waiters), are the acquisition's.
+	c, start := m.c, now()
 	dr := drift(req.lease, c.opts.driftFactor)
 	var fencing int64
 	if c.opts.fencing && prev == 0 && !m.shared {
 		fencing = fenceTTL(c.nodes.QuarantinePeriod(), req.lease).Milliseconds()
 	}
 	cl := m.acquireCall(prev+1, seq, fencing, req)
-	r = c.q.Fanout(ctx, cl, vote.Acquire, (*vote.Ballot).Certain, &quorum.Rollback{By: undoer{m}, Seq: seq, Prev: prev, Lease: req.lease})
+	r := c.q.Fanout(ctx, cl, vote.Acquire, (*vote.Ballot).Certain, &quorum.Rollback{By: undoer{m}, Seq: seq, Prev: prev, Lease: req.lease})
+	ac = acquired{r: r, start: start}
 	ok = r.Ballot.Won() && validity(req.lease, since(start), dr) > 0
 	if ok && fencing != 0 {
 		ttl := fenceTTL(c.nodes.QuarantinePeriod(), c.opts.lease).Milliseconds()
-		token, fenceErr = c.q.Fence(ctx, r, func(t int64) call { return m.fenceCall(t, ttl) }, "lock "+lockname.Quote(m.name)+" (its fencing token)")
-		if errors.Is(fenceErr, quorum.ErrFenceRaced) {
-			fenceErr = errorf("redlock: lock %s: the fencing token's write-back met a larger counter %d times in a row: %w", lockname.Quote(m.name), quorum.FenceRounds, ErrNoQuorum)
-		}
-		ok = fenceErr == nil && validity(req.lease, since(start), dr) > 0
+		ac.token, ac.fenceErr = c.q.Fence(ctx, r, func(t int64) call { return m.fenceCall(t, ttl) }, "lock "+lockname.Quote(m.name))
+		ok = ac.fenceErr == nil && validity(req.lease, since(start), dr) > 0
 	}
-	return r, ok, token, fenceErr
+	return ac, ok
 }
 
 // lostIn is why the hold h that a failed round r re-entered is lost: it

@@ -2,7 +2,7 @@ package quorum
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"time"
 
 	"github.com/redlock-go/redlock/internal/script"
@@ -18,14 +18,23 @@ import (
 // above it.
 const FenceRounds = 4
 
-// ErrFenceRaced is Fence's error when each of its FenceRounds rounds met
-// a larger counter on a node: the caller says it in its words.
-var ErrFenceRaced = errors.New("the fencing token's write-back met a larger counter every round")
+// RacedError is Fence's error when each of its FenceRounds rounds met a
+// larger counter on a node; it wraps the Client's ErrNoQuorum.
+type RacedError struct {
+	NoQuorum error  // the Client's ErrNoQuorum
+	Lock     string // the lock, as the caller names it
+}
+
+func (e *RacedError) Error() string {
+	return fmt.Sprintf("redlock: %s: the fencing token's write-back met a larger counter %d times in a row: no quorum", e.Lock, FenceRounds)
+}
+
+func (e *RacedError) Unwrap() error { return e.NoQuorum }
 
 // Fence returns the fencing token of the won acquisition round r, written
 // back on a majority: call(token) is the call that raises a node's counter
-// to token and replies with what it held before; what names the lock in a
-// round's error. The token is one above the largest counter among the
+// to token and replies with what it held before; lock names the lock in
+// the errors (a round's ErrNoQuorum error, RacedError). The token is one above the largest counter among the
 // nodes that granted r: above every value the acquisition itself wrote. A
 // write-back round raises every node's counter to it and reports what
 // each held before; a majority of nodes below it says that no earlier
@@ -34,7 +43,7 @@ var ErrFenceRaced = errors.New("the fencing token's write-back met a larger coun
 // whole hold and read some nodes before it), and leaves it on a majority
 // for every later holder. A node at or above it sends the token above the
 // largest counter seen, for another round.
-func (q *Quorum) Fence(ctx context.Context, r *Round, call func(token int64) script.Call, what string) (int64, error) {
+func (q *Quorum) Fence(ctx context.Context, r *Round, call func(token int64) script.Call, lock string) (int64, error) {
 	var token int64
 	for i, sl := range r.Nodes {
 		if sl.Vote != vote.Yes {
@@ -63,11 +72,11 @@ func (q *Quorum) Fence(ctx context.Context, r *Round, call func(token int64) scr
 		case wb.Ballot.Won():
 			return token, nil
 		case wb.Ballot.No == 0:
-			return 0, wb.NoQuorum(what)
+			return 0, wb.NoQuorum(lock + " (its fencing token)")
 		}
 		token = max(token, seen)
 	}
-	return 0, ErrFenceRaced
+	return 0, &RacedError{NoQuorum: q.cfg.NoQuorum, Lock: lock}
 }
 
 // Subscribers is the most clients subscribed to the lock's channel that a

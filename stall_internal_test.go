@@ -30,11 +30,12 @@ func (o *stallEvents) WaitStalled(_ context.Context, e observe.WaitStall) {
 // unitStallClient is a Client of nodes a, b and c, not started, that logs
 // to log and reports to obs.
 func unitStallClient(log *bytes.Buffer, obs observe.Observer) *Client {
-	c := &Client{opts: defaultOptions(), nodes: &nodeSet{quorum: 2}, rep: &reporter{obs: obs}}
+	c := &Client{opts: defaultOptions(), nodes: &nodeSet{quorum: 2}, rep: &reporter{obs: obs}, life: newLifetime()}
 	c.opts.logger = slog.New(slog.NewTextHandler(log, nil))
-	for _, name := range []string{"a", "b", "c"} {
-		c.nodes.peers = append(c.nodes.peers, &peer{Node: &Node{name: name}})
+	for i, name := range []string{"a", "b", "c"} {
+		c.nodes.peers = append(c.nodes.peers, &peer{Node: &Node{name: name}, i: i})
 	}
+	c.nodes.join(membersConfig(c))
 	return c
 }
 

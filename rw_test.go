@@ -468,10 +468,13 @@ func TestRWMutexReaderWaitsBoundedWriteHolds(t *testing.T) {
 	var writes atomic.Int64
 	first := &firstAttempt{writes: &writes}
 	// The bound assumes that waiters hear of a release and try within the
-	// grace, a sixteenth of the node timeout (docs/algorithm.md): 1 s
-	// makes it 62 ms, which a loaded machine keeps (15 ms, the default's,
-	// it did not always: a reader missed a phase once under make test).
-	nt := redlock.WithNodeTimeout(time.Second)
+	// grace, a sixteenth of the node timeout (docs/algorithm.md): 500 ms
+	// makes it 31 ms, twice the default's 15 ms, which a loaded machine did
+	// not always keep (a reader missed a phase once under make test). A
+	// longer grace slows the writer too much to test anything: with 1 s
+	// it took 1 or 2 write holds in the reader's 20 waits, 6 to 8 with
+	// 250 ms or 500 ms.
+	nt := redlock.WithNodeTimeout(500 * time.Millisecond)
 	wc, bc, rc := dial(t, cl, nt), dial(t, cl, nt), dial(t, cl, nt, redlock.WithObserver(first))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -497,6 +500,7 @@ func TestRWMutexReaderWaitsBoundedWriteHolds(t *testing.T) {
 
 	const attempts, bound = 20, 2
 	r := rc.NewRWMutex("rw-bound")
+	phase := writes.Load()
 	var waited []int64
 	var took []time.Duration
 	for i := range attempts {
@@ -514,12 +518,17 @@ func TestRWMutexReaderWaitsBoundedWriteHolds(t *testing.T) {
 		time.Sleep(time.Millisecond)
 		require.NoError(t, r.RUnlock(ctx))
 	}
+	// The writer is not starved: it gets in again within 2 s (about 60
+	// graces; each write hold beside the looping readers costs one).
 	before := writes.Load()
-	sleep(200 * time.Millisecond)
+	during := before - phase
+	for end := time.Now().Add(2 * time.Second); writes.Load() == before && time.Now().Before(end); {
+		sleep(10 * time.Millisecond)
+	}
 	close(stop)
 	cancel()
 	wg.Wait()
-	t.Logf("write holds that began while the reader waited, per attempt: %v; waits: %v", waited, took)
+	t.Logf("write holds that began while the reader waited, per attempt: %v; waits: %v; write holds during the %d waits: %d", waited, took, attempts, during)
 	for i, n := range waited {
 		assert.LessOrEqual(t, n, int64(bound), "attempt %d: the reader waited through %d write holds", i, n)
 	}

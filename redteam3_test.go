@@ -591,10 +591,15 @@ func TestRedteam3ReadersReenterWithWriteBacks(t *testing.T) {
 					rounds, other.start.Format("05.000000"), rEnd.Format("05.000000"))
 			}
 		}
-		keys := []string{readers, base + "lock", base + "r:" + fields[0], base + "r:" + fields[1]}
+		// The readers' keys go with their last RUnlocks (a write-back that
+		// lands later must not bring one back). The writer's key may stay on
+		// one node up to its lease: its last Unlock returns at the majority,
+		// and on a busy machine its call to the slow node can miss it.
+		keys := []string{readers, base + "r:" + fields[0], base + "r:" + fields[1]}
 		noKeysLeft(t, cl, 2*nt+4*maxLat*time.Millisecond+200*time.Millisecond, keys...)
+		noKeysLeft(t, cl, lease+2*nt, base+"lock")
 		time.Sleep(2 * nt)
-		noKeysLeft(t, cl, 20*time.Millisecond, keys...)
+		noKeysLeft(t, cl, 20*time.Millisecond, append(keys, base+"lock")...)
 	}
 	t.Logf("%d rounds: %d re-entries, %d reader entries deleted on the victim; the writer got in after %d", rounds, reentries, dels, wIn)
 	require.Greater(t, reentries, rounds*3)

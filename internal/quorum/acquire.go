@@ -133,3 +133,11 @@ func (r *Round) Ahead() int {
 	}
 	return n
 }
+
+// Absent reports whether an acquisition's reply says the owner holds
+// nothing on the node: a re-entry refused there, its hold gone (acquire.lua
+// writes nothing then).
+func Absent(reply interface{}) bool {
+	a, err := script.ParseAcquire(reply)
+	return err == nil && !a.Yes && a.N == -2
+}

@@ -68,6 +68,7 @@ type Round struct {
 	outcomes []outcome // by node: its answer, written by Receive before it tells collect
 	classify func(interface{}) vote.Vote
 	answers  chan int  // nodes that answered, from Receive to Collect
+	owned    int       // an acquisition's no answers from nodes where another owner holds (not a re-entry's own hold found absent)
 	Start    time.Time // when it was sent
 
 	Late Stragglers // what may still reach the nodes once the round is decided
@@ -196,7 +197,10 @@ func (r *Round) Collect(ctx context.Context, stop func(*vote.Ballot) bool) {
 	nodeTimeout := r.q.cfg.Timeout
 	timeout := timer.Start(nodeTimeout - r.q.since(r.Start))
 	defer timer.Stop(timeout)
-	var patience *time.Timer // armed once an acquisition met another owner
+	// Armed once an acquisition met another owner; not by a re-entry's
+	// no from a node where its own hold is absent: the others may be its
+	// majority, the slowest among them too.
+	var patience *time.Timer
 	var giveUp <-chan time.Time
 	defer func() {
 		if patience != nil {
@@ -222,7 +226,7 @@ func (r *Round) Collect(ctx context.Context, stop func(*vote.Ballot) bool) {
 			r.abandon(ctx.Err())
 			return
 		}
-		if r.undo != nil && r.Ballot.No > 0 && !r.Ballot.Won() {
+		if r.undo != nil && r.owned > 0 && !r.Ballot.Won() {
 			// Patience: four times as long as the answers so far took, and
 			// at least a quarter of the node timeout.
 			d := max(4*r.q.since(r.Start)+time.Millisecond, nodeTimeout/4)
@@ -256,6 +260,9 @@ func (r *Round) record(i int) {
 	}
 	r.Nodes[i] = Slot{Err: err, Vote: v, Got: true, Heard: true, Quarantined: quarantined}
 	r.Ballot.Add(v)
+	if v == vote.No && r.undo != nil && !Absent(o.reply) {
+		r.owned++
+	}
 }
 
 // Unheard is how many nodes Collect did not hear from: their answers may

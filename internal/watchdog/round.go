@@ -152,7 +152,7 @@ func (wd *Watchdog) WriteBack(ctx context.Context, h Hold, r *quorum.Round) {
 		case !sl.Got:
 		case sl.Vote == vote.Yes:
 			yes = append(yes, i)
-		case sl.Vote == vote.No && absentIn(r.Reply(i)):
+		case sl.Vote == vote.No && quorum.Absent(r.Reply(i)):
 			absent = append(absent, i)
 		}
 	}
@@ -161,7 +161,7 @@ func (wd *Watchdog) WriteBack(ctx context.Context, h Hold, r *quorum.Round) {
 		wd.cfg.GoRun(func() {
 			var late []int
 			r.Latecomers(unheard, func(i int, reply interface{}, err error) {
-				if err == nil && absentIn(reply) && m.Duplicated(i) == nil && m.Quarantined(i, key) == nil {
+				if err == nil && quorum.Absent(reply) && m.Duplicated(i) == nil && m.Quarantined(i, key) == nil {
 					late = append(late, i)
 				}
 			})
@@ -169,13 +169,6 @@ func (wd *Watchdog) WriteBack(ctx context.Context, h Hold, r *quorum.Round) {
 		})
 	}
 	wd.writeBackOn(ctx, h, len(r.Nodes), yes, absent)
-}
-
-// absentIn reports whether an acquisition's reply says the owner holds
-// nothing on the node (a refused re-entry).
-func absentIn(reply interface{}) bool {
-	a, err := script.ParseAcquire(reply)
-	return err == nil && a.N == -2
 }
 
 // writeBackOn repairs h on the absent nodes of n, the hold being held on

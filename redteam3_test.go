@@ -493,8 +493,20 @@ func TestRedteam3ReadersReenterWithWriteBacks(t *testing.T) {
 		rStart := time.Now()
 		lost := []<-chan struct{}{rs[0].Lost(), rs[1].Lost()}
 		eventuallyOnEvery(t, cl, readers)
-		all, err := redis.Strings(cl.Do(0, "HKEYS", readers))
-		require.NoError(t, err)
+		// Both readers' fields on node 0: each RLock returned at the
+		// majority, and its write to node 0 may still be on its way.
+		var all []string
+		var err error
+		require.Eventually(t, func() bool {
+			all, err = redis.Strings(cl.Do(0, "HKEYS", readers))
+			n := 0
+			for _, f := range all {
+				if f[len(f)-1] != '#' {
+					n++
+				}
+			}
+			return err == nil && n == 2
+		}, 2*time.Second, 5*time.Millisecond, "two readers' fields on node 0: %v", all)
 		for _, f := range all {
 			if f[len(f)-1] == '#' {
 				continue

@@ -247,8 +247,8 @@ func TestRedteam3ReentryWithAnAbsentAndASlowNode(t *testing.T) {
 	a := dial(t, cl).NewMutex(name)
 	bg := context.Background()
 	require.NoError(t, a.Lock(bg))
+	eventuallyOnEvery(t, cl, keyOf(name)) // Lock returned at the majority: node 0's write may be on its way
 	field := holderField(t, cl, name)
-	eventuallyOnEvery(t, cl, keyOf(name))
 	require.NoError(t, cl.SetLatency(2, 40*time.Millisecond))
 	depth := 1
 	var failures []string
@@ -333,8 +333,8 @@ func TestRedteam3ForceRacesALateWriteBack(t *testing.T) {
 		require.NoError(t, a.Lock(bg))
 		aStart := time.Now()
 		lost := a.Lost()
+		eventuallyOnEvery(t, cl, keyOf(name)) // Lock returned at the majority: node 0's write may be on its way
 		field := holderField(t, cl, name)
-		eventuallyOnEvery(t, cl, keyOf(name))
 		_, err := cl.Do(2, "DEL", keyOf(name))
 		require.NoError(t, err)
 		var wg sync.WaitGroup

@@ -427,26 +427,6 @@ func settled(t *testing.T, cl *redlocktest.Cluster, wait time.Duration, want str
 	}
 }
 
-// takeWriteOnce is takeOnce for the writer side of an RWMutex.
-func takeWriteOnce(bg context.Context, w *redlock.RWMutex, window, every, hold time.Duration) otherHold {
-	for end := time.Now().Add(window); time.Now().Before(end); time.Sleep(every) {
-		ok, err := w.TryLock(bg, 0, 0)
-		if err != nil || !ok {
-			continue
-		}
-		h := otherHold{start: time.Now()}
-		lost := w.Lost()
-		time.Sleep(hold)
-		h.end = time.Now()
-		h.clean = !closed(lost)
-		if w.Unlock(bg) != nil {
-			h.clean = false
-		}
-		return h
-	}
-	return otherHold{}
-}
-
 // TestRedteam3ReadersReenterWithWriteBacks: two readers of an RWMutex
 // (two owners of one Client) hold; one node (1 or 2, behind 0–40 ms of
 // latency, changed before every re-entry) loses a reader's entry (its
@@ -528,7 +508,7 @@ func TestRedteam3ReadersReenterWithWriteBacks(t *testing.T) {
 		var other otherHold
 		go func() {
 			defer wg.Done()
-			other = takeWriteOnce(bg, w, 300*time.Millisecond, 3*time.Millisecond, 10*time.Millisecond)
+			other = takeOnce(bg, w, 300*time.Millisecond, 3*time.Millisecond, 10*time.Millisecond)
 		}()
 		for step, n := 0, 4+rand.IntN(3); step < n; step++ {
 			require.NoError(t, cl.SetLatency(victim, time.Duration(rand.IntN(maxLat+1))*time.Millisecond))
@@ -587,7 +567,7 @@ func TestRedteam3ReadersReenterWithWriteBacks(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			other = takeWriteOnce(bg, w, 200*time.Millisecond, 3*time.Millisecond, 10*time.Millisecond)
+			other = takeOnce(bg, w, 200*time.Millisecond, 3*time.Millisecond, 10*time.Millisecond)
 		}()
 		rEnd := time.Now()
 		for k, r := range rs {

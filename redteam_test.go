@@ -959,10 +959,18 @@ type otherHold struct {
 	clean      bool
 }
 
+// exclusive is what takeOnce needs of a lock: a Mutex, or an RWMutex's
+// writer side.
+type exclusive interface {
+	TryLock(ctx context.Context, wait, lease time.Duration) (bool, error)
+	Lost() <-chan struct{}
+	Unlock(ctx context.Context) error
+}
+
 // takeOnce tries b's TryLock every every for window and, once it gets the
 // lock, holds it for hold and releases it: the other owner of an attack.
 // A zero start says it never got in.
-func takeOnce(bg context.Context, b *redlock.Mutex, window, every, hold time.Duration) otherHold {
+func takeOnce(bg context.Context, b exclusive, window, every, hold time.Duration) otherHold {
 	for end := time.Now().Add(window); time.Now().Before(end); time.Sleep(every) {
 		ok, err := b.TryLock(bg, 0, 0)
 		if err != nil || !ok {

@@ -204,9 +204,12 @@ func TestRedteam2ReentryWriteBack(t *testing.T) {
 	deadline := time.Now().Add(run)
 	var rounds, cleanRounds, bIn int
 	results := map[string]int{}
+	start := rand.IntN(5)
 	for time.Now().Before(deadline) && !t.Failed() {
 		rounds++
-		attack := []int{0, 1, 1, 2, 3}[rand.IntN(5)] // 0: Unlock at once, 1: force, 2: Close, 3: none
+		// 0: Unlock at once, 1: force, 2: Close, 3: none; in turn, from a
+		// random start, so that two rounds in five are forced.
+		attack := []int{0, 1, 2, 1, 3}[(rounds+start)%5]
 		c := ca
 		if attack == 2 {
 			var err error
@@ -301,7 +304,12 @@ func TestRedteam2ReentryWriteBack(t *testing.T) {
 		noKeysLeft(t, cl, 20*time.Millisecond, keyOf(name))
 	}
 	t.Logf("%d rounds: %v; the other owner got in during %d, %d clean forced rounds", rounds, results, bIn, cleanRounds)
-	require.Greater(t, bIn, 2, "the other owner never got in: the forces did not land")
+	// The forces landed: the other owner got in during at least half of
+	// the forced rounds (drawn at random, they were once only 2 of 16 on a
+	// slow machine, where "more than 2" could not hold).
+	forces := results["attack 1"]
+	require.Positive(t, forces, "no forced round")
+	require.GreaterOrEqual(t, 2*bIn, forces, "the other owner got in during %d of %d forced rounds: the forces did not land", bIn, forces)
 }
 
 // rwSpan is a hold of the RWMutex in TestRedteam2FastPath: read or write.

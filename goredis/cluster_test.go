@@ -42,19 +42,10 @@ func clusterNodes(t testing.TB, c *redlocktest.Cluster, hooks ...redis.Hook) []*
 	return nodes
 }
 
-// namesOnEveryShard returns count lock names per shard of c's members.
+// namesOnEveryShard returns count lock names per shard of c's members,
+// job-K (see namesPerShard).
 func namesOnEveryShard(c *redlocktest.Cluster, count int) []string {
-	per := make(map[int]int)
-	var names []string
-	for k := 0; len(names) < count*c.Shards(); k++ {
-		name := fmt.Sprintf("job-%d", k)
-		s := c.ShardOf("redlock:{" + name + "}:lock")
-		if per[s] < count {
-			per[s]++
-			names = append(names, name)
-		}
-	}
-	return names
+	return namesPerShard(c, "job", count)
 }
 
 // TestClusterMembers: three members, each a Redis Cluster of three shards.
@@ -540,6 +531,23 @@ func nameOnShard(c *redlocktest.Cluster, s int, prefix string) string {
 	}
 }
 
+// heldOnEveryMember waits until the lock key of each of ms is on every
+// member, on the shard that serves it (c.ShardOf): a Lock returns at a
+// majority of members, and its write to the third may still be on its
+// way, which a test that kills or reads a member next must not race.
+func heldOnEveryMember(t *testing.T, c *redlocktest.Cluster, ms ...*redlock.Mutex) {
+	t.Helper()
+	for _, m := range ms {
+		key := "redlock:{" + m.Name() + "}:lock"
+		for i := range c.N() {
+			require.Eventually(t, func() bool {
+				n, err := c.DoShard(i, c.ShardOf(key), "EXISTS", key)
+				return err == nil && n == int64(1)
+			}, 5*time.Second, time.Millisecond, "%s never reached member %d", key, i)
+		}
+	}
+}
+
 // onEveryMember is shard s of every member of c, in subscriberShards'
 // form.
 func onEveryMember(c *redlocktest.Cluster, s int) [][]int {
@@ -621,6 +629,7 @@ func TestClusterDeadShardKeepsRenewingOtherShards(t *testing.T) {
 	x, y := client.NewMutex(nameOnShard(c, 1, "x")), client.NewMutex(nameOnShard(c, 2, "y"))
 	require.NoError(t, x.Lock(ctx))
 	require.NoError(t, y.Lock(ctx))
+	heldOnEveryMember(t, c, x, y)
 	yKey := "redlock:{" + y.Name() + "}:lock"
 
 	require.NoError(t, c.KillShard(0, 1))
@@ -667,6 +676,7 @@ func TestClusterShardsDeadOnTwoMembersKeepEveryHold(t *testing.T) {
 				holds[s] = client.NewMutex(nameOnShard(c, s, "job"))
 				require.NoError(t, holds[s].Lock(ctx))
 			}
+			heldOnEveryMember(t, c, holds...)
 			stop := c.KillShard
 			if fault == "paused" {
 				stop = c.PauseShard
@@ -700,6 +710,7 @@ func TestClusterMemberWithoutAMajorityOfPrimariesStopsVoting(t *testing.T) {
 	client := shardClient(t, c)
 	y := client.NewMutex(nameOnShard(c, 2, "whole"))
 	require.NoError(t, y.Lock(ctx))
+	heldOnEveryMember(t, c, y)
 	require.NoError(t, c.KillShard(1, 2))
 	keptFor(t, 2*shardLease, y)
 
@@ -735,6 +746,7 @@ func TestClusterRestartedShardQuarantinesOnlyItsHolds(t *testing.T) {
 	x, y := client.NewMutex(nameOnShard(c, 1, "x")), client.NewMutex(nameOnShard(c, 2, "y"))
 	require.NoError(t, x.Lock(ctx))
 	require.NoError(t, y.Lock(ctx))
+	heldOnEveryMember(t, c, x, y)
 
 	require.NoError(t, c.KillShard(1, 2))
 	require.NoError(t, c.RestartShard(0, 1))

@@ -240,10 +240,16 @@ func TestMigratingSlotFailsClosed(t *testing.T) {
 	slot := redlocktest.KeySlot("redlock:{" + name + "}:lock")
 	m := client.NewMutex(name)
 	require.NoError(t, m.Lock(ctx))
-	// The lock's keys on member 0, which Lock may not have waited for
-	// (the watchdog repairs them). Wait before the slot starts moving: a
-	// write that arrives once it is MIGRATING finds no key and is asked
-	// over to dst, so it would never land on src.
+	// The hold on every member before the slot starts moving: Lock returns
+	// at two members of three, and a write to the third may still be on
+	// its way, or have missed its 250 ms node timeout on a busy machine
+	// (the first renewal, while member 0 still answers, writes it back).
+	// A write that arrives on member 0 once the slot is MIGRATING finds no
+	// key and is asked over to dst, so it would never land on src; and a
+	// hold on member 0 and one other alone would have no quorum to renew
+	// on once member 0's calls are redirected.
+	heldOnEveryMember(t, c, m)
+	// The lock's keys on member 0, to migrate.
 	var keys any
 	require.Eventually(t, func() bool {
 		keys, err = c.DoShard(0, src, "CLUSTER", "GETKEYSINSLOT", slot, 100)

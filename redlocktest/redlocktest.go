@@ -287,7 +287,10 @@ func (c *Cluster) DirectAddr(i int) string { return c.nodes[i].addr() }
 
 // Do runs one command on node i directly (bypassing any proxy) on a
 // short-lived connection with a one-second timeout, and returns the reply
-// as redigo does. Tests use it to inspect or seize keys.
+// as redigo does. Tests use it to inspect or seize keys. Every call dials
+// its own connection, so a command that acts on its connection's earlier
+// writes (WAIT) or state (READONLY, MULTI) sees none: dial the address
+// (DirectAddr, ShardAddrs) for those.
 func (c *Cluster) Do(i int, cmd string, args ...any) (any, error) {
 	nd, err := c.node(i)
 	if err != nil {

@@ -119,10 +119,15 @@ func TestReplicasFailover(t *testing.T) {
 	before := c.ShardAddrs(0)
 	for s, key := range []string{"{a}", "{b}"} {
 		shard := c.ShardOf(key)
-		_, err := c.DoKey(0, key, "SET", key, s)
+		// The write reached the replica before the failover. WAIT waits
+		// for the writes of its own connection: on another (DoKey dials
+		// one per command) it waits for nothing.
+		conn, err := redis.Dial("tcp", c.ShardAddrs(0)[shard])
 		require.NoError(t, err)
-		// The write reached the replica before the failover.
-		n, err := redis.Int(c.DoKey(0, key, "WAIT", 1, 5000))
+		_, err = conn.Do("SET", key, s)
+		require.NoError(t, err)
+		n, err := redis.Int(conn.Do("WAIT", 1, 5000))
+		conn.Close()
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
 		if s == 1 {

@@ -63,7 +63,7 @@ func (t *native) start() { t.loop.Start(t.cfg.Hooks.Go, t.run) }
 // before the pipe serves: a run_id that changed is a restart seen.
 func (t *native) identified(info string, at time.Time) {
 	h := &t.cfg.Hooks
-	if replaced, _ := t.process.observe(info, at); replaced {
+	if _, replaced, _ := t.process.observe(info, at); replaced {
 		t.process.succeed(at, runIDChanged)
 		h.Replaced()
 	}

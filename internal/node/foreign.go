@@ -96,7 +96,8 @@ const surveyRetry = time.Second
 // keys that another served when the client first reached the member, and
 // may lack writes that one acknowledged, whether or not this client used
 // them. A primary the survey listed but could not identify (it did not
-// answer INFO in time) counts as first seen later.
+// answer INFO in time) counts as first seen later; the primaries are read
+// at once, so that one that does not answer costs the others nothing.
 func (f *foreign) survey(ctx context.Context) error {
 	if f.isSurveyed() {
 		return nil
@@ -108,9 +109,7 @@ func (f *foreign) survey(ctx context.Context) error {
 			return err
 		}
 	}
-	var errs []error
-	var seen []string
-	identified := false
+	var seen, reads []string // the servers, and a key of each
 	for _, key := range keys {
 		route := f.t.Route(key)
 		if route.Addr == "" {
@@ -121,17 +120,24 @@ func (f *foreign) survey(ctx context.Context) error {
 			f.slots[route.Slot] = slotSeen{addr: route.Addr, key: key}
 		}
 		f.mu.Unlock()
-		if slices.Contains(seen, route.Addr) {
-			continue
-		}
-		seen = append(seen, route.Addr)
-		if err := f.identify(ctx, key); err != nil {
-			errs = append(errs, err)
-		} else {
-			identified = true
+		if !slices.Contains(seen, route.Addr) {
+			seen, reads = append(seen, route.Addr), append(reads, key)
 		}
 	}
-	if !identified {
+	// Every server is read at once: one that does not answer must not
+	// use up the others' budget (read one after another, those after it
+	// went unread and became successors).
+	errs := make([]error, len(reads))
+	var wg sync.WaitGroup
+	for j, key := range reads {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[j] = f.identify(ctx, key)
+		}()
+	}
+	wg.Wait()
+	if !slices.Contains(errs, nil) {
 		return errors.Join(append(errs, errors.New("no server of the member identified"))...)
 	}
 	f.mu.Lock()
@@ -205,9 +211,10 @@ func (f *foreign) sendBatch(calls []script.Call, deadline time.Time, to Receiver
 	}
 }
 
-// run sends the requests that are not past their deadline in one Eval,
-// bounded by the latest deadline, confirms the identity of the servers
-// that answered, and hands every outcome back.
+// run sends the requests that are not past their deadline in one Eval
+// per server (see eval), bounded by the latest deadline, and hands each
+// request its outcome once its calls are answered, the identity of the
+// servers that answered them confirmed.
 func (f *foreign) run(batch []request) {
 	at := f.cfg.Hooks.Now()
 	live := batch[:0:0]
@@ -243,21 +250,77 @@ func (f *foreign) run(batch []request) {
 		parts[j+1] = len(calls)
 	}
 	replies := make([]Reply, len(calls))
-	f.eval(ctx, calls, replies)
-	f.noteFailure(replies)
-	f.confirm(ctx, calls, replies)
-	f.deliver(live, parts, splits, replies)
+	left := newPending(parts)
+	f.eval(ctx, calls, replies, func(answered []int) {
+		ready, last := left.answered(answered)
+		if last {
+			f.noteFailure(replies)
+		}
+		var cs []Call
+		var rs []Reply
+		for _, j := range ready {
+			cs, rs = append(cs, calls[parts[j]:parts[j+1]]...), append(rs, replies[parts[j]:parts[j+1]]...)
+		}
+		f.confirm(ctx, cs, rs) // the servers that answered the ready requests
+		f.deliver(ready, live, parts, splits, replies)
+	})
+}
+
+// pending is which requests of a run still wait for replies, as the
+// servers' Evals end one by one.
+type pending struct {
+	mu    sync.Mutex // protects the fields below
+	owner []int      // the request of each call
+	left  []int      // per request, its calls not answered yet
+	calls int        // calls not answered yet
+	empty []int      // the requests of no call (a renewal of no hold), not yet handed back
+}
+
+// newPending tracks the requests whose calls are calls[parts[j]:parts[j+1]].
+func newPending(parts []int) *pending {
+	p := &pending{owner: make([]int, parts[len(parts)-1]), left: make([]int, len(parts)-1), calls: parts[len(parts)-1]}
+	for j := range p.left {
+		p.left[j] = parts[j+1] - parts[j]
+		if p.left[j] == 0 {
+			p.empty = append(p.empty, j)
+		}
+		for k := parts[j]; k < parts[j+1]; k++ {
+			p.owner[k] = j
+		}
+	}
+	return p
+}
+
+// answered records the replies to calls, by index, and returns the
+// requests they complete (the first time, with those of no call); last:
+// every call is answered.
+func (p *pending) answered(calls []int) (ready []int, last bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ready, p.empty = p.empty, nil
+	p.calls -= len(calls)
+	for _, k := range calls {
+		j := p.owner[k]
+		if p.left[j]--; p.left[j] == 0 {
+			ready = append(ready, j)
+		}
+	}
+	return ready, p.calls == 0
 }
 
 // eval runs calls in one Eval per server that serves their keys, all at
 // once, so that a server that does not answer (dead, paused) delays and
 // fails only its own calls: a client library that runs one pipeline over
 // a cluster's shards waits for the slowest shard, and may fail the other
-// shards' replies with it. When the calls span several servers, each Eval
-// ends an eighth of the node timeout before ctx does, so that the replies
-// of the servers that answered, a split call's parts merged (see merge),
-// reach the caller before it stops waiting for the node.
-func (f *foreign) eval(ctx context.Context, calls []Call, replies []Reply) {
+// shards' replies with it. As each Eval ends, done gets the indexes of the
+// calls whose replies it wrote, so that the requests those complete are
+// handed back then, not once the slowest server's Eval returned, which a
+// loaded machine may run late. When the calls span several servers, each
+// Eval ends an eighth of the node timeout before ctx does (see
+// evalWithin), so that a split call's parts merged (see merge) reach the
+// caller before it stops waiting for the node. eval returns once every
+// done has.
+func (f *foreign) eval(ctx context.Context, calls []Call, replies []Reply, done func(answered []int)) {
 	var addrs []string
 	var groups [][]int // by server: the indexes of its calls
 	for j, cl := range calls {
@@ -270,8 +333,13 @@ func (f *foreign) eval(ctx context.Context, calls []Call, replies []Reply) {
 		}
 		groups[g] = append(groups[g], j)
 	}
-	if len(groups) <= 1 {
+	switch len(groups) {
+	case 0:
+		done(nil) // requests of no call
+		return
+	case 1:
 		f.t.Eval(ctx, calls, replies)
+		done(groups[0])
 		return
 	}
 	if deadline, ok := ctx.Deadline(); ok {
@@ -288,28 +356,66 @@ func (f *foreign) eval(ctx context.Context, calls []Call, replies []Reply) {
 			for k, j := range js {
 				sub[k] = calls[j]
 			}
-			f.t.Eval(ctx, sub, out)
+			out = f.evalWithin(ctx, sub, out, &wg)
 			for k, j := range js {
 				replies[j] = out[k]
 			}
+			done(js)
 		}()
 	}
 	wg.Wait()
 }
 
-// deliver hands every request of run its outcome: the reply to its call,
-// or its parts' replies merged, once the slots it answered for are noted
-// (succession).
-func (f *foreign) deliver(live []request, parts []int, splits [][][]int, replies []Reply) {
-	for j, r := range live {
+// evalWithin runs calls on one server of several (eval) and returns
+// their replies by the time ctx ends, whether or not the Transport's Eval
+// has returned: one that holds a dead or paused shard's calls back past
+// its context (a client library that returns late, a loaded machine that
+// runs that return late) would otherwise hold back a call split over that
+// shard and others, a renewal, and every call of a batch the caller
+// gathers per node (Close's releases), past the caller's deadline, and
+// the live shards' answers with them. The calls of an Eval given up so
+// fail with ctx's error: they may still run on the server. The Eval goes
+// on in the background, in wg, which the lane waits for before its next
+// calls are sent.
+func (f *foreign) evalWithin(ctx context.Context, calls []Call, out []Reply, wg *sync.WaitGroup) []Reply {
+	returned := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		f.t.Eval(ctx, calls, out)
+		close(returned)
+	}()
+	select {
+	case <-returned:
+		return out
+	case <-ctx.Done():
+	}
+	select {
+	case <-returned:
+		return out
+	default:
+	}
+	late := make([]Reply, len(calls)) // the running Eval writes out
+	for k := range late {
+		late[k] = Reply{Err: fmt.Errorf("%w: the server's Eval had not returned by its deadline", ctx.Err())}
+	}
+	return late
+}
+
+// deliver hands the requests of run that ready names (by index in live)
+// their outcomes: the reply to its call, or its parts' replies merged,
+// once the slots it answered for are noted (succession).
+func (f *foreign) deliver(ready []int, live []request, parts []int, splits [][][]int, replies []Reply) {
+	for _, j := range ready {
 		if slices.ContainsFunc(replies[parts[j]:parts[j+1]], f.answered) {
-			f.succession(r.c)
+			f.succession(live[j].c)
 		}
 	}
-	for j, r := range live {
+	for _, j := range ready {
+		r := live[j]
 		var reply any
 		var err error
-		if splits[j] == nil {
+		if splits[j] == nil && parts[j+1] > parts[j] {
 			reply, err = f.outcome(replies[parts[j]])
 		} else {
 			reply, err = f.merged(replies[parts[j]:parts[j+1]], splits[j])
@@ -674,8 +780,11 @@ func (f *foreign) identify(ctx context.Context, key string) error {
 			p.doubt(err)
 			return err
 		}
-		first := p.id() == ""
-		replaced, err := p.observe(info, at)
+		// Whether the survey was done is read before the observation,
+		// whether the process was seen before in it: a survey reading the
+		// same server at once observes it first, or ends after.
+		surveyed := f.isSurveyed()
+		first, replaced, err := p.observe(info, at)
 		if err != nil {
 			p.doubt(err)
 			return err
@@ -684,7 +793,7 @@ func (f *foreign) identify(ctx context.Context, key string) error {
 		case replaced:
 			p.succeed(at, runIDChanged)
 			h.Replaced()
-		case first && f.isSurveyed():
+		case first && surveyed:
 			p.succeed(at, joinedLater)
 			h.Replaced()
 		case first:

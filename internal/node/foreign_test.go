@@ -3,7 +3,10 @@ package node
 import (
 	"context"
 	"errors"
+	"maps"
+	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -295,7 +298,7 @@ func TestUnitEvalPerServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	start := time.Now()
-	f.eval(ctx, calls, replies)
+	f.eval(ctx, calls, replies, func([]int) {})
 	took := time.Since(start)
 	assert.Less(t, took, timeout-timeout/16, "the replies are in before the caller stops waiting")
 	for _, j := range []int{0, 2, 3} {
@@ -306,7 +309,7 @@ func TestUnitEvalPerServer(t *testing.T) {
 	// One server: one Eval, bounded by ctx alone.
 	one := []Call{{Keys: []string{"a1"}}, {Keys: []string{"a2"}}}
 	replies = make([]Reply, len(one))
-	f.eval(context.Background(), one, replies)
+	f.eval(context.Background(), one, replies, func([]int) {})
 	assert.Equal(t, []Reply{{Value: []any{int64(1)}}, {Value: []any{int64(1)}}}, replies)
 }
 
@@ -344,4 +347,235 @@ func TestUnitIdentityUnreadWithinACallIsReadInTheBackground(t *testing.T) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	assert.Equal(t, uint64(1), f.known["A"], "known as of the connection the call used")
+}
+
+// TestUnitIdentityReadTwiceAtFirstContactCounts: at first contact the
+// survey and a call's confirmation may read one server's INFO at once.
+// Whichever observes it first, the server is among the member's servers:
+// it counts. (One confirmation used to take the run_id for unseen before
+// the survey's observation, and the survey for done after it, and kept
+// the member's only server out for the restart quarantine.)
+func TestUnitIdentityReadTwiceAtFirstContactCounts(t *testing.T) {
+	for i := 0; i < 2000; i++ {
+		rt := &routeTable{routes: map[string]Route{"": {Addr: "A"}, "{k}": {Addr: "A"}}, runIDs: map[string]string{"A": "a"}}
+		f := foreignOver(rt)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { defer wg.Done(); <-start; assert.NoError(t, f.survey(context.Background())) }()
+		go func() { defer wg.Done(); <-start; assert.NoError(t, f.identify(context.Background(), "{k}")) }()
+		close(start)
+		wg.Wait()
+		require.False(t, restartedOrSuccessor(f.processOf("{k}")), "round %d: %s", i, f.processOf("{k}").Successor())
+	}
+}
+
+// heldShard is a Transport whose keys are served by the server named
+// after the key's first letter; an Eval that includes a call to server
+// "b" waits until release is closed, whatever its context (a client
+// library that returns late, a loaded machine that runs the goroutine
+// late), and fails all its calls then. The others succeed at once.
+type heldShard struct {
+	shardedRoutes
+	release chan struct{}
+}
+
+func (h heldShard) Eval(ctx context.Context, calls []Call, replies []Reply) {
+	for _, cl := range calls {
+		if cl.Keys[0][:1] == "b" {
+			<-h.release
+			for j := range replies {
+				replies[j] = Reply{Err: context.DeadlineExceeded}
+			}
+			return
+		}
+	}
+	for j := range calls {
+		if strings.HasPrefix(calls[j].Source, "#!lua flags=allow-cross-slot-keys") {
+			replies[j] = Reply{Value: []any{int64(1)}} // one hold per part here
+			continue
+		}
+		replies[j] = Reply{Value: int64(1)}
+	}
+}
+
+// TestUnitLiveShardsAnswerBeforeAHeldOne: in a batch that spans several
+// servers of a member, a request that a held server does not serve is
+// handed back once its own server answered, not when the held server's
+// Eval ends; a request split over the held server and another is handed
+// back when both parts are in, its held part failed alone.
+func TestUnitLiveShardsAnswerBeforeAHeldOne(t *testing.T) {
+	h := heldShard{release: make(chan struct{})}
+	cfg := testConfig(h)
+	cfg.Quarantine = false
+	f := newForeign(cfg)
+	calls := []script.Call{
+		script.Release.Call(2, "a1", "a1m", "owner", int64(1)),
+		script.Release.Call(2, "b1", "b1m", "owner", int64(1)),
+		script.Release.Call(2, "c1", "c1m", "owner", int64(1)),
+		script.Renew.Call(2, "a2", "b2", int64(3000), "fa2", "fb2"),
+	}
+	o := newOutcomes()
+	f.sendBatch(calls, time.Now().Add(time.Hour), o)
+	got := o.wait(t, 2) // fails after 10 s while the held server holds them back
+	assert.Equal(t, map[int]outcome{0: {int64(1), nil}, 2: {int64(1), nil}}, got)
+	close(h.release)
+	got = o.wait(t, 2)
+	assert.ErrorIs(t, got[1].err, context.DeadlineExceeded)
+	require.NoError(t, got[3].err)
+	vs := got[3].reply.([]any)
+	assert.Equal(t, int64(1), vs[0])
+	assert.ErrorIs(t, PartFailure(vs[1]), context.DeadlineExceeded)
+}
+
+// TestUnitSplitCallHandedBackByItsDeadline: a server whose Eval holds its
+// part back past its context (heldShard) no longer holds back a call
+// split over it and a live server, nor a batch's calls that the caller
+// gathers per node: by the Eval's deadline the held part fails alone,
+// and the live part's answer is handed back, while the held Eval has
+// still not returned. The lane's next call waits for that Eval (the next
+// call of a lock never overtakes one still running).
+func TestUnitSplitCallHandedBackByItsDeadline(t *testing.T) {
+	h := heldShard{release: make(chan struct{})}
+	cfg := testConfig(h)
+	cfg.Quarantine = false
+	f := newForeign(cfg)
+	o := newOutcomes()
+	calls := []script.Call{
+		script.Renew.Call(2, "a2", "b2", int64(3000), "fa2", "fb2"),
+		script.Release.Call(2, "b1", "b1m", "owner", int64(1)),
+	}
+	f.sendBatch(calls, time.Now().Add(cfg.NodeTimeout), o)
+	got := o.wait(t, 2) // fails after 10 s while the held server holds them back
+	assert.ErrorIs(t, got[1].err, context.DeadlineExceeded)
+	require.NoError(t, got[0].err)
+	vs := got[0].reply.([]any)
+	assert.Equal(t, int64(1), vs[0])
+	assert.ErrorIs(t, PartFailure(vs[1]), context.DeadlineExceeded)
+
+	lane := script.Release.Call(2, "b3", "b3m", "owner", int64(1))
+	next := script.Release.Call(2, "a3", "a3m", "owner", int64(1))
+	next.Lane = lane.Lane
+	lo := newOutcomes()
+	f.send(&lane, time.Now().Add(time.Hour), lo, 0)
+	time.Sleep(10 * time.Millisecond) // the held call's Eval is under way
+	f.send(&next, time.Now().Add(time.Hour), lo, 1)
+	select {
+	case <-lo.count:
+		t.Fatal("a call of the lane was handed back while the lane's Eval was held")
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(h.release)
+	got = lo.wait(t, 2)
+	assert.ErrorIs(t, got[0].err, context.DeadlineExceeded)
+	assert.NoError(t, got[1].err)
+}
+
+// jitteryShards is a Transport over servers "a" to "d" (a key's first
+// letter) whose Evals each take a random 0–2 ms; server "d" fails every
+// call. A cross-slot part answers one 1 per hold.
+type jitteryShards struct{ shardedRoutes }
+
+func (jitteryShards) Eval(ctx context.Context, calls []Call, replies []Reply) {
+	time.Sleep(time.Duration(rand.IntN(2000)) * time.Microsecond)
+	for j, cl := range calls {
+		switch {
+		case cl.Keys[0][:1] == "d":
+			replies[j] = Reply{Err: errors.New("d is down")}
+		case strings.HasPrefix(cl.Source, "#!lua flags=allow-cross-slot-keys"):
+			vs := make([]any, cl.Args[0].(int))
+			for k := range vs {
+				vs[k] = int64(1)
+			}
+			replies[j] = Reply{Value: vs}
+		default:
+			replies[j] = Reply{Value: int64(1)}
+		}
+	}
+}
+
+// TestUnitEveryRequestOfABatchAnsweredOnce: batches of single calls and
+// of renewals split over several servers, sent at once while the servers
+// answer in random order: every request gets exactly one outcome, and a
+// split renewal fails only its holds on the failing server.
+func TestUnitEveryRequestOfABatchAnsweredOnce(t *testing.T) {
+	cfg := testConfig(jitteryShards{})
+	cfg.Quarantine = false
+	f := newForeign(cfg)
+	servers := "abcd"
+	var wg sync.WaitGroup
+	for b := 0; b < 200; b++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var calls []script.Call
+			var holds [][]string // the renewals' keys; nil for a single call
+			for range 1 + rand.IntN(6) {
+				if rand.IntN(2) == 0 {
+					key := servers[rand.IntN(4):][:1] + "1"
+					calls = append(calls, script.Release.Call(2, key, key+"m", "owner", int64(1)))
+					holds = append(holds, nil)
+					continue
+				}
+				keys := []string{servers[rand.IntN(4):][:1] + "1", servers[rand.IntN(4):][:1] + "2"}
+				calls = append(calls, script.Renew.Call(2, keys[0], keys[1], int64(3000), "f1", "f2"))
+				holds = append(holds, keys)
+			}
+			o := newOutcomes() // panics on a second outcome
+			f.sendBatch(calls, time.Now().Add(time.Minute), o)
+			for k := range calls {
+				select {
+				case <-o.count:
+				case <-time.After(10 * time.Second):
+					t.Errorf("%d of %d outcomes", k, len(calls))
+					return
+				}
+			}
+			o.mu.Lock()
+			got := maps.Clone(o.got)
+			o.mu.Unlock()
+			for j, keys := range holds {
+				failed := func(key string) bool { return key[:1] == "d" }
+				if keys == nil {
+					continue
+				}
+				if failed(keys[0]) && failed(keys[1]) {
+					assert.Error(t, got[j].err)
+					continue
+				}
+				if !assert.NoError(t, got[j].err) {
+					continue
+				}
+				vs := got[j].reply.([]any)
+				for k, key := range keys {
+					assert.Equal(t, failed(key), PartFailure(vs[k]) != nil, "renewal %d, hold %s: %v", j, key, vs[k])
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// TestUnitRequestOfNoCallAnswered: a renewal of no hold splits into no
+// call; it is handed back all the same, beside other calls or alone.
+func TestUnitRequestOfNoCallAnswered(t *testing.T) {
+	cfg := testConfig(jitteryShards{})
+	cfg.Quarantine = false
+	f := newForeign(cfg)
+	none := script.Renew.Call(0, int64(3000))
+	for _, tc := range []struct {
+		calls []script.Call
+		none  int // the index of the renewal of no hold
+	}{
+		{[]script.Call{none, script.Release.Call(2, "a1", "a1m", "owner", int64(1)), script.Release.Call(2, "b1", "b1m", "owner", int64(1))}, 0},
+		{[]script.Call{script.Release.Call(2, "a1", "a1m", "owner", int64(1)), none}, 1},
+		{[]script.Call{none}, 0},
+	} {
+		calls := tc.calls
+		o := newOutcomes()
+		f.sendBatch(calls, time.Now().Add(time.Minute), o)
+		got := o.wait(t, len(calls))
+		require.Len(t, got, len(calls))
+		assert.Equal(t, outcome{[]any{}, nil}, got[tc.none], "no hold renewed")
+	}
 }

@@ -33,9 +33,10 @@ type Process struct {
 }
 
 // observe records what INFO server says of the process, read at time at.
-// A run_id that differs from the one seen before is a restart: replaced
-// says so.
-func (p *Process) observe(info string, at time.Time) (replaced bool, err error) {
+// first says that no run_id was seen before (of two observations at once,
+// only one is first); a run_id that differs from the one seen before is a
+// restart: replaced says so.
+func (p *Process) observe(info string, at time.Time) (first, replaced bool, err error) {
 	runID, uptime, version := "", int64(-1), ""
 	for _, line := range strings.Split(info, "\n") {
 		line = strings.TrimSpace(line)
@@ -50,15 +51,15 @@ func (p *Process) observe(info string, at time.Time) (replaced bool, err error) 
 		}
 	}
 	if runID == "" || uptime < 0 {
-		return false, errors.New("INFO server has no run_id or uptime_in_seconds")
+		return false, false, errors.New("INFO server has no run_id or uptime_in_seconds")
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.refused, p.unsure, p.version = nil, nil, version
 	if runID == p.runID {
-		return false, nil
+		return false, false, nil
 	}
-	replaced = p.runID != ""
+	first, replaced = p.runID == "", p.runID != ""
 	p.runID, p.learned = runID, at
 	// Redis computes uptime as the difference of two whole-second clock
 	// readings, so the process may have started up to a second later than
@@ -69,7 +70,7 @@ func (p *Process) observe(info string, at time.Time) (replaced bool, err error) 
 		p.started = at
 	}
 	p.restarted = p.restarted || replaced
-	return replaced, nil
+	return first, replaced, nil
 }
 
 // runIDChanged is why a process whose run_id replaced another's behind one
@@ -157,13 +158,6 @@ func (p *Process) Version() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.version
-}
-
-// id returns the run_id last observed, "" before the first observation.
-func (p *Process) id() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.runID
 }
 
 // Identity returns the run_id last observed and when it was first read.

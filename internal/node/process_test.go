@@ -14,7 +14,7 @@ func TestUnitSuccessorKeepsItsDetectionTime(t *testing.T) {
 	p.succeed(at, "promoted")
 	// Identified after the takeover was seen: its uptime does not move
 	// the start back.
-	replaced, err := p.observe("run_id:b\r\nuptime_in_seconds:86400\r\n", at.Add(time.Second))
+	_, replaced, err := p.observe("run_id:b\r\nuptime_in_seconds:86400\r\n", at.Add(time.Second))
 	require.NoError(t, err)
 	assert.False(t, replaced)
 	started, restarted, known, _ := p.State()
@@ -23,7 +23,7 @@ func TestUnitSuccessorKeepsItsDetectionTime(t *testing.T) {
 	assert.Equal(t, at.Add(-86398*time.Second), started, "the process's start, as its uptime says")
 	assert.Equal(t, at, p.Since(), "its quarantine counts from the takeover")
 	// A restart after that counts from the new process's start.
-	_, err = p.observe("run_id:c\r\nuptime_in_seconds:0\r\n", at.Add(time.Minute))
+	_, _, err = p.observe("run_id:c\r\nuptime_in_seconds:0\r\n", at.Add(time.Minute))
 	require.NoError(t, err)
 	assert.Equal(t, at.Add(time.Minute), p.Since())
 }

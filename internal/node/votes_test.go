@@ -22,7 +22,7 @@ func identifiedPeers(t *testing.T, ids []string, learned []time.Time) []*Peer {
 	for i, id := range ids {
 		peers[i] = New(Config{Name: fmt.Sprint(i), Addr: fmt.Sprintf("127.0.0.1:%d", 7000+i), Conns: 1})
 		if id != "" {
-			_, err := peers[i].native.process.observe("run_id:"+id+"\r\nuptime_in_seconds:60\r\n", learned[i])
+			_, _, err := peers[i].native.process.observe("run_id:"+id+"\r\nuptime_in_seconds:60\r\n", learned[i])
 			require.NoError(t, err)
 		}
 	}

@@ -157,6 +157,10 @@ func BenchmarkHandoff(b *testing.B) {
 				mu.Unlock()
 				if err := m.Unlock(ctx); err != nil {
 					errs[g] = err
+					mu.Lock()
+					n = b.N // stop both: the other would wait for its turn forever
+					cond.Broadcast()
+					mu.Unlock()
 					return
 				}
 			}

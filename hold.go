@@ -507,6 +507,10 @@ func (h *hold) takenAway() {
 	}
 }
 
+// WriteBack (quorum.Restorer) writes h back where the re-entrant round r
+// that won it found it absent (see internal/watchdog's WriteBack).
+func (h *hold) WriteBack(r *round) { h.m.c.wd.WriteBack(h, r) }
+
 // Repairing (watchdog.Hold) returns what a repair of the hold writes, its
 // count and sequence, and records the repair's stragglers in the hold
 // before it is sent, so that a final release sent while it may still land

@@ -92,7 +92,7 @@ func (m *Mutex) keysOf(i int) script.Keys {
 func (m *Mutex) acquireCall(count int, seq, fencing int64, req request) call {
 	leaseMs := req.lease.Milliseconds()
 	if m.via != nil {
-		return m.via(count, leaseMs, seq, fencing)
+		return m.via(count, leaseMs, seq, fencing, req)
 	}
 	return script.AcquireCall(m.keys(), script.Acquisition{
 		Field: m.field, Count: count, LeaseMs: leaseMs, Seq: seq, FenceTTL: fencing,

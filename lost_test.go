@@ -227,7 +227,7 @@ func TestFixedLeaseEndIsNoLoss(t *testing.T) {
 	ctx := context.Background()
 	a := dial(t, cl).NewMutex("fixed")
 	require.NoError(t, a.LockLease(ctx, 200*time.Millisecond))
-	<-a.Lost()
+	closes(t, a.Lost(), 5*time.Second, "Lost of a 200 ms fixed lease")
 	require.NoError(t, a.Lock(ctx))
 	n, err := a.HoldCount(ctx)
 	require.NoError(t, err)
@@ -389,9 +389,12 @@ func TestMultiMutexUnlockNoticesAForcedName(t *testing.T) {
 			for range depth - 1 {
 				require.ErrorIs(t, m.Unlock(ctx), redlock.ErrNotHeld)
 			}
+			// The Unlock decided at two noes: its delete of b on the third
+			// node may still be on its way.
 			for i := 0; i < cl.N(); i++ {
 				assert.Empty(t, holders(t, cl, i, a), "node %d", i)
-				assert.Empty(t, holders(t, cl, i, b), "node %d keeps name %s after the last Unlock", i, b)
+				assert.Eventually(t, func() bool { return len(holders(t, cl, i, b)) == 0 }, 2*time.Second, 5*time.Millisecond,
+					"node %d keeps name %s after the last Unlock", i, b)
 			}
 			require.ErrorIs(t, m.Unlock(ctx), redlock.ErrNotHeld)
 			require.NoError(t, m.Lock(ctx))
@@ -417,8 +420,11 @@ func TestMultiMutexUnlockWithANameGoneFromOneNode(t *testing.T) {
 	require.NoError(t, m.Unlock(ctx))
 	require.False(t, closed(m.Lost()))
 	require.NoError(t, m.Unlock(ctx))
+	// The Unlock returned at the yeses of nodes 1 and 2: its release on
+	// node 0 (a no, name a gone there) may still be on its way.
 	for i := 0; i < cl.N(); i++ {
-		assert.Empty(t, holders(t, cl, i, "mgone-a"), "node %d", i)
-		assert.Empty(t, holders(t, cl, i, "mgone-b"), "node %d", i)
+		assert.Eventually(t, func() bool {
+			return len(holders(t, cl, i, "mgone-a")) == 0 && len(holders(t, cl, i, "mgone-b")) == 0
+		}, 2*time.Second, 5*time.Millisecond, "node %d keeps the hold after the last Unlock", i)
 	}
 }

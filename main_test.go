@@ -282,6 +282,31 @@ func unusedURLs(t *testing.T, n int) []string {
 	return urls
 }
 
+// closes fails the test unless ch closes within d: a wait on a promise of
+// the library (a Lost channel, say) that it broke fails, it does not hang
+// the package until its timeout.
+func closes(t *testing.T, ch <-chan struct{}, d time.Duration, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(d):
+		require.FailNow(t, what+": not closed within "+d.String())
+	}
+}
+
+// returns fails the test unless an error comes on ch within d, and
+// returns it.
+func returns(t *testing.T, ch <-chan error, d time.Duration, what string) error {
+	t.Helper()
+	select {
+	case err := <-ch:
+		return err
+	case <-time.After(d):
+		require.FailNow(t, what+": did not return within "+d.String())
+		return nil
+	}
+}
+
 // closed reports whether ch is closed, without waiting.
 func closed(ch <-chan struct{}) bool {
 	select {

@@ -239,7 +239,7 @@ func TestObserverHoldEnds(t *testing.T) {
 
 	fixed := c.NewMutex("fixed")
 	require.NoError(t, fixed.LockLease(ctx, 300*time.Millisecond))
-	<-fixed.Lost()
+	closes(t, fixed.Lost(), 5*time.Second, "Lost of a 300 ms fixed lease")
 	require.Eventually(t, func() bool { return rec.has("end fixed lease_ended lost=false") }, time.Second, 5*time.Millisecond)
 
 	m := c.NewMutex("taken")
@@ -330,7 +330,7 @@ func TestObserverPubSubReconnect(t *testing.T) {
 	node1 := cl.URLs()[1]
 	require.Eventually(t, func() bool { return rec.has("pubsub " + node1 + " channels=1") }, 2*time.Second, 5*time.Millisecond, "%q", rec.of("pubsub"))
 	require.NoError(t, a.Unlock(ctx))
-	require.NoError(t, <-got)
+	require.NoError(t, returns(t, got, 10*time.Second, "b's Lock after a's release"))
 	require.NoError(t, b.Unlock(ctx))
 }
 

@@ -31,7 +31,7 @@ func TestUnitRoundAfterClose(t *testing.T) {
 	var err error
 	unitNoPanic(t, func() {
 		r = c.q.Fanout(context.Background(), m.acquireCall(1, 1, 0, request{lease: 30 * time.Second}), vote.Acquire, (*vote.Ballot).Certain, &quorum.Rollback{By: undoer{m}, Seq: 1, Lease: 30 * time.Second})
-		err = r.Settle(true)
+		err = r.Settle(true, nil)
 	})
 	require.NoError(t, err, "no node said yes: nothing to roll back")
 	assert.True(t, r.Ballot.Unreachable())

@@ -215,19 +215,28 @@ func (c *Client) NewMutex(name string) *Mutex {
 	return newMutex(c, name)
 }
 
-// Close releases every lock this client still holds, and sends once more
-// the releases that an Unlock could not confirm (see Mutex.Unlock), waiting
-// at most a few node timeouts; then it stops the watchdog, closes every
-// connection and waits for the goroutines that served them. Pools given to
-// NewNode stay open. Waiters blocked in Lock or TryLock return ErrClosed.
-// Every later call returns ErrClosed. Close is idempotent; it returns the
-// errors of releases that failed.
+// Close releases every lock this client still holds, sends once more the
+// releases that an Unlock could not confirm (see Mutex.Unlock), lets the
+// acquisition attempts under way end (a lock one wins is released too),
+// and lets failed attempts' calls still on their way be answered and
+// rolled back (a TryLock returns before its slowest nodes answer), waiting
+// at most a few node timeouts in all; then it stops the watchdog, closes
+// every connection and waits for the goroutines that served them. Pools
+// given to NewNode stay open. Waiters blocked in Lock or TryLock return
+// ErrClosed. Every later call returns ErrClosed. Close is idempotent; it
+// returns the errors of releases that failed.
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
 		c.life.close()
 		ctx, cancel := context.WithTimeout(context.Background(), c.opts.closeTimeout())
 		errs := c.rel.releaseAll(ctx, c.holds.list())
+		// The attempts under way end, the failed ones' rollbacks still due
+		// are answered; then their intents go and their holds are released.
+		c.q.Drain(ctx)
 		c.intents.WithdrawAll(ctx)
+		if late := c.rel.releaseAll(ctx, c.holds.list()); late != nil {
+			errs = appendError(errs, late)
+		}
 		cancel()
 
 		c.life.cancel()

@@ -40,7 +40,7 @@ func TestCloseReleasesHoldsAndRejectsCalls(t *testing.T) {
 	require.ErrorIs(t, m.Unlock(ctx), redlock.ErrClosed)
 	_, err = m.IsLocked(ctx)
 	require.ErrorIs(t, err, redlock.ErrClosed)
-	<-m.Lost()
+	closes(t, m.Lost(), 5*time.Second, "Lost after Close")
 }
 
 func TestCallerOwnedPoolsStayOpen(t *testing.T) {
@@ -127,8 +127,75 @@ func TestCloseWithHoldsAndWaitersInFlight(t *testing.T) {
 		}
 	}
 	assert.Equal(t, repeat("", 3), counts(t, cl, "mine"))
-	<-held.Lost()
+	closes(t, held.Lost(), 5*time.Second, "Lost of a hold after Close")
 	require.NoError(t, blocker.Unlock(ctx))
+}
+
+// TestCloseDuringAnAttemptLeavesNoKey: another owner's hold is on node 0
+// only, and node 2 is paused (SIGSTOP): a TryLock takes node 1, meets the
+// hold on node 0 and waits for node 2, whose answer decides it. The
+// Client is closed while that attempt is undecided, with no hold of its
+// own (nothing to release first). Node 2 resumes after 30 ms (its yes comes
+// before the attempt gives up on it, about a quarter of a node timeout
+// after it met the hold: the attempt wins while Close runs) or after 150
+// ms (it gives up and fails; node 2's call still takes the node when it
+// resumes, and its rollback follows). Claims: Close returns within its
+// bound; once the foreign hold is deleted, no key of the lock is left on
+// any node within 2 s. Before Close waited for the attempts under way, a
+// win went unreleased and a failure's rollbacks were dropped ("client
+// closed"): keys stayed for the 30 s lease.
+func TestCloseDuringAnAttemptLeavesNoKey(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	t.Cleanup(func() { cl.Resume(2) }) // after a failure while it is paused
+	const name = "close-undecided"
+	won := map[time.Duration]int{}
+	for r := 0; r < 6; r++ {
+		pause := []time.Duration{30 * time.Millisecond, 150 * time.Millisecond}[r%2]
+		_, err := cl.Do(0, "HSET", keyOf(name), "foreign:1", 1, "foreign:1#", 1)
+		require.NoError(t, err)
+		_, err = cl.Do(0, "PEXPIRE", keyOf(name), 30000)
+		require.NoError(t, err)
+		c, err := redlock.Dial(cl.URLs(), redlock.WithNodeTimeout(nodeTimeout))
+		require.NoError(t, err)
+		waitReachable(t, c)
+		require.NoError(t, cl.Pause(2))
+		paused := time.Now()
+		tried := make(chan bool, 1)
+		go func() {
+			ok, _ := c.NewMutex(name).TryLock(context.Background(), 0, 0)
+			tried <- ok
+		}()
+		require.Eventually(t, func() bool { return len(holders(t, cl, 1, name)) > 0 }, time.Second, time.Millisecond, "the attempt took node 1")
+		closed := make(chan error, 1)
+		closing := time.Now()
+		go func() { closed <- c.Close() }()
+		time.Sleep(time.Until(paused.Add(pause)))
+		require.NoError(t, cl.Resume(2))
+		select {
+		case err := <-closed:
+			require.NoError(t, err)
+		case <-time.After(4*nodeTimeout + time.Second):
+			t.Fatal("Close did not return within its bound")
+		}
+		took := time.Since(closing)
+		if <-tried {
+			won[pause]++
+		}
+		_, err = cl.Do(0, "DEL", keyOf(name))
+		require.NoError(t, err)
+		noKeysLeft(t, cl, 2*time.Second, keyOf(name))
+		if t.Failed() {
+			for i := 0; i < 3; i++ {
+				t.Logf("round %d (node 2 paused %v, Close took %v): node %d has %v", r, pause, took, i, holders(t, cl, i, name))
+			}
+			return
+		}
+		for i := 0; i < 3; i++ { // the next round starts clean
+			_, err := cl.Do(i, "DEL", keyOf(name))
+			require.NoError(t, err)
+		}
+	}
+	t.Logf("the attempt won while Close ran in %v of 3 rounds each (by node 2's pause)", won)
 }
 
 // panicCtx is a context whose methods panic, as a broken context of a

@@ -85,17 +85,24 @@ type redteamChild struct {
 }
 
 // startRedteamWaiter starts a child waiter with plan and returns once it
-// has dialed.
-func startRedteamWaiter(t *testing.T, cl *redlocktest.Cluster, plan redteamPlan) *redteamChild {
+// has dialed. It fails no test, so that a goroutine may call it: the
+// caller checks the error.
+func startRedteamWaiter(t *testing.T, cl *redlocktest.Cluster, plan redteamPlan) (*redteamChild, error) {
 	t.Helper()
 	plan.URLs = cl.URLs()
 	env, err := json.Marshal(plan)
-	require.NoError(t, err)
+	if err != nil {
+		return nil, err
+	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestRedteamWaiter$", "-test.count=1")
 	cmd.Env = append(os.Environ(), redteamEnv+"="+string(env))
 	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
 	ch := &redteamChild{cmd: cmd, dialed: make(chan struct{}), in: make(chan time.Time, 1)}
 	read := make(chan struct{})
 	go func() {
@@ -122,17 +129,18 @@ func startRedteamWaiter(t *testing.T, cl *redlocktest.Cluster, plan redteamPlan)
 	select {
 	case <-ch.dialed:
 	case <-time.After(10 * time.Second):
-		t.Fatal("the child waiter never dialed")
+		return nil, errors.New("the child waiter never dialed within 10 s")
 	}
-	return ch
+	return ch, nil
 }
 
 // intentOnQuorum waits until key exists on a majority of the nodes (an
 // attempt that timed out on a node under load leaves no intent there
-// until the waiter's next attempt).
-func intentOnQuorum(t *testing.T, cl *redlocktest.Cluster, key string) {
+// until the waiter's next attempt). It reports whether it did; it fails
+// the test but does not stop it, so that a goroutine may call it.
+func intentOnQuorum(t *testing.T, cl *redlocktest.Cluster, key string) bool {
 	t.Helper()
-	require.Eventually(t, func() bool {
+	return assert.Eventually(t, func() bool {
 		on := 0
 		for i := 0; i < cl.N(); i++ {
 			if n, err := redis.Int(cl.Do(i, "EXISTS", key)); err == nil && n == 1 {
@@ -326,14 +334,21 @@ func testDeadWaiter(t *testing.T, kind redteamKind) {
 			if kind.kind == "multi" {
 				names = append(names, r.name+"-b")
 			}
-			r.child = startRedteamWaiter(t, cl, redteamPlan{Kind: kind.kind, Names: names})
-			r.moment.wait(t, cl, r.intent)
+			child, err := startRedteamWaiter(t, cl, redteamPlan{Kind: kind.kind, Names: names})
+			if !assert.NoError(t, err, r.what) {
+				return
+			}
+			r.child = child
+			r.moment.wait(t, cl, r.intent) // a failure is said; the child dies all the same
 			assert.NoError(t, r.child.cmd.Process.Signal(syscall.SIGKILL))
 			_, _ = r.child.cmd.Process.Wait()
 		}()
 	}
 	wg.Wait()
 	for _, r := range runs {
+		if r.child == nil {
+			t.FailNow() // its start failed, said above
+		}
 		select {
 		case at := <-r.child.in:
 			t.Fatalf("%s: the child waiter got in at %v while the holder held", r.what, at)
@@ -418,8 +433,11 @@ func TestRedteamPausedWaiterRejoins(t *testing.T) {
 	ctx := context.Background()
 	holder := dial(t, cl).NewMutex("pa")
 	require.NoError(t, holder.LockLease(ctx, 10*time.Minute))
-	old := startRedteamWaiter(t, cl, redteamPlan{Kind: "multi", Names: []string{"pa", "pb"}})
-	intentOnQuorum(t, cl, "redlock:{pb}:intent")
+	old, err := startRedteamWaiter(t, cl, redteamPlan{Kind: "multi", Names: []string{"pa", "pb"}})
+	require.NoError(t, err)
+	if !intentOnQuorum(t, cl, "redlock:{pb}:intent") {
+		t.FailNow()
+	}
 
 	young := dial(t, cl).NewMultiMutex("pa", "pb")
 	got := make(chan error, 1)
@@ -872,7 +890,7 @@ func TestRedteamKeeperStopsWithTheWait(t *testing.T) {
 	time.Sleep(time.Second) // the waits refresh their intents
 	require.NoError(t, holder.Unlock(bg))
 	for w := 0; w < 4; w++ {
-		require.NoError(t, <-done)
+		require.NoError(t, returns(t, done, 10*time.Second, "a waiter's Lock and Unlock after the release"))
 	}
 	time.Sleep(100 * time.Millisecond) // releases' minority writes land
 	evals := func() int64 {

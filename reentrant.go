@@ -37,7 +37,7 @@ type Mutex struct {
 	// returns in place of acquire.lua's; shared holds (reads) may be held
 	// by many owners at once, so a waiter that takes one lets the next
 	// waiter try at once. Both unset for a Mutex.
-	via    func(count int, leaseMs, seq, fencing int64) call
+	via    func(count int, leaseMs, seq, fencing int64, req request) call
 	shared bool
 
 	// boxes are a Mutex's keys and field boxed once, for its calls'
@@ -173,11 +173,11 @@ func (m *Mutex) acquireWith(ctx context.Context, maxWait, lease time.Duration, w
 		// attempt (see contention); a re-entrant one never waits. On a
 		// lock waited for lately, the first attempt tells the waiters of
 		// other clients when it takes the lock.
-		first := req
+		first, mark := req, m.c.waiters.MarkTurn(m.channel)
 		first.tell = lately
 		a = m.try(ctx, first)
 		if lately && (a.ok || a.split) {
-			m.c.waiters.TookTurn(m.channel, max(a.subs+1, 0)) // this Client was not subscribed
+			m.c.waiters.TookTurn(m.channel, max(a.subs+1, 0), mark) // this Client was not subscribed
 		}
 		if a.again && undecided(a) && maxWait != 0 && !m.c.nodes.AuthRefused(a.err) {
 			return m.reenter(ctx, maxWait, req, a)
@@ -273,6 +273,8 @@ func (m *Mutex) try(ctx context.Context, req request) attempt {
 	if err := ctx.Err(); err != nil {
 		return attempt{err: err, ended: true}
 	}
+	m.c.q.Begin() // before the check: Close, which closes first, waits for it
+	defer m.c.q.End()
 	if err := m.c.life.open(); err != nil {
 		return attempt{err: err}
 	}
@@ -293,7 +295,11 @@ func (m *Mutex) try(ctx context.Context, req request) attempt {
 	until := start.Add(req.lease - drift(req.lease, m.c.opts.driftFactor))
 	lostMeanwhile := ok && !m.grant(prev, prev+1, seq, ac.token, req.lease, &r.Late, until, req.renew)
 	ok = ok && !lostMeanwhile
-	undoErr := r.Settle(!ok)
+	var reentered quorum.Restorer
+	if h != nil {
+		reentered = h // settled, a won re-entry writes h back where it was absent
+	}
+	undoErr := r.Settle(!ok, reentered)
 	subs := -1
 	if req.tell {
 		subs = r.Subscribers()
@@ -301,9 +307,6 @@ func (m *Mutex) try(ctx context.Context, req request) attempt {
 	var a attempt
 	if ok {
 		a = attempt{ok: true, subs: subs}
-		if h != nil {
-			m.c.wd.WriteBack(ctx, h, r)
-		}
 	} else {
 		lost := m.lostIn(r, h, lostMeanwhile)
 		a = m.failedAttempt(ctx, r, req.lease, elapsed, subs, lost, ac.fenceErr, undoErr)
@@ -459,13 +462,13 @@ func (m *Mutex) await(ctx context.Context, maxWait time.Duration, req request, a
 		k.fixed, k.intentKeys = m.field, intent.Keys{Keys: []string{m.side.intent}}
 	}
 	k.try = func(intent string) attempt {
-		start := now()
+		start, mark := now(), c.waiters.MarkTurn(queue)
 		waiter := req
 		waiter.intent, waiter.tell, waiter.subscribed = intent, true, true
 		next := m.try(ctx, waiter)
 		c.waiters.Timed(queue, since(start))
 		if next.ok || next.split {
-			c.waiters.TookTurn(queue, max(next.subs, 0))
+			c.waiters.TookTurn(queue, max(next.subs, 0), mark)
 		}
 		return next
 	}
@@ -611,11 +614,14 @@ func (m *Mutex) confirmRelease(ctx context.Context, h *hold, note *releaseNote) 
 // waiters. It reads who holds it on every node first, then deletes those
 // holds only: a hold taken after that read (a waiter woken by the force's
 // message from one node can take the lock on a node the force has not
-// reached yet) is left alone. It reports whether the lock was held on a
-// quorum. When too few nodes answered
-// to tell, it returns ErrNoQuorum (wrapping ctx.Err() when ctx ended); the
-// lock is deleted where they did. A hold of this client's own Mutex values
-// that is forced away is seen as lost at the next renewal.
+// reached yet) is left alone, and so, where it landed first, is a write of
+// its owner to a hold the read saw (a re-entry, an inner Unlock): then
+// ForceUnlock may return false while that owner holds the lock (call it
+// again), or break the hold and return false (its owner is told). It
+// reports whether the lock was held on a quorum. When too few nodes
+// answered to tell, it returns ErrNoQuorum (wrapping ctx.Err() when ctx
+// ended); the lock is deleted where they did. A hold of this client's own
+// Mutex values that is forced away is seen as lost at the next renewal.
 func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 	if err := m.ensureUsable(ctx); err != nil {
 		return false, err

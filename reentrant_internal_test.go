@@ -386,13 +386,21 @@ func TestForceUnlockSparesAHoldTakenMeanwhile(t *testing.T) {
 	_, err := forcer.NewMutex(name).ForceUnlock(ctx)
 	t.Logf("ForceUnlock, with servers 2, 3 and 4 not reached yet: %v", err)
 
-	w, err := Dial(cl.URLs(), WithQuarantine(0))
-	require.NoError(t, err)
-	defer w.Close()
+	wtrs, w := strayClient(t, cl, WithQuarantine(0))
 	held := w.NewMutex(name)
 	ok, err := held.TryLock(ctx, 0, time.Minute)
 	require.NoError(t, err)
 	require.True(t, ok, "W takes servers 0, 1, 3 and 4")
+	// W decided at its third yes: its calls to the others may still be on
+	// their way, and one landing on server 2 after the force would take it.
+	require.Eventually(t, func() bool {
+		for _, tr := range wtrs {
+			if !tr.ran(script.Acquire.Hash) {
+				return false
+			}
+		}
+		return true
+	}, 5*time.Second, time.Millisecond, "W's acquisition reached every server")
 
 	for i := 2; i < 5; i++ {
 		late := trs[i].stranded()

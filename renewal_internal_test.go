@@ -117,7 +117,11 @@ func TestUnlockDoesNotWaitForARenewal(t *testing.T) {
 	require.NoError(t, m.Lock(ctx))
 	renewed := make(chan struct{})
 	go func() { c.wd.Renew(ctx, watched(m.current())); close(renewed) }()
-	<-held
+	select {
+	case <-held: // the renewal is on its way
+	case <-renewed:
+		t.Fatal("the renewal sent no call to hold back")
+	}
 
 	done := make(chan error, 1)
 	go func() {

@@ -277,6 +277,10 @@ func TestForceRacingARenewalIsNotRepaired(t *testing.T) {
 	t.Cleanup(func() { holder.Close() })
 	m := holder.NewMutex("forced-race")
 	require.NoError(t, m.Lock(ctx))
+	// Lock returned at the majority: its write to node 0 or 1 landing
+	// after the force read that node would escape the force, and the hold
+	// would stand on that node and node 2.
+	eventuallyOnEvery(t, cl, keyOf("forced-race"))
 	forcer := dial(t, cl, redlock.WithNodeTimeout(100*time.Millisecond))
 	waitReachable(t, forcer)
 	require.NoError(t, cl.Blackhole(2))

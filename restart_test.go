@@ -125,6 +125,9 @@ func TestRenewalCarriesOnThroughQuarantine(t *testing.T) {
 	c := dial(t, cl, redlock.WithLease(600*time.Millisecond), redlock.WithNodeTimeout(50*time.Millisecond))
 	m := c.NewMutex("renew-q")
 	require.NoError(t, m.Lock(ctx))
+	// On every node before the restarts: the Lock returned at three yeses,
+	// and a write to the other two still on its way may miss its 50 ms.
+	eventuallyCounts(t, cl, "renew-q", repeat("1", 5))
 	// Two nodes restart empty: renewal goes on through the other three,
 	// writes the hold back on the restarted ones (not counted yet), and the
 	// hold survives several leases.

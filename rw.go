@@ -131,20 +131,20 @@ func (rw *RWMutex) grace() int64 {
 }
 
 // readCall is rw_read.lua's call for an attempt of the reader side.
-func (rw *RWMutex) readCall(count int, leaseMs, seq, _ int64) call {
+func (rw *RWMutex) readCall(count int, leaseMs, seq, _ int64, _ request) call {
 	r := rw.r
 	return script.RWReadCall(rw.keys(), r.more[0].key, r.field, count, leaseMs, seq, rw.w.field, rw.grace())
 }
 
-// writeCall is rw_write.lua's call for an attempt of the writer side.
-func (rw *RWMutex) writeCall(count int, leaseMs, seq, fencing int64) call {
+// writeCall is rw_write.lua's call for the writer side's attempt; req.tell tells its take.
+func (rw *RWMutex) writeCall(count int, leaseMs, seq, fencing int64, req request) call {
 	w := rw.w
-	return script.RWWriteCall(rw.keys(), w.field, count, leaseMs, seq, fencing, w.c.opts.intentLease().Milliseconds(), rw.own, rw.r.field, rw.grace())
+	return script.RWWriteCall(rw.keys(), w.field, count, leaseMs, seq, fencing, w.c.opts.intentLease().Milliseconds(), rw.own, rw.r.field, rw.grace(), req.tell, req.subscribed)
 }
 
 // keys returns the lock's keys, as its scripts take them.
 func (rw *RWMutex) keys() script.RWKeys {
-	return script.RWKeys{Writer: rw.w.key, Readers: rw.r.key, Marks: rw.w.marks, Fence: rw.w.fence, Intent: rw.intent, Behind: rw.behind}
+	return script.RWKeys{Writer: rw.w.key, Readers: rw.r.key, Marks: rw.w.marks, Fence: rw.w.fence, Intent: rw.intent, Behind: rw.behind, Channel: rw.w.channel}
 }
 
 // RLock waits until this owner holds the lock for reading, or ctx ends;

@@ -225,7 +225,11 @@ func TestSQLTxWaitsForTheRow(t *testing.T) {
 					return setValue("ten")(tx)
 				})
 			}()
-			<-inside
+			select {
+			case <-inside:
+			case err := <-first: // fn never ran: inside stays open
+				t.Fatalf("the open transaction ended before its function ran: %v", err)
+			}
 			newer, older := make(chan error, 1), make(chan error, 1)
 			var newerSaw string
 			go func() {

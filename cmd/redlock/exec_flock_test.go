@@ -152,6 +152,10 @@ func TestExecVerbose(t *testing.T) {
 	c := redlocktest.Start(t, 3)
 	holder := dial(t, c).NewRWMutex("job")
 	require.NoError(t, holder.Lock(context.Background()))
+	// The hold on every node before exec reads it: Lock returns at two of
+	// three, and its write to the third may still be on its way, which
+	// exec, another client, would then see held on 2 of 3 nodes.
+	holdOnEveryNode(t, c, "redlock:{job}:rw:lock")
 	field := ownerField(t, c, 0, "redlock:{job}:rw:lock")
 
 	p := startCLI(t, execArgs(t, c, "job", []string{"-v", "-w", "10"}, "exit", "3")...)

@@ -325,6 +325,8 @@ func TestInspectSaysWhoHolds(t *testing.T) {
 	// exec -v names the holder it waits for the same way.
 	w := dial(t, c, redlock.WithOwnerLabel("nightly export")).NewRWMutex("who")
 	require.NoError(t, w.Lock(ctx))
+	// On every node before exec reads it (Lock returns at two of three).
+	holdOnEveryNode(t, c, "redlock:{who}:rw:lock")
 	writer := ownerField(t, c, 0, "redlock:{who}:rw:lock")
 	code, _, stderr := runCLI("exec", "--nodes", nodes, "-v", "-w", "0.3", "who", "--", "true")
 	require.Equal(t, exitNotObtained, code, "stderr: %s", stderr)

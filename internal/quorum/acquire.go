@@ -44,15 +44,7 @@ func (e *RacedError) Unwrap() error { return e.NoQuorum }
 // for every later holder. A node at or above it sends the token above the
 // largest counter seen, for another round.
 func (q *Quorum) Fence(ctx context.Context, r *Round, call func(token int64) script.Call, lock string) (int64, error) {
-	var token int64
-	for i, sl := range r.Nodes {
-		if sl.Vote != vote.Yes {
-			continue // not heard: its outcome may still be written
-		}
-		if a, err := script.ParseAcquire(r.Reply(i)); err == nil && a.N > token {
-			token = a.N
-		}
-	}
+	token := r.counter // of the nodes heard: an unheard one's outcome may still be written
 	for range FenceRounds {
 		token++
 		var seen int64
@@ -81,25 +73,14 @@ func (q *Quorum) Fence(ctx context.Context, r *Round, call func(token int64) scr
 
 // Subscribers is the most clients subscribed to the lock's channel that a
 // node which said yes in the acquisition round r reported (-1: none did).
-func (r *Round) Subscribers() int {
-	most := int64(-1)
-	for i, sl := range r.Nodes {
-		if sl.Vote != vote.Yes {
-			continue
-		}
-		if a, err := script.ParseAcquire(r.Reply(i)); err == nil {
-			most = max(most, a.Subs)
-		}
-	}
-	return int(most)
-}
+func (r *Round) Subscribers() int { return int(r.subs) }
 
 // FreeIn is how long until a majority of nodes is free by the PTTLs seen
 // in the acquisition round r, the lease when that cannot be told (or a key
 // has no expiry).
 func (r *Round) FreeIn(lease time.Duration) time.Duration {
 	ttls := make([]time.Duration, 0, len(r.Nodes))
-	for i, sl := range r.Nodes {
+	for _, sl := range r.Nodes {
 		if !sl.Got {
 			continue
 		}
@@ -107,8 +88,8 @@ func (r *Round) FreeIn(lease time.Duration) time.Duration {
 		case vote.Yes:
 			ttls = append(ttls, 0)
 		case vote.No:
-			if a, _ := script.ParseAcquire(r.Reply(i)); a.N >= 0 {
-				ttls = append(ttls, time.Duration(a.N)*time.Millisecond)
+			if sl.PTTL >= 0 {
+				ttls = append(ttls, time.Duration(sl.PTTL)*time.Millisecond)
 			} else {
 				ttls = append(ttls, lease)
 			}
@@ -122,21 +103,12 @@ func (r *Round) FreeIn(lease time.Duration) time.Duration {
 
 // Ahead is on how many nodes that said no to the acquisition round r only
 // older waiters' intents refused it (see acquire.lua).
-func (r *Round) Ahead() int {
-	n := 0
-	for i, sl := range r.Nodes {
-		if sl.Got && sl.Vote == vote.No {
-			if a, err := script.ParseAcquire(r.Reply(i)); err == nil && a.Ahead {
-				n++
-			}
-		}
-	}
-	return n
-}
+func (r *Round) Ahead() int { return int(r.ahead) }
 
 // Absent reports whether an acquisition's reply says the owner holds
 // nothing on the node: a re-entry refused there, its hold gone (acquire.lua
-// writes nothing then).
+// writes nothing then). For a reply that came after the round was decided;
+// one the round counted says so in its Slot (PTTL -2 with a no).
 func Absent(reply interface{}) bool {
 	a, err := script.ParseAcquire(reply)
 	return err == nil && !a.Yes && a.N == -2

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/redlock-go/redlock/internal/node"
@@ -66,6 +67,10 @@ type Quorum struct {
 	cfg     Config
 	members Members
 	nodes   []Transport
+	// owed counts what Drain waits for: the attempts under way (Begin),
+	// the answers a failed acquisition still expects (each may call for a
+	// rollback), and the rollbacks sent and not answered yet.
+	owed atomic.Int64
 }
 
 // New is the Quorum of nodes, which members describes.
@@ -135,4 +140,35 @@ func TimedOut(err error) error {
 		return fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
 	}
 	return err
+}
+
+// Begin counts an acquisition attempt under way, which Drain waits for
+// until End. Close counts on it: an attempt that begins before it checks
+// whether the Client is closed is seen by a Close that closes the Client
+// before it drains.
+func (q *Quorum) Begin() { q.owed.Add(1) }
+
+// End ends an attempt that Begin counted.
+func (q *Quorum) End() { q.owed.Add(-1) }
+
+// Drain waits until no acquisition attempt is under way (Begin) and the
+// failed ones have no answer and no rollback still due, or ctx ends. A
+// failed acquisition rolls a node back when that node's answer comes (a
+// TryLock may have returned long before), and the rollback needs the
+// node's connection: Close drains before it stops the nodes, or a key
+// written by a call still on its way would stay for its lease. Drain
+// looks every millisecond: only Close waits, and the counts take no lock.
+func (q *Quorum) Drain(ctx context.Context) {
+	if q.owed.Load() == 0 {
+		return
+	}
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for q.owed.Load() > 0 {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return
+		}
+	}
 }

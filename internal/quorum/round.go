@@ -3,6 +3,7 @@ package quorum
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,6 +24,13 @@ type Slot struct {
 	Got         bool // counted before the decision: answered, failed, or given up on
 	Heard       bool // counted from its own answer (in the round's outcomes)
 	Quarantined bool // it answered, but its answer did not count: restart quarantine (Members.Quarantined)
+	// PTTL is, in an acquisition, what a no answer carried (acquire.lua's
+	// reply, read once when it was counted): the longest PTTL that refused
+	// it, milliseconds (-1: one has no expiry; -2: a re-entry's own hold
+	// absent there; 0: the attempt was rolled back there first), at most
+	// math.MaxInt32 (it fits the slot's padding: a round stays in the
+	// 640-byte size class, TestUnitRoundIsOneSmallAllocation).
+	PTTL int32
 }
 
 // Stragglers is what of one round's calls may still change a node after
@@ -45,8 +53,16 @@ type Undoer interface {
 	Undo(seq int64, prev int, lease time.Duration) script.Call
 }
 
-// Rollback is how a failed acquisition is undone: By makes the call, for
-// the attempt Seq that followed Prev holds, with Lease.
+// Restorer writes the hold of a won re-entrant acquisition back on the
+// nodes where its round r found it absent (acquire.lua never re-creates a
+// hold it re-enters), and on those whose answers come after r was decided
+// and find it absent: Settle hands it the round.
+type Restorer interface {
+	WriteBack(r *Round)
+}
+
+// Rollback is how a failed acquisition is undone: By (never nil) makes
+// the call, for the attempt Seq that followed Prev holds, with Lease.
 type Rollback struct {
 	By    Undoer
 	Seq   int64
@@ -68,18 +84,20 @@ type Round struct {
 	outcomes []outcome // by node: its answer, written by Receive before it tells collect
 	classify func(interface{}) vote.Vote
 	answers  chan int  // nodes that answered, from Receive to Collect
-	owned    int       // an acquisition's no answers from nodes where another owner holds (not a re-entry's own hold found absent)
+	owned    int32     // an acquisition's no answers from nodes where another owner holds (not a re-entry's own hold found absent)
+	ahead    int32     // an acquisition's no answers from nodes where only older waiters' intents refused it
+	counter  int64     // the largest fencing counter of an acquisition's yes answers
 	Start    time.Time // when it was sent
 
 	Late Stragglers // what may still reach the nodes once the round is decided
 
-	undo     *Rollback    // nil but in an acquisition
+	undo     Rollback     // an acquisition's (undo.By is nil in any other round)
 	undoErrs chan nodeErr // the rollbacks Settle waits for
-	undoOf   Rollback     // undo's storage: a round is one allocation
 
 	mu       sync.Mutex  // protects the fields below, shared with Receive
 	undos    []nodeUndo  // by node
 	failed   bool        // settled as failed
+	subs     int32       // the most subscribers a yes answer of an acquisition reported (-1: none did); here, in failed's padding
 	rollback script.Call // undo's call, once failed
 
 	// The storage of nodes, outcomes and undos for up to inlineNodes
@@ -136,11 +154,11 @@ func (q *Quorum) Launch(cl script.Call, classify func(interface{}) vote.Vote, un
 		Ballot:   vote.NewBallot(n),
 		classify: classify,
 		answers:  make(chan int, n),
+		subs:     -1,
 		Start:    q.now(),
 	}
 	if undo != nil {
-		r.undoOf = *undo
-		r.undo = &r.undoOf
+		r.undo = *undo
 	}
 	if n <= inlineNodes {
 		r.Nodes, r.outcomes = r.inline.nodes[:n], r.inline.outcomes[:n]
@@ -167,13 +185,14 @@ var _ node.Receiver = (*Round)(nil)
 // settled as failed, rolls the node back if the answer shows the call may
 // have applied.
 func (r *Round) Receive(i int, reply interface{}, err error) {
-	if r.undo == nil {
+	if !r.acquisition() {
 		r.outcomes[i] = outcome{reply, err}
 		r.answers <- i
 	} else {
 		r.mu.Lock()
 		r.outcomes[i] = outcome{reply, err}
 		u := &r.undos[i]
+		owed := r.failed && !u.heard // Settle counted it as owed
 		u.heard = true
 		late := r.failed && !u.sent && r.mayHaveApplied(reply, err)
 		u.sent = u.sent || late
@@ -181,6 +200,9 @@ func (r *Round) Receive(i int, reply interface{}, err error) {
 		r.answers <- i
 		if late {
 			r.sendRollback(i)
+		}
+		if owed {
+			r.q.owed.Add(-1)
 		}
 	}
 	if _, refused := err.(node.ServerError); err != nil && !refused && !r.q.notSent(err) {
@@ -226,7 +248,7 @@ func (r *Round) Collect(ctx context.Context, stop func(*vote.Ballot) bool) {
 			r.abandon(ctx.Err())
 			return
 		}
-		if r.undo != nil && r.owned > 0 && !r.Ballot.Won() {
+		if r.acquisition() && r.owned > 0 && !r.Ballot.Won() {
 			// Patience: four times as long as the answers so far took, and
 			// at least a quarter of the node timeout.
 			d := max(4*r.q.since(r.Start)+time.Millisecond, nodeTimeout/4)
@@ -240,6 +262,10 @@ func (r *Round) Collect(ctx context.Context, stop func(*vote.Ballot) bool) {
 	}
 }
 
+// acquisition reports whether r is an acquisition's round (Fanout with a
+// Rollback).
+func (r *Round) acquisition() bool { return r.undo.By != nil }
+
 // record counts node i's answer.
 func (r *Round) record(i int) {
 	m, o := r.q.members, r.outcomes[i]
@@ -250,7 +276,7 @@ func (r *Round) record(i int) {
 		v = r.classify(o.reply)
 		if derr := m.Duplicated(i); derr != nil {
 			v, err = vote.Failed, m.Fail(i, derr)
-		} else if r.undo != nil {
+		} else if r.acquisition() {
 			if qerr := m.Quarantined(i, r.call.Key()); qerr != nil {
 				v, err, quarantined = vote.Failed, m.Fail(i, qerr), true
 			}
@@ -258,10 +284,34 @@ func (r *Round) record(i int) {
 	} else {
 		err = m.Fail(i, o.err)
 	}
-	r.Nodes[i] = Slot{Err: err, Vote: v, Got: true, Heard: true, Quarantined: quarantined}
+	sl := Slot{Err: err, Vote: v, Got: true, Heard: true, Quarantined: quarantined}
+	if r.acquisition() && o.err == nil {
+		r.readAcquire(&sl, o.reply)
+	}
+	r.Nodes[i] = sl
 	r.Ballot.Add(v)
-	if v == vote.No && r.undo != nil && !Absent(o.reply) {
-		r.owned++
+}
+
+// readAcquire reads an acquisition's answer, counted as sl, once: what the
+// round tells of it later (Fence, Subscribers, FreeIn, Ahead, the patience
+// of Collect) comes from here.
+func (r *Round) readAcquire(sl *Slot, reply interface{}) {
+	a, err := script.ParseAcquire(reply)
+	if err != nil {
+		return // counted as failed: classify could not read it either
+	}
+	switch sl.Vote {
+	case vote.Yes:
+		r.counter = max(r.counter, a.N)
+		r.subs = max(r.subs, int32(min(a.Subs, math.MaxInt32)))
+	case vote.No:
+		sl.PTTL = int32(min(a.N, math.MaxInt32))
+		if a.N != -2 {
+			r.owned++ // another owner's, not a re-entry's own hold found absent
+		}
+		if a.Ahead {
+			r.ahead++
+		}
 	}
 }
 
@@ -326,28 +376,34 @@ func (r *Round) mayHaveApplied(reply interface{}, err error) bool {
 	return !r.q.notSent(err)
 }
 
-// Settle ends an acquisition. When failed, every node that said yes,
+// Settle ends an acquisition. When it won, won, if not nil (a re-entry's
+// Restorer), writes its hold back where it was absent. When failed, every
+// node that said yes,
 // failed after its call may have reached it, or has not answered yet is
 // rolled back: those heard from at once, the others when their answer
 // comes, so a rollback is never sent ahead of the call it undoes. Settle
 // waits, up to a node timeout, for the rollbacks of the nodes counted as
 // yes and returns their errors; the others roll back on their own (a
 // failure there is logged: whether a key was left is unknown, and it
-// expires with its lease).
-func (r *Round) Settle(failed bool) error {
+// expires with its lease), and Drain waits for them.
+func (r *Round) Settle(failed bool, won Restorer) error {
 	if !failed {
+		if won != nil {
+			won.WriteBack(r)
+		}
 		return nil
 	}
-	u := r.undo
+	u := &r.undo
 	rollback := u.By.Undo(u.Seq, u.Prev, u.Lease)
 	var now []int
-	waited := 0
+	waited, due := 0, 0
 	r.mu.Lock()
 	r.failed, r.rollback = true, rollback
 	for i := range r.undos {
 		u, sl := &r.undos[i], &r.Nodes[i]
 		if !sl.Heard && !u.heard {
-			continue // Receive rolls it back when its answer comes
+			due++ // Receive rolls it back when its answer comes
+			continue
 		}
 		o := r.outcomes[i]
 		if sl.Heard && sl.Err != nil {
@@ -364,6 +420,7 @@ func (r *Round) Settle(failed bool) error {
 		}
 	}
 	r.undoErrs = make(chan nodeErr, waited)
+	r.q.owed.Add(int64(due)) // before Receive may count one done
 	r.mu.Unlock()
 	for _, i := range now {
 		r.sendRollback(i)
@@ -374,6 +431,7 @@ func (r *Round) Settle(failed bool) error {
 // sendRollback sends node i the round's rollback, due a node timeout from
 // now.
 func (r *Round) sendRollback(i int) {
+	r.q.owed.Add(1)
 	r.q.send(i, &r.rollback, r.q.now().Add(r.q.cfg.Timeout), rollbackTo{r})
 }
 
@@ -382,6 +440,7 @@ type rollbackTo struct{ r *Round }
 
 func (t rollbackTo) Receive(i int, reply interface{}, err error) {
 	r := t.r
+	defer r.q.owed.Add(-1)
 	if err == nil {
 		_, err = script.ParseRollback(reply)
 	}

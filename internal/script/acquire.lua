@@ -58,6 +58,20 @@
 local seqf = ARGV[1] .. '#'
 local n = #KEYS / 4
 local reentry = tonumber(ARGV[2]) > 1
+-- The uncontended case first, as the code below would take it: a new
+-- acquisition of one lock, without fencing or telling, that nobody holds,
+-- wants or marked here (one EXISTS of its three keys finds none) takes it
+-- with no more reads (the tables below cost the server about a tenth of
+-- the call). found keeps what EXISTS said for the code below otherwise.
+local found
+if n == 1 and not reentry and ARGV[5] == '0' and not ARGV[8] then
+  found = redis.call('exists', KEYS[2], KEYS[1], KEYS[4])
+  if found == 0 then
+    redis.call('hset', KEYS[1], ARGV[1], ARGV[2], seqf, ARGV[4])
+    redis.call('pexpire', KEYS[1], ARGV[3])
+    return 1
+  end
+end
 local stamp, waiter, first
 if ARGV[6] ~= '0' then
   stamp, waiter = string.match(ARGV[6], '^(%d+)/(.*)$')
@@ -81,7 +95,7 @@ for i = 1, n do
   -- A new acquisition of a lock that nobody holds, wants or marked here
   -- needs none of the reads below: one EXISTS of its three keys finds
   -- none, and the lock is free (a re-entry, which finds its hold, reads).
-  if not reentry and redis.call('exists', KEYS[4 * i - 2], lock, KEYS[4 * i]) == 0 then
+  if not reentry and (found or redis.call('exists', KEYS[4 * i - 2], lock, KEYS[4 * i])) == 0 then
     pttls[i], seqs[i], intents[i] = -2, false, false
   else
     -- Every attempt looks for a mark: one written after the attempt was sent

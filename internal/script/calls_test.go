@@ -61,8 +61,10 @@ func TestCalls(t *testing.T) {
 		{"withdraw, got in", WithdrawCall([]string{"ai"}, "5/o", nil), &Withdraw, []interface{}{1, "ai", "5/o"}},
 		{"rw_read", RWReadCall(RWKeys{Writer: "w", Readers: "r", Marks: "m", Fence: "f", Intent: "i", Behind: "b"}, "own", "o", 1, 30000, 3, "ow", 15),
 			&RWRead, []interface{}{6, "r", "own", "m", "w", "i", "b", "o", 1, int64(30000), int64(3), "ow", int64(15)}},
-		{"rw_write", RWWriteCall(RWKeys{Writer: "w", Readers: "r", Marks: "m", Fence: "f", Intent: "i", Behind: "b"}, "o", 1, 30000, 3, 0, 800, "r:", "or", 15),
+		{"rw_write", RWWriteCall(RWKeys{Writer: "w", Readers: "r", Marks: "m", Fence: "f", Intent: "i", Behind: "b", Channel: "c"}, "o", 1, 30000, 3, 0, 800, "r:", "or", 15, false, false),
 			&RWWrite, []interface{}{6, "w", "m", "f", "r", "i", "b", "o", 1, int64(30000), int64(3), int64(0), int64(800), "r:", "or", int64(15)}},
+		{"rw_write, a waiter's that tells its take", RWWriteCall(RWKeys{Writer: "w", Readers: "r", Marks: "m", Fence: "f", Intent: "i", Behind: "b", Channel: "c"}, "o", 1, 30000, 3, 0, 800, "r:", "or", 15, true, true),
+			&RWWrite, []interface{}{6, "w", "m", "f", "r", "i", "b", "o", 1, int64(30000), int64(3), int64(0), int64(800), "r:", "or", int64(15), "c", 1}},
 		{"rw_withdraw", RWWithdrawCall("i", "o"), &RWWithdraw, []interface{}{1, "i", "o"}},
 	}
 	for _, tt := range tests {

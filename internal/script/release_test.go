@@ -34,15 +34,33 @@ func published(t *testing.T, psc *redis.PubSubConn) []string {
 	}
 }
 
-func TestScriptReleasePublishesWhenTheKeyGoes(t *testing.T) {
+// subscribed starts one redis-server and returns a connection to it and a
+// pub/sub connection subscribed to channels (confirmed), both closed when
+// the test ends.
+func subscribed(t *testing.T, channels ...string) (redis.Conn, *redis.PubSubConn) {
+	t.Helper()
 	cl := redlocktest.Start(t, 1)
 	conn, err := redis.Dial("tcp", cl.Addrs()[0])
 	require.NoError(t, err)
-	defer conn.Close()
+	t.Cleanup(func() { conn.Close() })
 	sub, err := redis.Dial("tcp", cl.Addrs()[0])
 	require.NoError(t, err)
 	psc := &redis.PubSubConn{Conn: sub}
-	defer psc.Close()
+	t.Cleanup(func() { psc.Close() })
+	args := make([]interface{}, len(channels))
+	for i, ch := range channels {
+		args[i] = ch
+	}
+	require.NoError(t, psc.Subscribe(args...))
+	for range channels {
+		_, ok := psc.ReceiveWithTimeout(5 * time.Second).(redis.Subscription)
+		require.True(t, ok)
+	}
+	return conn, psc
+}
+
+func TestScriptReleasePublishesWhenTheKeyGoes(t *testing.T) {
+	conn, psc := subscribed(t, "{m}:unlock", "{rw}:unlock")
 	const lease = int64(60000)
 	mutex := Locks{N: 1, Keys: func(int) Keys {
 		return Keys{Key: "{m}:lock", Marks: "{m}:rollback", Fence: "{m}:fence", Intent: "{m}:intent", Channel: "{m}:unlock"}
@@ -50,11 +68,6 @@ func TestScriptReleasePublishesWhenTheKeyGoes(t *testing.T) {
 	readers := Locks{N: 1, Keys: func(int) Keys {
 		return Keys{Key: rwTest.Readers, Marks: rwTest.Marks, Channel: "{rw}:unlock"}
 	}}
-	require.NoError(t, psc.Subscribe("{m}:unlock", "{rw}:unlock"))
-	for range 2 {
-		_, ok := psc.ReceiveWithTimeout(5 * time.Second).(redis.Subscription)
-		require.True(t, ok)
-	}
 	release := func(l Locks, shared bool, field string, target int, seq int64) Released {
 		r, err := ParseRelease(eval(t, conn, ReleaseCall(l, shared, field, target, seq, false, lease)))
 		require.NoError(t, err)
@@ -95,19 +108,7 @@ func TestScriptReleasePublishesWhenTheKeyGoes(t *testing.T) {
 // and publishes on b's channel when b goes. A later write of the owner on
 // a lock counts as held there (a late release), and is left alone.
 func TestScriptReleaseCountsAHoldOfEveryLock(t *testing.T) {
-	cl := redlocktest.Start(t, 1)
-	conn, err := redis.Dial("tcp", cl.Addrs()[0])
-	require.NoError(t, err)
-	defer conn.Close()
-	sub, err := redis.Dial("tcp", cl.Addrs()[0])
-	require.NoError(t, err)
-	psc := &redis.PubSubConn{Conn: sub}
-	defer psc.Close()
-	require.NoError(t, psc.Subscribe("{m}:a:unlock", "{m}:b:unlock"))
-	for range 2 {
-		_, ok := psc.ReceiveWithTimeout(5 * time.Second).(redis.Subscription)
-		require.True(t, ok)
-	}
+	conn, psc := subscribed(t, "{m}:a:unlock", "{m}:b:unlock")
 	const lease = int64(60000)
 	names := []string{"a", "b"}
 	multi := Locks{N: 2, Keys: func(i int) Keys {
@@ -188,4 +189,45 @@ func TestScriptReleaseCountsAHoldOfEveryLock(t *testing.T) {
 	assert.Equal(t, ReleasedNone, release(0, 11))
 	assert.Equal(t, "1", count("b"), "a late release leaves the newer hold alone")
 	assert.Empty(t, published(t, psc))
+}
+
+// rw_write.lua tells its take as acquire.lua does: an attempt that tells
+// and creates the writer's lock hash publishes "+<lease>/<subscribers>/
+// <owner>/<sequence>" when another client is subscribed, and its reply
+// carries the subscribers; a re-entry, an attempt that does not tell, and
+// a refused one publish nothing.
+func TestScriptRWWriteTellsItsTake(t *testing.T) {
+	keys := rwTest
+	keys.Channel = "{rw}:unlock"
+	conn, psc := subscribed(t, keys.Channel)
+	const lease = int64(60000)
+	write := func(field string, count int, seq, fence int64, tell bool) AcquireReply {
+		t.Helper()
+		r, err := ParseAcquire(eval(t, conn, RWWriteCall(keys, field, count, lease, seq, fence, 20, rwOwn, "r:"+field, 20, tell, false)))
+		require.NoError(t, err)
+		return r
+	}
+
+	r := write("w1", 1, 1, 0, true)
+	assert.Equal(t, AcquireReply{Yes: true, Subs: 1}, r, "one client subscribed")
+	assert.Equal(t, []string{"+60000/1/w1/1"}, published(t, psc))
+	r = write("w1", 2, 2, 0, true)
+	assert.Equal(t, AcquireReply{Yes: true, Subs: -1}, r, "a re-entry creates nothing")
+	r = write("w2", 1, 1, 0, true)
+	assert.False(t, r.Yes, "another writer holds it")
+	assert.Empty(t, published(t, psc), "neither a re-entry nor a refused attempt tells a take")
+
+	_, err := conn.Do("DEL", keys.Writer)
+	require.NoError(t, err)
+	r = write("w2", 1, 2, 9000, false)
+	assert.True(t, r.Yes)
+	assert.Equal(t, int64(-1), r.Subs)
+	assert.Empty(t, published(t, psc), "an attempt that does not tell publishes nothing")
+	_, err = conn.Do("DEL", keys.Writer)
+	require.NoError(t, err)
+	r = write("w3", 1, 1, 9000, true)
+	assert.True(t, r.Yes)
+	assert.Positive(t, r.N, "fenced: the counter")
+	assert.Equal(t, int64(1), r.Subs)
+	assert.Equal(t, []string{"+60000/1/w3/1"}, published(t, psc))
 }

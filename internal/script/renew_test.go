@@ -100,7 +100,7 @@ func TestScriptReaderMissingFromTheReadersHashIsRepaired(t *testing.T) {
 				_, err = conn.Do("DEL", rwOwn+"b")
 				require.NoError(t, err)
 			}
-			w, err := ParseAcquire(eval(t, conn, RWWriteCall(rwTest, "x", 1, lease, 1, 0, 20, rwOwn, "r:x", 20)))
+			w, err := ParseAcquire(eval(t, conn, RWWriteCall(rwTest, "x", 1, lease, 1, 0, 20, rwOwn, "r:x", 20, false, false)))
 			require.NoError(t, err)
 			assert.False(t, w.Yes, "a writer beside reader a")
 			assert.Greater(t, w.N, int64(0), "refused for the lease of a")

@@ -8,6 +8,7 @@ type RWKeys struct {
 	Fence   string // the writers' fencing counter
 	Intent  string // a waiting writer's intent
 	Behind  string // the readers' intent
+	Channel string // the lock's unlock channel: a writer's attempt that tells its take publishes there
 }
 
 // RWReadCall is rw_read.lua's call for an attempt of the reader whose

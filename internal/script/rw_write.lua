@@ -23,8 +23,16 @@
 --          do not keep its writes out (a downgrade holds both)
 -- ARGV[9]  grace: the longest the readers' intent lives once a writer met
 --          it, milliseconds (see rw_read.lua)
+-- ARGV[10] optional: the lock's unlock channel, sent by an attempt that
+--          tells the waiters of its take, as acquire.lua's ARGV[8]: when
+--          it creates the writer's lock hash and other clients than the
+--          writer's are subscribed, it publishes
+--          "+<lease>/<subscribers>/<owner>/<sequence>"
+-- ARGV[11] with ARGV[10]: '1' when the writer's client is subscribed (a
+--          waiter's attempt), '0' when not
 -- Returns  {1, counter} the writer holds the lock here now (counter: the
---          fencing counter, 0 without fencing); {0, pttl} another writer
+--          fencing counter, 0 without fencing), {1, counter, subscribers}
+--          when it created the lock hash with ARGV[10]; {0, pttl} another writer
 --          holds it; or the readers' intent is here and this writer holds
 --          nothing here: readers that waited behind a write hold go first,
 --          for ARGV[9] at most from now (the intent's PTTL is cut to it),
@@ -82,9 +90,16 @@ end
 if redis.call('get', KEYS[5]) == ARGV[1] then
   redis.call('del', KEYS[5])
 end
+local subs -- with ARGV[10], when this attempt creates the lock hash
 if not seq then
   redis.call('hset', KEYS[1], ARGV[1], ARGV[2], seqf, ARGV[4])
   redis.call('pexpire', KEYS[1], ARGV[3])
+  if ARGV[10] then
+    subs = redis.call('pubsub', 'numsub', ARGV[10])[2]
+    if subs > tonumber(ARGV[11]) then
+      redis.call('publish', ARGV[10], '+' .. ARGV[3] .. '/' .. subs .. '/' .. ARGV[1] .. '/' .. ARGV[4])
+    end
+  end
 else
   if tonumber(seq) < tonumber(ARGV[4]) then
     redis.call('hset', KEYS[1], ARGV[1], ARGV[2], seqf, ARGV[4])
@@ -94,7 +109,7 @@ else
   end
 end
 if ARGV[5] == '0' then
-  return {1, 0}
+  return {1, 0, subs}
 end
 local t = redis.call('time')
 local floor = (tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)) * 1024
@@ -103,4 +118,4 @@ if c < floor then
   c = floor
 end
 redis.call('set', KEYS[3], string.format('%d', c), 'PX', ARGV[5])
-return {1, c}
+return {1, c, subs}

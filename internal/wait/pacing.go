@@ -45,6 +45,7 @@ type Pacing struct {
 	splits int           // split votes in a row
 	split  bool          // waiting after a split vote that a majority denied: a release pauses first
 	took   time.Duration // how long the latest attempt took
+	armed  time.Duration // what the timer was last set to
 }
 
 type paceState uint8
@@ -63,6 +64,7 @@ func (p *Pacing) arm(d time.Duration) {
 		default:
 		}
 	}
+	p.armed = d
 	p.timer.Reset(d)
 }
 

@@ -9,12 +9,15 @@
 package wait
 
 import (
-	"github.com/redlock-go/redlock/internal/timer"
+	"bytes"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/redlock-go/redlock/internal/timer"
 )
 
 // The waiters of one lock inside one Client queue in FIFO order: only the
@@ -32,7 +35,9 @@ import (
 // take on a node is followed there by the release that deletes the key (or
 // the key expires, which the lease of the take bounds), and that release
 // wakes the head even when another node already sent the same message: a
-// wake-up is never lost to a take.
+// wake-up is never lost to a take. The takes that no release the head
+// hears follows (this Client's own, and a late take of a hold whose
+// release was heard: see hearTakeLocked) are no news.
 
 // Waiters is the waiting of one Client: the queue of each lock channel,
 // the links between channels, the queues kept idle for their turns, and
@@ -101,6 +106,7 @@ type waitQueue struct {
 	free    []bool        // per node: free at the head's latest attempt, a split one (see Tried); nil: none
 	blocked []bool        // per node: it kept the lock from the head's latest attempt (see Tried); nil: not told
 	copies  []bool        // per node: it sent the last release while the head's attempt was under way
+	takes   []bool        // per node: it sent a take while the head's attempt was under way (see Tried)
 	tries   int           // the head's attempts begun (see Trying)
 	lastAt  int           // tries when the last release was first heard
 	trying  bool          // the head's attempt is under way
@@ -227,10 +233,11 @@ func (t *turns) heard(client, take uint64) {
 	t.others = append(t.others, taker{client, take, t.n})
 }
 
-// won records a take of this Client.
-func (t *turns) won() {
+// won records a take of this Client by an attempt that began when n was
+// mark: the takes heard since came after it (see MarkTurn).
+func (t *turns) won(mark uint64) {
 	t.n++
-	t.mine = t.n
+	t.mine = min(mark+1, t.n)
 }
 
 // ahead is how many of the subs clients waiting for the lock (this one
@@ -240,8 +247,17 @@ func (t *turns) won() {
 // a Client that just began to wait tries at once, as it did before turns
 // were kept. Those that took the lock since are not ahead, which bounds the
 // count when clients ahead stopped waiting.
+//
+// None is ahead once the others took the lock twice as many times since
+// this Client's latest take as there are clients waiting: two rounds of
+// turns went by without its own. The clients' orders can disagree (a take
+// missed while a Client was not subscribed; before an attempt's own turn
+// was counted from its start, see TookTurn, two clients whose attempts
+// split the nodes), and two clients that each count the other ahead would
+// otherwise never have the first turn while the others keep taking the
+// lock.
 func (t *turns) ahead(subs int) int {
-	if t.mine == 0 {
+	if t.mine == 0 || t.n-t.mine >= 2*uint64(max(subs, 1)) {
 		return 0
 	}
 	older, newer := 0, 0
@@ -303,21 +319,44 @@ func (ws *Waiters) Contention(channel string) (queue, lately bool) {
 	return len(q.waiters) > 0 || (q.subs > 1 && time.Now().Before(q.busy)), true
 }
 
-// TookTurn records, for the turns, that an attempt of this Client took the
-// lock of channel, or wrote on some nodes and rolled back: the others heard
-// its take all the same, and count it as a turn taken; so must this
-// Client, or two clients could each see the other's turn as the later one.
-// subs is how many clients, this one included, were subscribed to the
-// channel at the take (0: unknown): a take is published only when others
-// are, so this is how this Client learns that the others stopped waiting.
-func (ws *Waiters) TookTurn(channel string, subs int) {
+// A Mark is where an attempt began in the turns of its lock (MarkTurn),
+// for TookTurn.
+type Mark uint64
+
+// MarkTurn marks the turns of the lock of channel as an attempt that may
+// take it begins. With no lock waited for, it takes no lock (as
+// Contention).
+func (ws *Waiters) MarkTurn(channel string) Mark {
+	if ws.nqueue.Load() == 0 {
+		return 0
+	}
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if q := ws.queues[channel]; q != nil {
+		return Mark(q.turns.n)
+	}
+	return 0
+}
+
+// TookTurn records, for the turns, that an attempt of this Client, which
+// began at mark, took the lock of channel, or wrote on some nodes and
+// rolled back: the others heard its take all the same, and count it as a
+// turn taken; so must this Client, or two clients could each see the
+// other's turn as the later one. Its turn comes before the takes heard
+// since mark: the attempt's writes did, and another client's take heard
+// while it ran (after a split attempt's rollback, say) counted ahead of
+// this Client would make two clients each count the other ahead. subs is
+// how many clients, this one included, were subscribed to the channel at
+// the take (0: unknown): a take is published only when others are, so
+// this is how this Client learns that the others stopped waiting.
+func (ws *Waiters) TookTurn(channel string, subs int, mark Mark) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	q := ws.queues[channel]
 	if q == nil {
 		return
 	}
-	q.turns.won()
+	q.turns.won(uint64(mark))
 	if subs > 0 {
 		q.subs = subs
 	}
@@ -350,6 +389,7 @@ func (ws *Waiters) Dequeue(channel string, w *Waiter, won bool, lease time.Durat
 			// attempt that won, or ended by Close or ctx, is never tried.
 			q.trying, q.free, q.blocked = false, nil, nil
 			clear(q.copies)
+			clear(q.takes)
 		}
 		switch {
 		case len(q.waiters) == 0:
@@ -389,6 +429,7 @@ func (ws *Waiters) Trying(channel string) {
 		q.tries++
 		q.trying = true
 		clear(q.copies)
+		clear(q.takes)
 	}
 }
 
@@ -408,6 +449,10 @@ func (ws *Waiters) Trying(channel string) {
 //     first copy can find the others still held. The copies that came
 //     during the attempt are counted here, once it is known which nodes
 //     kept the lock.
+//   - A take on a node that was free is no news either (see
+//     hearTakeLocked). The takes that came during the attempt are told
+//     here, those of nodes that were not free and whose last message is
+//     still the take: their releases, when they come, are news.
 func (ws *Waiters) Tried(channel string, free, blocked []bool) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
@@ -432,6 +477,12 @@ func (ws *Waiters) Tried(channel string, free, blocked []bool) {
 		}
 	}
 	clear(q.copies)
+	for i, took := range q.takes {
+		if took && q.taken[i] && (free == nil || !free[i]) {
+			q.tell(taken)
+		}
+	}
+	clear(q.takes)
 }
 
 // Timed records how long an attempt of the head took.
@@ -506,16 +557,11 @@ func (ws *Waiters) Heard(i int, channel string, msg []byte) {
 // be held.
 func (ws *Waiters) hearLocked(q *waitQueue, channel string, i int, msg []byte) {
 	if lease, subs, client, ok := parseTake(msg); ok {
-		q.taken[i] = true
-		q.lease, q.subs = lease, subs
-		if subs > 1 {
-			q.busy = time.Now().Add(busyFor)
-		}
-		if string(client) != ws.id {
-			q.turns.heard(hash(client), hash(msg))
-		}
-		q.tell(taken)
+		ws.hearTakeLocked(q, i, msg, lease, subs, client)
 		return
+	}
+	if older(msg, q.last) {
+		return // a release came late, after a later one of the same owner: no news
 	}
 	if ws.undid(channel, msg) || q.free != nil && q.free[i] {
 		q.taken[i] = false // a key on a node that did not keep the lock from the head is gone: no news
@@ -545,6 +591,56 @@ func (ws *Waiters) hearLocked(q *waitQueue, channel string, i int, msg []byte) {
 	}
 	q.taken[i] = false
 	q.tell(released)
+}
+
+// hearTakeLocked gives q node i's take msg, of lease, with subs clients
+// subscribed, by client. Three kinds of take are no news, for no release
+// that the head hears follows them, and a head sent back to waiting by one
+// would wait out its lease though a release came just before:
+//   - This Client's own. Mostly the write of an attempt that failed (a
+//     waiter's, or a first attempt before it queued) on a node a release
+//     had freed: the attempt rolls it back, and that rollback's release is
+//     no news either (see RollingBack). Else another owner of this Client
+//     took the lock: the head tries once in vain, and that owner's
+//     release wakes it.
+//   - A take of a hold whose release was heard already: a node's messages
+//     came late (its pub/sub connection lagged, or they were sent before
+//     this Client last unsubscribed, and the release that followed them
+//     there was never delivered).
+//   - A take on a node that was free at the head's latest attempt, a split
+//     one (see Tried): the release that follows it there is no news, for
+//     only a release on a node that kept the lock from the head can let it
+//     in. Another client's attempt that took that node and rolled back
+//     sent every head that split so back to waiting for the take's lease
+//     (30 s by default) and dropped the rollback; with a MultiMutex
+//     waiter's intent refusing the others on a majority, the oldest waiter
+//     was among those heads, and nobody took the free lock for seconds.
+//     A take that comes while the head's attempt is under way waits for
+//     Tried, which knows the free nodes: told at once, it also replaced
+//     the news of a release that came during the attempt.
+//
+// ws.mu must be held.
+func (ws *Waiters) hearTakeLocked(q *waitQueue, i int, msg []byte, lease time.Duration, subs int, client []byte) {
+	q.taken[i] = true
+	q.subs = subs
+	if subs > 1 {
+		q.busy = time.Now().Add(busyFor)
+	}
+	if string(client) == ws.id {
+		return
+	}
+	q.turns.heard(hash(client), hash(msg))
+	switch {
+	case older(takeName(msg), q.last), q.free != nil && q.free[i]:
+	case q.trying:
+		if q.takes == nil {
+			q.takes = make([]bool, len(q.taken))
+		}
+		q.takes[i], q.lease = true, lease
+	default:
+		q.lease = lease
+		q.tell(taken)
+	}
 }
 
 // rollback is the release message a rollback of this Client publishes
@@ -623,6 +719,34 @@ func (ws *Waiters) Unlink(from, to string) {
 		return
 	}
 	ws.links[from] = ls
+}
+
+// older reports whether the write named x, "<owner field>/<sequence>",
+// was made before the one named last, of the same owner: an owner's
+// sequence numbers grow with each of its attempts and releases. A take
+// names its write after its lease and subscribers ("+<lease>/<subscribers>/"
+// first: see takeName).
+func older(x []byte, last string) bool {
+	r := strings.LastIndexByte(last, '/')
+	if r <= 0 || len(x) < r+2 || string(x[:r]) != last[:r] || x[r] != '/' {
+		return false
+	}
+	a, err1 := strconv.ParseInt(string(x[r+1:]), 10, 64)
+	b, err2 := strconv.ParseInt(last[r+1:], 10, 64)
+	return err1 == nil && err2 == nil && a < b
+}
+
+// takeName is the name of the write a take msg tells of, "<owner
+// field>/<sequence>", as its release names it.
+func takeName(msg []byte) []byte {
+	for k := 0; k < 2; k++ {
+		i := bytes.IndexByte(msg, '/')
+		if i < 0 {
+			return nil
+		}
+		msg = msg[i+1:]
+	}
+	return msg
 }
 
 // hash is FNV-1a of b.

@@ -59,17 +59,23 @@ func TestUnitTurns(t *testing.T) {
 	tr.heard(a, 10)
 	assert.Equal(t, uint64(1), tr.n, "a take counts once however many nodes send it")
 	assert.Equal(t, 0, tr.ahead(4))
-	tr.won()
+	tr.won(tr.n)
 	tr.heard(b, 20)
 	assert.Equal(t, 1, tr.ahead(3), "a took before this client, b after: a goes first")
 	tr.heard(a, 11)
 	assert.Equal(t, 0, tr.ahead(3), "a took again since: this client waited longest")
 	tr.heard(c, 30)
-	tr.won()
+	tr.won(tr.n)
 	assert.Equal(t, 3, tr.ahead(4))
 	assert.Equal(t, 1, tr.ahead(2), "a and c stopped waiting: at most subs-1 ahead")
 	tr.heard(b, 21)
 	assert.Equal(t, 0, tr.ahead(2), "b took since, and only two clients wait")
+	for take := uint64(22); take < 28; take++ {
+		tr.heard(b, take)
+	}
+	assert.Equal(t, 2, tr.ahead(4), "b took seven times since this client: a and c still go first")
+	tr.heard(b, 28)
+	assert.Equal(t, 0, tr.ahead(4), "eight takes since this client's own, two rounds of four clients: none is ahead")
 	for i := uint64(100); i < 200; i++ {
 		tr.heard(i, i)
 	}
@@ -77,7 +83,9 @@ func TestUnitTurns(t *testing.T) {
 }
 
 // Clients that each heard every take (their own and the others') have
-// distinct turns: 0, 1, 2, ... in the order of their latest takes.
+// distinct turns: 0, 1, 2, ... in the order of their latest takes. (Those
+// that the others passed over for two rounds of takes all count none
+// ahead: see turns.ahead.)
 func TestUnitTurnsAreDistinct(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	const k = 6
@@ -89,7 +97,7 @@ func TestUnitTurnsAreDistinct(t *testing.T) {
 			took[w] = true
 			for i := range ts {
 				if i == w {
-					ts[i].won()
+					ts[i].won(ts[i].n)
 				} else {
 					ts[i].heard(uint64(w), uint64(trial*1000+step))
 				}
@@ -97,13 +105,66 @@ func TestUnitTurnsAreDistinct(t *testing.T) {
 		}
 		seen := map[int]int{}
 		for i := range ts {
-			if took[i] {
+			if took[i] && ts[i].n-ts[i].mine < 2*uint64(len(took)) {
 				seen[ts[i].ahead(len(took))]++
 			}
 		}
 		for turn, n := range seen {
 			require.Equal(t, 1, n, "trial %d: %d clients share turn %d", trial, n, turn)
 			require.Less(t, turn, len(took), "trial %d", trial)
+		}
+	}
+}
+
+// Clients whose attempts overlap never each count the other ahead. Each
+// attempt marks the turns as it begins, tells its take to the others at
+// some point while it runs, and counts its own turn when it returns, with
+// other clients' attempts begun, told and returned in between in a random
+// order (two attempts that split the nodes each hear the other's take
+// before they return). Whenever no attempt is under way, no two clients
+// count each other ahead. Counted at the attempt's return instead (mark
+// ignored), two did in most trials: each would wait for the other's turn.
+func TestUnitOverlappingAttemptsNeverCountEachOtherAhead(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	const k = 5
+	counted := func(ts *[k]turns, i, j int) bool { // i counts j ahead
+		for _, o := range ts[i].others {
+			if o.client == uint64(j) {
+				return o.at < ts[i].mine
+			}
+		}
+		return false
+	}
+	for trial := 0; trial < 500; trial++ {
+		var ts [k]turns
+		var mark [k]uint64
+		var stage [k]int // 0: idle, 1: begun, 2: told
+		take := 0
+		for step := 0; step < 40*k; step++ {
+			i := r.IntN(k)
+			switch stage[i] {
+			case 0:
+				mark[i] = ts[i].n
+			case 1:
+				take++
+				for j := range ts {
+					if j != i {
+						ts[j].heard(uint64(i), uint64(take))
+					}
+				}
+			case 2:
+				ts[i].won(mark[i])
+			}
+			stage[i] = (stage[i] + 1) % 3
+			if stage != [k]int{} {
+				continue
+			}
+			for i := range ts {
+				for j := range i {
+					require.False(t, counted(&ts, i, j) && counted(&ts, j, i),
+						"trial %d, step %d: clients %d and %d each count the other ahead", trial, step, i, j)
+				}
+			}
 		}
 	}
 }
@@ -145,6 +206,19 @@ func interleavings(streams [][]message, f func([]message)) {
 	rec(make([]int, len(streams)), nil)
 }
 
+func TestUnitOlder(t *testing.T) {
+	assert.True(t, older([]byte("c:1/7"), "c:1/9"))
+	assert.False(t, older([]byte("c:1/9"), "c:1/9"))
+	assert.False(t, older([]byte("c:1/10"), "c:1/9"))
+	assert.False(t, older([]byte("c:2/7"), "c:1/9"), "another owner's")
+	assert.False(t, older([]byte("c:12/7"), "c:1/9"))
+	assert.False(t, older([]byte("c:1/7"), ""))
+	assert.False(t, older([]byte("c:1/x"), "c:1/9"))
+	assert.Equal(t, "c:1/7", string(takeName([]byte("+30000/2/c:1/7"))))
+	assert.True(t, older(takeName([]byte("+30000/2/c:1/7")), "c:1/9"))
+	assert.Nil(t, takeName([]byte("+30000")))
+}
+
 // Only the Client's own attempts and takes change its turn: its own take
 // messages are not another client's.
 func TestUnitOwnTakesAreNotOthers(t *testing.T) {
@@ -162,7 +236,7 @@ func TestUnitOwnTakesAreNotOthers(t *testing.T) {
 func TestUnitIdleQueuesKeepTheirTurns(t *testing.T) {
 	c, w := unitQueueClient(1)
 	c.Heard(0, "ch", []byte("+30000/2/other:1/1"))
-	c.TookTurn("ch", 2) // as await does when its attempt took the lock
+	c.TookTurn("ch", 2, c.MarkTurn("ch")) // as await does when its attempt took the lock
 	c.Dequeue("ch", w, true, time.Minute)
 	require.NotNil(t, c.queues["ch"], "an idle queue is kept")
 	queue, lately := c.Contention("ch")
@@ -171,10 +245,10 @@ func TestUnitIdleQueuesKeepTheirTurns(t *testing.T) {
 	c.queues["ch"].busy = time.Time{}
 	queue, _ = c.Contention("ch")
 	assert.False(t, queue, "an idle queue has no waiters, and other clients waited long ago")
-	c.TookTurn("ch", 2)
+	c.TookTurn("ch", 2, c.MarkTurn("ch"))
 	queue, _ = c.Contention("ch")
 	assert.True(t, queue)
-	c.TookTurn("ch", 1)
+	c.TookTurn("ch", 1, c.MarkTurn("ch"))
 	queue, _ = c.Contention("ch")
 	assert.False(t, queue, "at this Client's latest take, nobody else was subscribed")
 	assert.Equal(t, uint64(4), c.queues["ch"].turns.mine, "a take of this Client counts in the turns")

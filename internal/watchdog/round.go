@@ -78,31 +78,42 @@ func (wd *Watchdog) renewCall(hs []Hold) script.Call {
 // marks the hold, and repair.lua refuses to write a hold whose sequence a
 // mark covers.
 func (wd *Watchdog) repair(ctx context.Context, r *renewal) {
+	if send := wd.prepareRepair(r); send != nil {
+		send(ctx)
+	}
+}
+
+// prepareRepair decides r's repairs and records them in their holds'
+// stragglers now (see repair); the function it returns sends them and
+// counts the nodes they reach in r. Nil: no node needs one.
+func (wd *Watchdog) prepareRepair(r *renewal) func(ctx context.Context) {
 	late := &quorum.Stragglers{OffLane: true}
 	late.Inflight.Store(1) // in flight from the moment a hold records it
 	fixes, calls, sent := wd.repairs(r, late)
 	late.Inflight.Store(int32(sent))
 	if sent == 0 {
-		return
+		return nil
 	}
-	second := wd.cfg.Broadcast(ctx, wd.cfg.NodeTimeout, func(i int) []script.Call { return calls[i] })
-	for i, res := range second {
-		if calls[i] == nil {
-			continue
-		}
-		fixed := make([]Hold, len(fixes[i]))
-		for j, k := range fixes[i] {
-			fixed[j] = r.hs[k]
-		}
-		wd.tally(i, res, fixed, func(j int, v int64) {
-			if v == 1 {
-				r.Answer(i, fixes[i][j], v) // held again there
+	return func(ctx context.Context) {
+		second := wd.cfg.Broadcast(ctx, wd.cfg.NodeTimeout, func(i int) []script.Call { return calls[i] })
+		for i, res := range second {
+			if calls[i] == nil {
+				continue
 			}
-		})
-		if res.MayLand(wd.cfg.NotSent) {
-			late.Astray.Store(true) // it may still land: releases mark
+			fixed := make([]Hold, len(fixes[i]))
+			for j, k := range fixes[i] {
+				fixed[j] = r.hs[k]
+			}
+			wd.tally(i, res, fixed, func(j int, v int64) {
+				if v == 1 {
+					r.Answer(i, fixes[i][j], v) // held again there
+				}
+			})
+			if res.MayLand(wd.cfg.NotSent) {
+				late.Astray.Store(true) // it may still land: releases mark
+			}
+			late.Inflight.Add(-1)
 		}
-		late.Inflight.Add(-1)
 	}
 }
 
@@ -141,20 +152,27 @@ func (wd *Watchdog) repairs(r *renewal, late *quorum.Stragglers) (fixes [][]int,
 // nodes where its re-entrant acquisition r, which reached a quorum, found
 // it absent (acquire.lua never re-creates a hold it re-enters): nodes that
 // missed its first acquisition or restarted empty get its count now, not
-// at the next renewal. The answers that come after r was decided are
-// awaited in the background (at most two node timeouts) and written back
-// likewise. Only for a hold the watchdog renews (see Hold.Repairing), as
-// a renewal's repair.
-func (wd *Watchdog) WriteBack(ctx context.Context, h Hold, r *quorum.Round) {
+// at the next renewal. The write-back is decided, and recorded in h's
+// stragglers, before WriteBack returns (internal/quorum's Settle calls it
+// through the hold, a quorum.Restorer); it is sent in the background,
+// under the Client's context: its replies decide nothing, and the
+// acquisition does not wait for them. The answers that come after r was
+// decided are awaited in the background too (at most two node timeouts)
+// and written back likewise. Only for a hold the watchdog renews (see
+// Hold.Repairing), as a renewal's repair.
+func (wd *Watchdog) WriteBack(h Hold, r *quorum.Round) {
 	var yes, absent []int
 	for i, sl := range r.Nodes {
 		switch {
 		case !sl.Got:
 		case sl.Vote == vote.Yes:
 			yes = append(yes, i)
-		case sl.Vote == vote.No && quorum.Absent(r.Reply(i)):
+		case sl.Vote == vote.No && sl.PTTL == -2: // its hold absent there (acquire.lua)
 			absent = append(absent, i)
 		}
+	}
+	if send := wd.writeBackOn(h, len(r.Nodes), yes, absent); send != nil {
+		wd.cfg.GoRun(func() { send(wd.cfg.Ctx) })
 	}
 	if unheard := r.Unheard(); unheard > 0 {
 		key, m := h.Key(), wd.cfg.Members
@@ -165,17 +183,19 @@ func (wd *Watchdog) WriteBack(ctx context.Context, h Hold, r *quorum.Round) {
 					late = append(late, i)
 				}
 			})
-			wd.writeBackOn(wd.cfg.Ctx, h, len(r.Nodes), yes, late)
+			if send := wd.writeBackOn(h, len(r.Nodes), yes, late); send != nil {
+				send(wd.cfg.Ctx)
+			}
 		})
 	}
-	wd.writeBackOn(ctx, h, len(r.Nodes), yes, absent)
 }
 
-// writeBackOn repairs h on the absent nodes of n, the hold being held on
-// the yes nodes.
-func (wd *Watchdog) writeBackOn(ctx context.Context, h Hold, n int, yes, absent []int) {
+// writeBackOn prepares the repair of h on the absent nodes of n, the hold
+// being held on the yes nodes (see prepareRepair); nil when there is none
+// to send.
+func (wd *Watchdog) writeBackOn(h Hold, n int, yes, absent []int) func(ctx context.Context) {
 	if len(absent) == 0 {
-		return
+		return nil
 	}
 	rn := &renewal{Renewal: vote.NewRenewal(n, 1), hs: []Hold{h}}
 	for j := range n {
@@ -187,7 +207,7 @@ func (wd *Watchdog) writeBackOn(ctx context.Context, h Hold, n int, yes, absent 
 	for _, i := range absent {
 		rn.Answer(i, 0, 0)
 	}
-	wd.repair(ctx, rn)
+	return wd.prepareRepair(rn)
 }
 
 // tally hands each hold of hs its answer from node i to f, by the hold's

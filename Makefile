@@ -31,9 +31,14 @@ MODULES := $(sort $(patsubst ./%/go.mod,%,$(shell find . -mindepth 2 -name go.mo
 # it. The root module's packages, which every module uses, are compiled once
 # first (a run of no test), not by every suite at once.
 # releasetest's TestConsumerBuild releases a clone of HEAD into a module
-# proxy directory and builds and runs a consumer's program from it.
+# proxy directory and builds and runs a consumer's program from it. attack
+# is the root package's attacks on waiting (turnsattack_test.go,
+# newsattack_test.go: 13 tests of 3 s windows, about 55 s one after
+# another), a suite of its own so that it runs beside the root package's
+# other tests instead of after them.
 TEST_FLAGS := -race -count=1 -timeout 9m
 DIFF_TESTS := ^(TestModelScriptsMatchRedis|TestModelRWScriptsMatchRedis)$$
+ATTACK_TESTS := ^Test(Turns|News)Attack
 DIFF_MUTEX := ^TestModelScriptsMatchRedis$$
 DIFF_RW := ^TestModelRWScriptsMatchRedis$$
 MODEL_PKG := github.com/redlock-go/redlock/internal/model
@@ -42,13 +47,14 @@ test: redis postgres vet apicheck
 	$(GO) test $(TEST_FLAGS) -run '^$$' $(ROOT_PKGS) > /dev/null
 	@dir=$$(mktemp -d) || exit 1; trap 'rm -rf "$$dir"' EXIT; \
 	suite() { name=$$1; shift; (s=$$(date +%s); "$$@" > "$$dir/$$name.log" 2>&1; echo $$? $$(($$(date +%s)-s)) > "$$dir/$$name.rc") & }; \
-	suite root $(GO) test $(TEST_FLAGS) -parallel 4 -skip '$(DIFF_TESTS)' $(ROOT_PKGS); \
+	suite root $(GO) test $(TEST_FLAGS) -parallel 4 -skip '$(DIFF_TESTS)|$(ATTACK_TESTS)' $(ROOT_PKGS); \
+	suite attack $(GO) test $(TEST_FLAGS) -run '$(ATTACK_TESTS)' .; \
 	suite diff nice -n 10 $(GO) test $(TEST_FLAGS) -run '$(DIFF_MUTEX)' .; \
 	suite diff-rw nice -n 10 $(GO) test $(TEST_FLAGS) -run '$(DIFF_RW)' .; \
 	suite model nice -n 10 $(GO) test -count=1 -timeout 9m $(MODEL_PKG); \
 	for m in $(MODULES); do suite $$(echo $$m | tr / _) sh -c 'cd "$$1" && shift && exec "$$@"' - $$m $(GO) test $(TEST_FLAGS) ./...; done; \
 	wait; rc=0; \
-	for name in root diff diff-rw model $(subst /,_,$(MODULES)); do read code secs < "$$dir/$$name.rc"; \
+	for name in root attack diff diff-rw model $(subst /,_,$(MODULES)); do read code secs < "$$dir/$$name.rc"; \
 		echo "== $$name ($${secs}s)"; cat "$$dir/$$name.log"; [ "$$code" = 0 ] || rc=1; done; exit $$rc
 
 redis:

@@ -292,6 +292,7 @@ func reportFuncs(plots map[string]string) template.FuncMap {
 		"usecs":      func(x float64) time.Duration { return time.Duration(x) * time.Microsecond },
 		"renew1":     func(s *scriptCosts) float64 { return s.get(scRenew1) },
 		"renew1000":  func(s *scriptCosts) float64 { return s.get(scRenew1000) },
+		"callsText":  callsText,
 	}
 }
 

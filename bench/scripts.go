@@ -11,6 +11,7 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 
+	"github.com/redlock-go/redlock/internal/script"
 	"github.com/redlock-go/redlock/redlocktest"
 )
 
@@ -23,6 +24,7 @@ import (
 type scriptCost struct {
 	Name  string
 	Holds int       // holds per call (renew.lua); 0 otherwise
+	Parts int       // lock calls per call (a call of script.Batch); 0 otherwise
 	Usec  []float64 // server µs per call, one per run
 }
 
@@ -56,6 +58,22 @@ const (
 	scRollbackMark = "rollback.lua, no acquisition here (writes a mark)"
 	scRenew1       = "renew.lua, 1 hold per call"
 	scRenew1000    = "renew.lua, 1,000 holds per call"
+	scExists       = "`EXISTS key` (no script)"
+	scEmpty        = "a script that returns 1 (what EVALSHA costs alone)"
+	scOneCall      = "a script of one `redis.call('exists', KEYS[1])`"
+	scAcquireBatch = "acquire.lua, key free, 8 to a call of the batch script"
+	scReleaseBatch = "release.lua, last hold, no mark, 8 to a call of the batch script"
+)
+
+// batchParts is how many lock calls a measured call of the batch script
+// carries (the library's connections carry 4.4 on average at 32
+// goroutines, up to 128).
+const batchParts = 8
+
+// The scripts of the rows that break a script call down.
+const (
+	emptyLua   = `return 1`
+	oneCallLua = `return redis.call('exists', KEYS[1])`
 )
 
 // runScriptCosts measures every call shape runs times, calls calls each,
@@ -81,7 +99,7 @@ func runScriptCosts(root string, calls, runs int, logf func(string, ...any)) (*s
 			for _, g := range got {
 				c := byName[g.Name]
 				if c == nil {
-					c = &scriptCost{Name: g.Name, Holds: g.Holds}
+					c = &scriptCost{Name: g.Name, Holds: g.Holds, Parts: g.Parts}
 					byName[g.Name] = c
 					out.Rows = append(out.Rows, c)
 				}
@@ -148,6 +166,69 @@ func readScripts(root string) (redlockScripts, error) {
 	return s, err
 }
 
+// The keys, owner field, unlock channel and lease of the measured calls.
+const (
+	scriptOwner   = "0123456789abcdef0123456789abcdef:1"
+	scriptChannel = "unlock:bench"
+	scriptLease   = 30000
+)
+
+// scriptKey is the key of kind for call i.
+func scriptKey(kind string, i int) string { return fmt.Sprintf("s:%s:%d", kind, i) }
+
+// scriptShape is one measured call shape of scriptRun: its row (none:
+// it only prepares the next one), the command commandstats counts, the
+// holds or lock calls per call, the calls of the block of keys at lo, a
+// call's arguments and the reply it must have.
+type scriptShape struct {
+	name, cmd string
+	holds     int
+	parts     int
+	calls     func(lo int) (from, to int)
+	args      func(i int) []interface{}
+	want      interface{}
+}
+
+// breakdownShapes are the shapes that break a script call down: a command
+// sent alone, EVALSHA alone, one redis.call, and acquire.lua and
+// release.lua batchParts to a call of the batch script (sha: the loaded
+// scripts' hashes; block: keys per turn).
+func breakdownShapes(sha map[string]string, block int) []scriptShape {
+	key, one, zero := scriptKey, int64(1), int64(0)
+	keys := func(lo int) (int, int) { return lo, lo + block }
+	batches := func(lo int) (int, int) { return lo / batchParts, (lo + block) / batchParts }
+	// batch is a call of script.Batch with the lock calls part(i) of the
+	// batchParts keys of call c.
+	batch := func(part func(i int) script.Call) func(c int) []interface{} {
+		return func(c int) []interface{} {
+			calls := make([]script.Call, batchParts)
+			for j := range calls {
+				calls[j] = part(c*batchParts + j)
+			}
+			args := script.AppendBatch([]interface{}{"EVALSHA"}, batchParts, func(j int) *script.Call { return &calls[j] }, false)
+			args[1] = sha["batch"] // the hash of the source loaded (the same, from the same files)
+			return args
+		}
+	}
+	acquirePart := func(i int) script.Call {
+		return script.Acquire.Call(4, key("b", i), key("b-marks", i), key("b-fence", i), key("b-intent", i), scriptOwner, 1, scriptLease, 1, 0, "0", 1000)
+	}
+	releasePart := func(i int) script.Call {
+		return script.Release.Call(2, key("b", i), key("b-marks", i), scriptOwner, 0, 3, 0, scriptLease, scriptChannel)
+	}
+	partsHeld := make([]interface{}, batchParts)
+	for i := range partsHeld {
+		partsHeld[i] = one
+	}
+	return []scriptShape{
+		{scExists, "exists", 0, 0, keys, func(i int) []interface{} { return []interface{}{"EXISTS", key("e", i)} }, zero},
+		{scEmpty, "evalsha", 0, 0, keys, func(i int) []interface{} { return []interface{}{"EVALSHA", sha["empty"], 0} }, one},
+		{scOneCall, "evalsha", 0, 0, keys, func(i int) []interface{} { return []interface{}{"EVALSHA", sha["onecall"], 1, key("e", i)} }, zero},
+		{scAcquireBatch, "evalsha", 0, batchParts, batches, batch(acquirePart), partsHeld},
+		{scReleaseBatch, "evalsha", 0, batchParts, batches, batch(releasePart), partsHeld},
+	}
+}
+
 // scriptRun is one run of every call shape on an emptied node, n calls of
 // each (renew.lua with 1,000 holds: 5 calls per 1,000 holds). The shapes
 // take turns, 1,000 keys at a time, so that the machine's drift over the
@@ -160,15 +241,15 @@ func scriptRun(conn redis.Conn, src redlockScripts, n int) ([]*scriptCost, error
 	}
 	sha := map[string]string{}
 	for name, s := range map[string]string{"set": floorSetLua, "del": floorDelLua, "acquire": src.acquire,
-		"release": src.release, "rollback": src.rollback, "renew": src.renew} {
+		"release": src.release, "rollback": src.rollback, "renew": src.renew, "empty": emptyLua, "onecall": oneCallLua, "batch": script.Batch.Src} {
 		h, err := redis.String(conn.Do("SCRIPT", "LOAD", s))
 		if err != nil {
 			return nil, fmt.Errorf("loading %s: %w", name, err)
 		}
 		sha[name] = h
 	}
-	const owner, channel, lease = "0123456789abcdef0123456789abcdef:1", "unlock:bench", 30000
-	key := func(kind string, i int) string { return fmt.Sprintf("s:%s:%d", kind, i) }
+	key := scriptKey
+	const owner, channel, lease = scriptOwner, scriptChannel, scriptLease
 	ok, one := "OK", int64(1)
 	held := one // acquire.lua's {1, 0}, in one integer
 	acquire := func(kind string, count, seq int) func(int) []interface{} {
@@ -183,40 +264,34 @@ func scriptRun(conn redis.Conn, src redlockScripts, n int) ([]*scriptCost, error
 	}
 	// The shapes in the order they run on each block of keys; a shape
 	// without a name only prepares the next one.
-	type shape struct {
-		name, cmd string
-		holds     int
-		calls     func(lo int) (from, to int) // the call indices of the block at lo
-		args      func(i int) []interface{}
-		want      interface{}
-	}
+	type shape = scriptShape
 	keys := func(lo int) (int, int) { return lo, lo + block }
 	shapes := []shape{
-		{scSetNX, "set", 0, keys, func(i int) []interface{} { return []interface{}{"SET", key("nx", i), "v", "NX", "PX", lease} }, ok},
-		{scFloorSet, "evalsha", 0, keys, func(i int) []interface{} { return []interface{}{"EVALSHA", sha["set"], 1, key("f", i), "v", lease} }, ok},
-		{scFloorDel, "evalsha", 0, keys, func(i int) []interface{} { return []interface{}{"EVALSHA", sha["del"], 1, key("f", i), "v"} }, one},
-		{scAcquireFree, "evalsha", 0, keys, acquire("a", 1, 1), held},
-		{scAcquireAgain, "evalsha", 0, keys, acquire("a", 2, 2), held},
-		{scReleaseLast, "evalsha", 0, keys, func(i int) []interface{} {
+		{scSetNX, "set", 0, 0, keys, func(i int) []interface{} { return []interface{}{"SET", key("nx", i), "v", "NX", "PX", lease} }, ok},
+		{scFloorSet, "evalsha", 0, 0, keys, func(i int) []interface{} { return []interface{}{"EVALSHA", sha["set"], 1, key("f", i), "v", lease} }, ok},
+		{scFloorDel, "evalsha", 0, 0, keys, func(i int) []interface{} { return []interface{}{"EVALSHA", sha["del"], 1, key("f", i), "v"} }, one},
+		{scAcquireFree, "evalsha", 0, 0, keys, acquire("a", 1, 1), held},
+		{scAcquireAgain, "evalsha", 0, 0, keys, acquire("a", 2, 2), held},
+		{scReleaseLast, "evalsha", 0, 0, keys, func(i int) []interface{} {
 			return []interface{}{"EVALSHA", sha["release"], 2, key("a", i), key("a-marks", i), owner, 0, 3, 0, lease, channel}
 		}, one},
-		{"", "", 0, keys, acquire("m", 1, 1), held},
-		{scReleaseMark, "evalsha", 0, keys, func(i int) []interface{} {
+		{"", "", 0, 0, keys, acquire("m", 1, 1), held},
+		{scReleaseMark, "evalsha", 0, 0, keys, func(i int) []interface{} {
 			return []interface{}{"EVALSHA", sha["release"], 2, key("m", i), key("m-marks", i), owner, 0, 2, 1, lease, channel}
 		}, one},
-		{"", "", 0, keys, acquire("r", 1, 1), held},
-		{scRollbackUndo, "evalsha", 0, keys, func(i int) []interface{} {
+		{"", "", 0, 0, keys, acquire("r", 1, 1), held},
+		{scRollbackUndo, "evalsha", 0, 0, keys, func(i int) []interface{} {
 			return []interface{}{"EVALSHA", sha["rollback"], 2, key("r", i), key("r-marks", i), owner, 1, 0, lease, channel}
 		}, one},
-		{scRollbackMark, "evalsha", 0, keys, func(i int) []interface{} {
+		{scRollbackMark, "evalsha", 0, 0, keys, func(i int) []interface{} {
 			return []interface{}{"EVALSHA", sha["rollback"], 2, key("x", i), key("x-marks", i), owner, 1, 0, lease, channel}
 		}, int64(0)},
-		{"", "", 0, keys, acquire("w", 1, 1), held},
-		{scRenew1, "evalsha", 1, keys, func(i int) []interface{} {
+		{"", "", 0, 0, keys, acquire("w", 1, 1), held},
+		{scRenew1, "evalsha", 1, 0, keys, func(i int) []interface{} {
 			return []interface{}{"EVALSHA", sha["renew"], 1, key("w", i), lease, owner}
 		}, []interface{}{one}},
 		// Call c renews the 1,000 holds of block c/5.
-		{scRenew1000, "evalsha", block, func(lo int) (int, int) { return lo / block * 5, lo/block*5 + 5 }, func(c int) []interface{} {
+		{scRenew1000, "evalsha", block, 0, func(lo int) (int, int) { return lo / block * 5, lo/block*5 + 5 }, func(c int) []interface{} {
 			first := c / 5 * block
 			args := []interface{}{"EVALSHA", sha["renew"], block}
 			for i := first; i < first+block; i++ {
@@ -229,6 +304,7 @@ func scriptRun(conn redis.Conn, src redlockScripts, n int) ([]*scriptCost, error
 			return args
 		}, ones},
 	}
+	shapes = append(shapes, breakdownShapes(sha, block)...)
 	type total struct{ usec, calls int64 }
 	totals := make([]total, len(shapes))
 	for lo := 0; lo+block <= n; lo += block {
@@ -245,7 +321,7 @@ func scriptRun(conn redis.Conn, src redlockScripts, n int) ([]*scriptCost, error
 	var out []*scriptCost
 	for j, sh := range shapes {
 		if sh.name != "" && totals[j].calls > 0 {
-			out = append(out, &scriptCost{Name: sh.name, Holds: sh.holds, Usec: []float64{float64(totals[j].usec) / float64(totals[j].calls)}})
+			out = append(out, &scriptCost{Name: sh.name, Holds: sh.holds, Parts: sh.parts, Usec: []float64{float64(totals[j].usec) / float64(totals[j].calls)}})
 		}
 	}
 	return out, nil
@@ -312,8 +388,11 @@ func scriptTable(s *scriptCosts) string {
 	var rows [][]string
 	for _, r := range s.Rows {
 		per := "–"
-		if r.Holds > 1 {
+		switch {
+		case r.Holds > 1:
 			per = fmt.Sprintf("%.2f µs per hold", r.median()/float64(r.Holds))
+		case r.Parts > 1:
+			per = fmt.Sprintf("%.2f µs per lock call", r.median()/float64(r.Parts))
 		}
 		runs := append([]float64(nil), r.Usec...)
 		sort.Float64s(runs)
@@ -322,7 +401,7 @@ func scriptTable(s *scriptCosts) string {
 	for _, p := range scriptPairs(s) {
 		rows = append(rows, []string{"**" + p.name + "**", fmt.Sprintf("**%.2f**", p.usec), "", ""})
 	}
-	return table([]string{"call", "server µs per call (median)", "runs (sorted)", "per hold"}, rows)
+	return table([]string{"call", "server µs per call (median)", "runs (sorted)", "per hold or lock call"}, rows)
 }
 
 // scriptPair is the server time of one Lock+Unlock on one node.
@@ -336,5 +415,6 @@ func scriptPairs(s *scriptCosts) []scriptPair {
 		{"per Lock+Unlock per node, redlock: acquire.lua (key free) + release.lua (last hold, no mark)", s.get(scAcquireFree) + s.get(scReleaseLast)},
 		{"the same with a marking release", s.get(scAcquireFree) + s.get(scReleaseMark)},
 		{"per Lock+Unlock per node, floor: set script + del script", s.get(scFloorSet) + s.get(scFloorDel)},
+		{"per Lock+Unlock per node, redlock in calls of the batch script, 8 lock calls each: acquire.lua (key free) + release.lua (last hold, no mark)", (s.get(scAcquireBatch) + s.get(scReleaseBatch)) / batchParts},
 	}
 }

@@ -396,7 +396,7 @@ func (m *Mutex) lostIn(r *round, h *hold, lostMeanwhile bool) error {
 // re-entered is lost; fenceErr and undoErr are the errors of its fencing
 // token's write-back and of its rollback.
 func (m *Mutex) failedAttempt(ctx context.Context, r *round, lease, elapsed time.Duration, subs int, lost, fenceErr, undoErr error) attempt {
-	a := attempt{freeIn: r.FreeIn(lease), split: r.Ballot.Yes > 0, held: r.Ballot.No >= r.Ballot.Need, subs: subs, took: elapsed}
+	a := attempt{freeIn: r.FreeIn(lease), split: r.Ballot.Yes > 0, held: r.Ballot.No >= r.Ballot.Need, ahead: r.Ahead() > 0, subs: subs, took: elapsed}
 	a.blocked = make([]bool, len(r.Nodes))
 	if a.split {
 		a.free = make([]bool, len(r.Nodes))
@@ -450,14 +450,14 @@ func joinRollback(name string, err, undoErr error) error {
 // await is the waiting part of an acquisition whose first attempt a failed
 // (or that made none: see wait.Waiters.Contention), as the Client's waiting (wait.go) runs it: in
 // m's queue, hearing the channels of all m's locks; a MultiMutex's waiter
-// leaves its intent where it is refused (intent.go).
+// leaves its intent where it is refused, a Mutex's once intents refused it (intent.go).
 func (m *Mutex) await(ctx context.Context, maxWait time.Duration, req request, a attempt) (bool, error) {
 	c := m.c
 	queue := m.queue()
 	k := contender{what: "lock", name: m.name, channels: m.channels(), queue: queue, owner: m, exclusive: !m.shared, lease: req.lease}
 	switch {
-	case m.leavesIntent():
-		k.field, k.intentKeys = m.field, m.intentKeys()
+	case m.leavesIntent() || (m.via == nil && !m.shared):
+		k.field, k.intentKeys, k.lazy = m.field, m.intentKeys(), !m.leavesIntent()
 	case m.side != nil && m.side.intent != "":
 		k.fixed, k.intentKeys = m.field, intent.Keys{Keys: []string{m.side.intent}}
 	}

@@ -28,6 +28,7 @@ type attempt struct {
 	took    time.Duration        // how long the attempt took
 	ended   bool                 // err is only ctx.Err(): it tells nothing of the nodes
 	again   bool                 // a re-entrant attempt, or one refused by a loss not yet acknowledged: it never waits
+	ahead   bool                 // not ok: on some nodes only older waiters' intents refused it
 	nodes   []observe.NodeResult // failed for want of a quorum: what each node did (see wait.Stall); nil otherwise
 }
 
@@ -43,6 +44,7 @@ type contender struct {
 	exclusive  bool                        // a win has the next waiter wait for its release, lease (see dequeue)
 	lease      time.Duration               // the lease of a hold it takes
 	field      string                      // the waiter its intent names; "": it leaves none (see intent.go)
+	lazy       bool                        // with field: it leaves its intent once intents refused it (a Mutex of one name)
 	fixed      string                      // or a waiting writer's intent, its owner field, which its lock withdraws (see RWMutex.lockWrite)
 	intentKeys intent.Keys                 // where its intent goes
 	try        func(intent string) attempt // one attempt at the queue's head
@@ -96,12 +98,11 @@ func (w *waiting) await(ctx context.Context, maxWait time.Duration, a attempt, k
 		w.waiters.Link(k.channels[0], k.queue)
 		defer w.waiters.Unlink(k.channels[0], k.queue)
 	}
-	var mine string
+	var mine *intent.Pending
 	var li *intent.Live
 	switch {
 	case k.field != "":
-		mine = intent.Of(now().Add(-a.took), k.field)
-		li = w.intents.Add(mine, k.intentKeys)
+		mine = w.intents.Pending(intent.Of(now().Add(-a.took), k.field), k.intentKeys, k.lazy)
 	case k.fixed != "":
 		li = w.intents.Add(k.fixed, k.intentKeys) // refreshed while it waits
 		defer w.intents.Remove(li)
@@ -110,9 +111,7 @@ func (w *waiting) await(ctx context.Context, maxWait time.Duration, a attempt, k
 	won := false
 	defer func() { w.waiters.Dequeue(k.queue, wtr, won && k.exclusive, k.lease) }()
 	won, err := w.waitTurns(ctx, k, wtr, expired, a, mine)
-	if mine != "" {
-		w.intents.Withdraw(ctx, li, won)
-	}
+	mine.Withdraw(ctx, won)
 	return won, err
 }
 
@@ -145,9 +144,10 @@ func (w *waiting) listen(ctx context.Context, chs []string) (stop func()) {
 // Close, or the error of an attempt that waiting will not mend. A stall
 // watches the attempts (internal/wait's Stall); a, when it was made, was
 // the call's first.
-func (w *waiting) waitTurns(ctx context.Context, k *contender, wtr *wait.Waiter, expired <-chan time.Time, a attempt, intent string) (bool, error) {
+func (w *waiting) waitTurns(ctx context.Context, k *contender, wtr *wait.Waiter, expired <-chan time.Time, a attempt, mine *intent.Pending) (bool, error) {
 	p := wait.NewPacing()
 	defer p.Stop()
+	intent := mine.Leave(a.ahead)
 	st := w.stalls.Stall(k.what, k.name, now().Add(-a.took))
 	st.Saw(ctx, a.tried())
 	for {
@@ -179,6 +179,7 @@ func (w *waiting) waitTurns(ctx context.Context, k *contender, wtr *wait.Waiter,
 		if !next.ended || a.err == nil {
 			a = next // an attempt that only saw ctx end keeps the one before
 		}
+		intent = mine.Leave(next.ahead)
 		st.Saw(ctx, next.tried())
 		p.Failed(w.waiters, a.paced(), next.paced())
 		w.waiters.Tried(k.queue, next.free, next.blocked)

@@ -35,9 +35,12 @@
 // others, which delays, but never stops, the others' turns. A waiting
 // RWMutex writer's intent is kept the same way.
 //
-// A Mutex of one name leaves no intent: its waiters take turns through
-// the Client's queue and pub/sub (internal/wait). It obeys the intents that
-// MultiMutex waiters leave on its name.
+// A Mutex of one name leaves no intent at first: its waiters take turns
+// through the Client's queue and pub/sub (internal/wait). It obeys the
+// intents that MultiMutex waiters leave on its name, and once they refused
+// one of its attempts it leaves its own from then on (Pending), joining
+// their order: without it, MultiMutex waiters that keep coming would keep
+// an intent on its name and refuse it without a bound.
 package intent
 
 import (
@@ -111,6 +114,47 @@ func (k *Keeper) Add(value string, at Keys) *Live {
 	}
 	k.loop.Start(k.cfg.GoRun, k.keep)
 	return li
+}
+
+// Pending is one wait's intent, left with the Keeper from the wait's
+// start, or (lazy: a Mutex of one name) once intents refused one of its
+// attempts. A nil Pending leaves none. One waiter uses it at a time.
+type Pending struct {
+	k     *Keeper
+	value string
+	at    Keys
+	lazy  bool
+	li    *Live // once left
+}
+
+// Pending returns the intent value of a wait, to be left on at as Leave
+// says.
+func (k *Keeper) Pending(value string, at Keys, lazy bool) *Pending {
+	return &Pending{k: k, value: value, at: at, lazy: lazy}
+}
+
+// Leave returns the intent the wait's next attempt leaves where it is
+// refused ("" for none), adding it to the Keeper the first time: at
+// once, or when lazy once refused, whether intents refused the wait's
+// latest attempt.
+func (p *Pending) Leave(refused bool) string {
+	switch {
+	case p == nil:
+		return ""
+	case p.li == nil && (refused || !p.lazy):
+		p.li = p.k.Add(p.value, p.at)
+	case p.li == nil:
+		return ""
+	}
+	return p.value
+}
+
+// Withdraw takes p's intent back where it was left (Keeper.Withdraw),
+// when it was.
+func (p *Pending) Withdraw(ctx context.Context, won bool) {
+	if p != nil && p.li != nil {
+		p.k.Withdraw(ctx, p.li, won)
+	}
 }
 
 // Remove forgets a wait's intent.

@@ -174,3 +174,31 @@ func tail(calls [][]interface{}, n int) [][]interface{} {
 	}
 	return out
 }
+
+// TestUnitPendingLeavesOnceRefused: a lazy wait's intent (a Mutex of one
+// name) is left, refreshed and withdrawn only once intents refused one
+// of its attempts; an eager one's from the start; a nil one's never.
+func TestUnitPendingLeavesOnceRefused(t *testing.T) {
+	k, rec, _ := keeper(t, 30*time.Millisecond)
+	at := Keys{Keys: []string{"{a}:intent"}, Channels: []string{"{a}:unlock"}}
+	var none *Pending
+	assert.Equal(t, "", none.Leave(true))
+	none.Withdraw(context.Background(), false)
+
+	lazy := k.Pending("5/c:1", at, true)
+	assert.Equal(t, "", lazy.Leave(false), "not refused by intents yet")
+	lazy.Withdraw(context.Background(), false)
+	time.Sleep(100 * time.Millisecond) // three refresh periods
+	assert.Empty(t, rec.sent(&script.Refresh), "refreshed before it was left")
+	assert.Empty(t, rec.sent(&script.Withdraw), "withdrawn before it was left")
+	assert.Equal(t, "5/c:1", lazy.Leave(true))
+	assert.Equal(t, "5/c:1", lazy.Leave(false), "left from then on")
+	require.Eventually(t, func() bool { return len(rec.sent(&script.Refresh)) > 0 }, 5*time.Second, time.Millisecond)
+	lazy.Withdraw(context.Background(), false)
+	assert.Equal(t, [][]interface{}{{"{a}:intent", "5/c:1", "{a}:unlock"}}, tail(rec.sent(&script.Withdraw), 3))
+
+	eager := k.Pending("6/c:2", at, false)
+	assert.Equal(t, "6/c:2", eager.Leave(false))
+	eager.Withdraw(context.Background(), false)
+	assert.Equal(t, [][]interface{}{{"{a}:intent", "6/c:2", "{a}:unlock"}}, tail(rec.sent(&script.Withdraw), 3))
+}

@@ -311,8 +311,8 @@ func (c *Client) NewSemaphore(name string, permits int) *Semaphore {
 // most, whatever the leases of the holds it waited for; a waiter that
 // stops waiting takes its intents back. Stamps come from the clients' clocks: a
 // client whose clock is behind by d goes up to d ahead of the others. A
-// Mutex of one name leaves no intent (its waiters take turns through the
-// Client's queue), but obeys those on its name.
+// Mutex of one name obeys those on its name, and leaves its own once they
+// refused it (until then its waiters take turns through the Client's queue).
 //
 // Name returns the names, sorted and joined by commas; IsLocked reports
 // whether any of the names is held by anyone on a quorum; IsHeld whether

@@ -33,12 +33,12 @@ MODULES := $(sort $(patsubst ./%/go.mod,%,$(shell find . -mindepth 2 -name go.mo
 # releasetest's TestConsumerBuild releases a clone of HEAD into a module
 # proxy directory and builds and runs a consumer's program from it. attack
 # is the root package's attacks on waiting (turnsattack_test.go,
-# newsattack_test.go: 13 tests of 3 s windows, about 55 s one after
-# another), a suite of its own so that it runs beside the root package's
-# other tests instead of after them.
+# newsattack_test.go, lazyintentattack_test.go: tests of 3 s windows, one
+# after another), a suite of its own so that it runs beside the root
+# package's other tests instead of after them.
 TEST_FLAGS := -race -count=1 -timeout 9m
 DIFF_TESTS := ^(TestModelScriptsMatchRedis|TestModelRWScriptsMatchRedis)$$
-ATTACK_TESTS := ^Test(Turns|News)Attack
+ATTACK_TESTS := ^Test(Turns|News|LazyIntent)Attack
 DIFF_MUTEX := ^TestModelScriptsMatchRedis$$
 DIFF_RW := ^TestModelRWScriptsMatchRedis$$
 MODEL_PKG := github.com/redlock-go/redlock/internal/model

@@ -130,8 +130,8 @@ func (m *Mutex) LockLease(ctx context.Context, lease time.Duration) error {
 // attempt. With lease 0 the hold is renewed by the watchdog as with Lock,
 // otherwise it lasts lease. It returns (true, nil) when held; (false, nil)
 // when another owner held the lock for the whole wait, or, for one name, an
-// older waiter was ahead: a MultiMutex's or a Semaphore's waiter whose
-// intent is on it goes first (see NewMultiMutex; the Observer's
+// older waiter was ahead: one whose intent is on it (a MultiMutex's, or a
+// Mutex's that intents refused) goes first (see NewMultiMutex; the Observer's
 // observe.Attempt counts such nodes in Ahead); (false, err) with
 // errors.Is(err, ErrNoQuorum) when too few nodes answered to decide (err
 // wraps every node's error), an error wrapping ctx.Err() when ctx ended

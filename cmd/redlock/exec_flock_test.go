@@ -159,7 +159,9 @@ func TestExecVerbose(t *testing.T) {
 	field := ownerField(t, c, 0, "redlock:{job}:rw:lock")
 
 	p := startCLI(t, execArgs(t, c, "job", []string{"-v", "-w", "10"}, "exit", "3")...)
-	time.Sleep(500 * time.Millisecond)
+	// Released once exec said it waits (a fixed sleep here was once shorter
+	// than the CLI's start on a loaded machine, and it never waited).
+	p.waitErrLine(t, "redlock exec: waiting for lock")
 	require.NoError(t, holder.Unlock(context.Background()))
 	code, _, stderr := p.wait(t)
 	require.Equal(t, 3, code, "stderr: %s", stderr)
@@ -346,7 +348,7 @@ func TestExecVerboseOneFormat(t *testing.T) {
 	holder := dial(t, c).NewRWMutex("job")
 	require.NoError(t, holder.Lock(context.Background()))
 	p := startCLI(t, cliExec(t, c, []string{"-v", "--watchdog-lease", "1500ms", "--node-timeout", "200ms", "job"}, "sleep", "2500ms", "0")...)
-	time.Sleep(300 * time.Millisecond)
+	p.waitErrLine(t, "redlock exec: waiting for lock") // as TestExecVerbose
 	require.NoError(t, holder.Unlock(context.Background()))
 	p.waitLine(t, "ran")
 	// The CLI's hold on every node before node 2 goes: decided at the

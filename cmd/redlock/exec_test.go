@@ -150,7 +150,9 @@ func TestExecLostKillsAfterGrace(t *testing.T) {
 
 func TestExecFixedLeaseEnds(t *testing.T) {
 	c := redlocktest.Start(t, 3)
-	p := startCLI(t, execArgs(t, c, "job", []string{"--lease", "300ms", "--grace", "5s"}, "wait-term")...)
+	// The lease is far above the time CMD, the test binary, takes to start
+	// and print "ready": 300 ms was once not enough on a loaded machine.
+	p := startCLI(t, execArgs(t, c, "job", []string{"--lease", "1500ms", "--grace", "5s"}, "wait-term")...)
 	p.waitLine(t, "ready")
 	code, out, stderr := p.wait(t)
 	require.Equal(t, exitLost, code, "stderr: %s", stderr)

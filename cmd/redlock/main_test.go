@@ -108,6 +108,7 @@ func helperArgs(t *testing.T, args ...string) []string {
 type proc struct {
 	cmd    *exec.Cmd
 	lines  chan string // stdout, line by line
+	errs   chan string // stderr, line by line
 	mu     sync.Mutex  // protects out
 	out    []string
 	stderr bytes.Buffer // read only after the process exited
@@ -119,13 +120,26 @@ type proc struct {
 // available; Cleanup kills it if the test did not wait for it.
 func startCLI(t *testing.T, args ...string) *proc {
 	t.Helper()
-	p := &proc{lines: make(chan string, 100), done: make(chan struct{})}
+	p := &proc{lines: make(chan string, 100), errs: make(chan string, 100), done: make(chan struct{})}
 	p.cmd = exec.Command(self(t), args...)
 	p.cmd.Env = append(os.Environ(), "REDLOCK_TEST_AS=cli")
-	p.cmd.Stderr = &p.stderr
 	stdout, err := p.cmd.StdoutPipe()
 	require.NoError(t, err)
+	stderr, err := p.cmd.StderrPipe()
+	require.NoError(t, err)
 	require.NoError(t, p.cmd.Start())
+	errsRead := make(chan struct{})
+	go func() {
+		defer close(errsRead)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			p.stderr.WriteString(sc.Text() + "\n") // read only after done
+			select {
+			case p.errs <- sc.Text():
+			default:
+			}
+		}
+	}()
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
@@ -137,6 +151,7 @@ func startCLI(t *testing.T, args ...string) *proc {
 			default:
 			}
 		}
+		<-errsRead // Wait closes the pipes: both are read to their end first
 		err := p.cmd.Wait()
 		p.code = p.cmd.ProcessState.ExitCode()
 		if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
@@ -159,10 +174,23 @@ func startCLI(t *testing.T, args ...string) *proc {
 // waitLine waits for a stdout line starting with prefix and returns it.
 func (p *proc) waitLine(t *testing.T, prefix string) string {
 	t.Helper()
+	return p.waitOn(t, p.lines, prefix)
+}
+
+// waitErrLine waits for a stderr line starting with prefix and returns
+// it: what exec says with -v, as it says it.
+func (p *proc) waitErrLine(t *testing.T, prefix string) string {
+	t.Helper()
+	return p.waitOn(t, p.errs, prefix)
+}
+
+// waitOn waits for a line of lines starting with prefix and returns it.
+func (p *proc) waitOn(t *testing.T, lines <-chan string, prefix string) string {
+	t.Helper()
 	timeout := time.After(10 * time.Second)
 	for {
 		select {
-		case l := <-p.lines:
+		case l := <-lines:
 			if strings.HasPrefix(l, prefix) {
 				return l
 			}
@@ -170,7 +198,7 @@ func (p *proc) waitLine(t *testing.T, prefix string) string {
 			// Lines may still be buffered.
 			for {
 				select {
-				case l := <-p.lines:
+				case l := <-lines:
 					if strings.HasPrefix(l, prefix) {
 						return l
 					}
